@@ -1,0 +1,545 @@
+package hedge
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/limit"
+)
+
+// ActionKind is what the state machine asks its driver to do.
+type ActionKind uint8
+
+const (
+	// StartAttempt: send attempt Action.Attempt to the dependency (Action.Hedge says it is a
+	// concurrent copy; Action.Retry a sequential retry).
+	StartAttempt ActionKind = iota + 1
+	// CancelAttempt: stop waiting for attempt Action.Attempt and cancel it; its answer, if it
+	// still comes, is discarded.
+	CancelAttempt
+	// ArmTimer: call TimerFired at Action.At. It replaces any timer armed before.
+	ArmTimer
+	// Finish: the call is over; Winner and Err say how.
+	Finish
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case StartAttempt:
+		return "start"
+	case CancelAttempt:
+		return "cancel"
+	case ArmTimer:
+		return "timer"
+	case Finish:
+		return "finish"
+	}
+	return "?"
+}
+
+// Action is one instruction from the state machine to its driver.
+type Action struct {
+	Kind    ActionKind
+	Attempt int
+	Hedge   bool
+	Retry   bool
+	At      time.Time
+}
+
+// CallOptions describes one call to the state machine.
+type CallOptions struct {
+	Repeatable  Repeatability
+	Criticality Criticality
+	// Rand returns a float in [0, 1) for retry jitter. nil = math/rand/v2. The simulator passes
+	// a seeded source so runs repeat.
+	Rand func() float64
+}
+
+const inlineAttempts = 4
+
+type attempt struct {
+	start     time.Time
+	end       time.Time
+	hedge     bool
+	retry     bool
+	result    Result
+	err       error
+	permit    limit.Permit
+	hasPermit bool
+	inService bool
+	endSeq    int
+}
+
+type timerPurpose uint8
+
+const (
+	timerNone timerPurpose = iota
+	timerHedge
+	timerRetry
+)
+
+// Call is the decision state machine of one call, with no I/O: it is told what happened
+// (the call started, an attempt answered, a timer fired, the caller gave up) and answers with
+// what to do (start an attempt, cancel one, arm the timer, finish). Every hedging decision
+// lives here or in the Policy, so Do, on goroutines and real timers, and the simulator, on an
+// event heap and a virtual clock, make exactly the same decisions.
+//
+// A Call is not safe for concurrent use: its driver delivers one event at a time. The slice of
+// actions a method returns is valid until the next method call. Reset reuses a Call without
+// allocating.
+type Call struct {
+	p         *Policy
+	opts      CallOptions
+	start     time.Time
+	threshold time.Duration
+	warm      bool
+	hedging   bool // hedges may still start for this call
+	attempts  []attempt
+	inline    [inlineAttempts]attempt
+	inflight  int
+	retries   int
+	lastStart time.Time
+	timer     timerPurpose
+	timerAt   time.Time
+	ticket    breaker.Ticket
+	hasTicket bool
+	done      bool
+	winner    int
+	err       error
+	ended     int
+	acts      []Action
+	actBuf    [8]Action
+}
+
+// NewCall returns a state machine for one call under p. Start it with Start.
+func (p *Policy) NewCall(opts CallOptions) *Call {
+	c := new(Call)
+	c.Reset(p, opts)
+	return c
+}
+
+// Reset prepares c for a new call under p, keeping its buffers.
+func (c *Call) Reset(p *Policy, opts CallOptions) {
+	attempts := c.attempts[:0]
+	if cap(attempts) == 0 {
+		attempts = c.inline[:0]
+	}
+	clear(attempts[:cap(attempts)])
+	acts := c.acts[:0]
+	if cap(acts) == 0 {
+		acts = c.actBuf[:0]
+	}
+	*c = Call{p: p, opts: opts, winner: -1}
+	c.attempts, c.acts = attempts, acts
+}
+
+// Done reports whether the call is over.
+func (c *Call) Done() bool { return c.done }
+
+// Winner is the index of the attempt whose answer the call returns, or -1.
+func (c *Call) Winner() int { return c.winner }
+
+// Err is the call's error: nil when an attempt won.
+func (c *Call) Err() error { return c.err }
+
+// Attempts is how many attempts have started.
+func (c *Call) Attempts() int { return len(c.attempts) }
+
+// Log returns the record of the call's attempts, in the order they ended (those still
+// running last).
+func (c *Call) Log() Log {
+	l := Log{Attempts: make([]AttemptRecord, len(c.attempts))}
+	end := c.start
+	for i := range c.attempts {
+		a := &c.attempts[i]
+		r := AttemptRecord{Index: i, Hedge: a.hedge, Retry: a.retry, Offset: a.start.Sub(c.start), Result: a.result, Err: a.err}
+		if a.result != Running {
+			r.Duration = a.end.Sub(a.start)
+			if a.end.After(end) {
+				end = a.end
+			}
+		}
+		l.Attempts[i] = r
+	}
+	if c.done {
+		l.Duration = end.Sub(c.start)
+	}
+	slices.SortStableFunc(l.Attempts, func(x, y AttemptRecord) int {
+		return c.order(x.Index) - c.order(y.Index)
+	})
+	return l
+}
+
+func (c *Call) order(i int) int {
+	if c.attempts[i].result == Running {
+		return math.MaxInt32
+	}
+	return c.attempts[i].endSeq
+}
+
+func (c *Call) act(a Action) { c.acts = append(c.acts, a) }
+
+func (c *Call) emit(e Event) {
+	if c.p.observe != nil {
+		c.p.observe(e)
+	}
+}
+
+// Start begins the call at now: it starts the first attempt (or fails fast when the breaker
+// is open or the limit full) and arms the hedge timer.
+func (c *Call) Start(now time.Time) []Action {
+	c.acts = c.acts[:0]
+	p := c.p
+	c.start = now
+	p.calls.Add(1)
+	p.bud.Deposit(now)
+	if p.brk != nil {
+		t, err := p.brk.Acquire(now)
+		if err != nil {
+			c.finish(now, ErrBreakerOpen)
+			return c.acts
+		}
+		c.ticket, c.hasTicket = t, true
+	}
+	if p.cfg.Trigger.kind != triggerNone {
+		c.hedging = true
+		c.threshold, c.warm = p.threshold()
+	}
+	if !c.startAttempt(now, false, false) {
+		c.finish(now, ErrLimitExceeded)
+		return c.acts
+	}
+	c.maybeHedge(now)
+	return c.acts
+}
+
+// startAttempt takes a limit permit and records a new attempt. It reports false when the
+// limit refused.
+func (c *Call) startAttempt(now time.Time, hedge, retry bool) bool {
+	p := c.p
+	var permit limit.Permit
+	if p.lim != nil {
+		var ok bool
+		if permit, ok = p.lim.Acquire(now); !ok {
+			return false
+		}
+	}
+	k := len(c.attempts)
+	c.attempts = append(c.attempts, attempt{start: now, hedge: hedge, retry: retry, permit: permit, hasPermit: p.lim != nil})
+	c.inflight++
+	c.lastStart = now
+	c.act(Action{Kind: StartAttempt, Attempt: k, Hedge: hedge, Retry: retry})
+	c.emit(Event{Kind: AttemptStarted, Time: now, Attempt: k, Hedge: hedge, Retry: retry})
+	return true
+}
+
+// maybeHedge sends every hedge that is due at now and arms the timer for the next one.
+func (c *Call) maybeHedge(now time.Time) {
+	for c.hedging && !c.done && c.inflight > 0 && len(c.attempts) < c.p.cfg.attempts && c.inflight < c.p.cfg.maxConcurrent {
+		if c.warm {
+			if at := c.lastStart.Add(c.threshold); at.After(now) {
+				c.arm(timerHedge, at)
+				return
+			}
+		}
+		c.tryHedge(now)
+	}
+}
+
+func (c *Call) arm(purpose timerPurpose, at time.Time) {
+	if c.timer == purpose && c.timerAt.Equal(at) {
+		return
+	}
+	c.timer, c.timerAt = purpose, at
+	c.act(Action{Kind: ArmTimer, At: at})
+}
+
+// gate asks the gates of DESIGN.md §2, in order, whether a hedge may start now, and
+// returns the first reason to refuse.
+func (c *Call) gate(now time.Time) Reason {
+	p := c.p
+	if c.opts.Repeatable == NotRepeatable {
+		return ReasonNotRepeatable
+	}
+	if p.brk != nil {
+		if c.ticket.Trial() || p.brk.State(now) != breaker.Closed {
+			return ReasonBreaker
+		}
+		if rate, armed := p.brk.ErrorRate(now); armed && rate >= p.cfg.suppressAt*p.brk.TripPoint() {
+			return ReasonErrorRate
+		}
+	}
+	if !c.warm {
+		return ReasonCold
+	}
+	if p.bud.Balance(now) < 1 {
+		return ReasonBudget
+	}
+	if p.cfg.Criticality && c.opts.Criticality == Sheddable {
+		return ReasonSheddable
+	}
+	if p.win != nil && !p.win.Admit(now) {
+		return ReasonWinRate
+	}
+	if now.UnixNano() < p.overloadUntil.Load() {
+		return ReasonOverload
+	}
+	return ReasonNone
+}
+
+// tryHedge starts a hedge if the gates, the limit and the budget allow; otherwise it
+// records the suppression and stops hedging for this call, which then waits exactly as it
+// would have without hedging.
+func (c *Call) tryHedge(now time.Time) {
+	p := c.p
+	reason := c.gate(now)
+	if reason == ReasonNone {
+		if !p.bud.TryWithdraw(now) {
+			reason = ReasonBudget
+		} else if !c.startAttempt(now, true, false) {
+			reason = ReasonLimit // the budget token is spent: the attempt was funded, then refused
+		}
+	}
+	if reason != ReasonNone {
+		c.hedging = false
+		p.suppressed[reason].Add(1)
+		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: c.threshold, Reason: reason})
+		return
+	}
+	p.hedgesStarted.Add(1)
+	if p.win != nil {
+		p.win.Started(now)
+	}
+	k := len(c.attempts) - 1
+	c.emit(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: c.threshold})
+}
+
+// TimerFired tells the call its timer went off at now. Early or stale firings are ignored.
+func (c *Call) TimerFired(now time.Time) []Action {
+	c.acts = c.acts[:0]
+	if c.done || c.timer == timerNone || now.Before(c.timerAt) {
+		return c.acts
+	}
+	purpose := c.timer
+	c.timer = timerNone
+	switch purpose {
+	case timerHedge:
+		c.maybeHedge(now)
+	case timerRetry:
+		if !c.startAttempt(now, false, true) {
+			c.fail(now, ErrLimitExceeded)
+			return c.acts
+		}
+		c.maybeHedge(now)
+	}
+	return c.acts
+}
+
+// AttemptDone tells the call that attempt k answered at now with outcome o. Answers from
+// attempts already cancelled or discarded are ignored.
+func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
+	c.acts = c.acts[:0]
+	if c.done || k < 0 || k >= len(c.attempts) || c.attempts[k].result != Running {
+		return c.acts
+	}
+	p := c.p
+	a := &c.attempts[k]
+	a.end = now
+	c.inflight--
+	c.ended++
+	a.endSeq = c.ended
+	dur := now.Sub(a.start)
+	if o.Class == Success {
+		a.result = Ok
+		c.release(now, a, limit.Success)
+		p.recordLatency(now, dur)
+		c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+		c.winner = k
+		if a.hedge {
+			p.hedgesWon.Add(1)
+			if p.win != nil {
+				p.win.Won(now)
+			}
+			c.emit(Event{Kind: HedgeWon, Time: now, Attempt: k, Hedge: true, Duration: dur})
+		}
+		c.discardOthers(now, true)
+		c.finish(now, nil)
+		return c.acts
+	}
+	a.result = Failed
+	a.err = o.Err
+	if o.Overload {
+		c.release(now, a, limit.Dropped)
+		p.noteOverload(now, o.RetryAfter)
+	} else {
+		c.release(now, a, limit.Ignored)
+	}
+	c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur, Err: o.Err})
+	switch {
+	case o.Class == Permanent:
+		// The dependency answered, and the answer is final: nothing to race or retry.
+		c.discardOthers(now, true)
+		c.finish(now, o.Err)
+	case c.inflight > 0:
+		c.maybeHedge(now)
+	default:
+		c.retryOrFail(now)
+	}
+	return c.acts
+}
+
+// retryOrFail schedules a sequential retry after a failure with nothing else in flight, or
+// ends the call when no retry may be made.
+func (c *Call) retryOrFail(now time.Time) {
+	p := c.p
+	switch {
+	case len(c.attempts) >= p.cfg.attempts:
+		c.fail(now, nil)
+	case c.opts.Repeatable == NotRepeatable:
+		c.fail(now, nil)
+	case c.hasTicket && c.ticket.Trial():
+		c.fail(now, nil) // a half-open trial gets one attempt
+	case !p.bud.TryWithdraw(now):
+		c.fail(now, ErrBudgetExhausted)
+	default:
+		d := c.backoff()
+		c.retries++
+		p.retries.Add(1)
+		c.emit(Event{Kind: RetryScheduled, Time: now, Attempt: len(c.attempts) - 1, Delay: d})
+		c.arm(timerRetry, now.Add(d))
+	}
+}
+
+func (c *Call) backoff() time.Duration {
+	b := c.p.cfg.backoff
+	d := float64(b.Initial) * math.Pow(b.Multiplier, float64(c.retries))
+	if d > float64(b.Maximum) {
+		d = float64(b.Maximum)
+	}
+	if b.Jitter > 0 {
+		u := 0.0
+		if c.opts.Rand != nil {
+			u = c.opts.Rand()
+		} else {
+			u = rand.Float64()
+		}
+		d -= d * b.Jitter * u
+	}
+	return time.Duration(d)
+}
+
+// AttemptStartedService tells the call that a server began work on attempt k at now. With
+// the Tied trigger the other copies, still queued, are cancelled: they can no longer help.
+func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
+	c.acts = c.acts[:0]
+	if c.done || k < 0 || k >= len(c.attempts) || c.attempts[k].result != Running {
+		return c.acts
+	}
+	c.attempts[k].inService = true
+	if c.p.cfg.Trigger.kind == triggerTied {
+		for j := range c.attempts {
+			if a := &c.attempts[j]; j != k && a.result == Running && !a.inService {
+				c.discard(now, j, false)
+			}
+		}
+		c.hedging = false
+	}
+	return c.acts
+}
+
+// Cancel tells the call its caller gave up at now, with cause (usually ctx.Err()). Every
+// attempt is cancelled and the call finishes with cause.
+func (c *Call) Cancel(now time.Time, cause error) []Action {
+	c.acts = c.acts[:0]
+	if c.done {
+		return c.acts
+	}
+	for j := range c.attempts {
+		a := &c.attempts[j]
+		if a.result != Running {
+			continue
+		}
+		a.result, a.end = Cancelled, now
+		c.inflight--
+		c.ended++
+		a.endSeq = c.ended
+		c.release(now, a, limit.Ignored)
+		c.act(Action{Kind: CancelAttempt, Attempt: j})
+	}
+	c.finishWith(now, cause, breaker.Ignored)
+	return c.acts
+}
+
+// discardOthers cancels every running attempt: the call has its answer.
+func (c *Call) discardOthers(now time.Time, sample bool) {
+	for j := range c.attempts {
+		if c.attempts[j].result == Running {
+			c.discard(now, j, sample)
+		}
+	}
+}
+
+// discard cancels running attempt j as a loser. With sample, the time it had run is fed to
+// the estimator: it is a censored sample, known only to be at least that long, and leaving it
+// out would bias the quantile low and hedge more than 1-q of calls.
+func (c *Call) discard(now time.Time, j int, sample bool) {
+	a := &c.attempts[j]
+	a.result, a.end = Discarded, now
+	c.inflight--
+	c.ended++
+	a.endSeq = c.ended
+	dur := now.Sub(a.start)
+	c.release(now, a, limit.Ignored)
+	if sample {
+		c.p.recordLatency(now, dur)
+	}
+	c.act(Action{Kind: CancelAttempt, Attempt: j})
+	c.emit(Event{Kind: HedgeDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+}
+
+func (c *Call) release(now time.Time, a *attempt, o limit.Outcome) {
+	if a.hasPermit {
+		a.hasPermit = false
+		c.p.lim.Release(now, a.permit, o)
+	}
+}
+
+// fail ends the call with every attempt's error.
+func (c *Call) fail(now time.Time, cause error) {
+	errs := make([]error, 0, len(c.attempts))
+	for i := range c.attempts {
+		if err := c.attempts[i].err; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	if len(errs) == 0 && cause != nil {
+		err = cause
+	} else {
+		err = &AttemptsError{Attempts: errs, Cause: cause}
+	}
+	c.finishWith(now, err, breaker.Failure)
+}
+
+func (c *Call) finish(now time.Time, err error) {
+	o := breaker.Success // a winner, or a final answer from a responsive dependency
+	if err == ErrLimitExceeded || err == ErrBreakerOpen {
+		o = breaker.Ignored
+	}
+	c.finishWith(now, err, o)
+}
+
+func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
+	c.done = true
+	c.timer = timerNone
+	c.err = err
+	if c.hasTicket {
+		c.hasTicket = false
+		c.p.brk.Release(now, c.ticket, o)
+	}
+	c.act(Action{Kind: Finish, Attempt: c.winner})
+	c.emit(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+}

@@ -1,0 +1,293 @@
+package hedge
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/limit"
+	"github.com/hedgekit/hedge/winrate"
+)
+
+type triggerKind uint8
+
+const (
+	triggerNone triggerKind = iota
+	triggerQuantile
+	triggerAfter
+	triggerTied
+)
+
+// Trigger decides when a call is slow enough to send a hedge. The zero Trigger hedges
+// nothing: the policy then only retries (when Attempts allows) and applies its breaker and
+// limit.
+type Trigger struct {
+	kind  triggerKind
+	q     float64
+	delay time.Duration
+}
+
+// AtQuantile hedges a call once it has run longer than the live q-quantile of the policy's
+// recent attempt latencies (Config.Window), clamped to [MinimumDelay, MaximumDelay]. It is the
+// recommended trigger: when the dependency slows down the threshold moves with it, so the
+// share of calls that hedge stays near 1-q instead of every call hedging in a brownout. It is
+// silent until MinimumSamples latencies have been seen. q must be in [0.5, 1).
+func AtQuantile(q float64) Trigger { return Trigger{kind: triggerQuantile, q: q} }
+
+// After hedges a call once it has run for d, whatever the dependency's latency. Use it to
+// reproduce published experiments, or when the latency distribution is known and fixed;
+// [AtQuantile] adapts and is safer to leave on.
+func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: d} }
+
+// Tied sends MaximumConcurrent copies at once and, as soon as the server reports that one of
+// them has started service, cancels the others ("tied requests"). It only makes sense with a
+// driver that reports service start (the simulator, or a server that says so); otherwise it
+// is simply MaximumConcurrent concurrent copies per call.
+func Tied() Trigger { return Trigger{kind: triggerTied} }
+
+// String describes the trigger, e.g. "AtQuantile(0.95)".
+func (t Trigger) String() string {
+	switch t.kind {
+	case triggerQuantile:
+		return fmt.Sprintf("AtQuantile(%g)", t.q)
+	case triggerAfter:
+		return fmt.Sprintf("After(%s)", t.delay)
+	case triggerTied:
+		return "Tied()"
+	}
+	return "none"
+}
+
+// Backoff spaces sequential retries: the n-th retry waits Initial × Multiplier^(n-1), capped
+// at Maximum, of which a random fraction Jitter is removed so that callers that failed
+// together do not retry together.
+type Backoff struct {
+	Initial    time.Duration // 0 = 10ms
+	Maximum    time.Duration // 0 = 1s
+	Multiplier float64       // 0 = 2; must be >= 1
+	Jitter     float64       // 0 = 0.5; in [0, 1]; negative = no jitter
+}
+
+// Saturation configures local-saturation detection: while this process is its own
+// bottleneck, attempt latencies measure the process, not the dependency, so the estimator
+// stops learning from them (a deep local queue would otherwise raise the threshold and hide an
+// incident).
+type Saturation struct {
+	// SchedulerLatency is the scheduler latency (the 99th percentile of how long runnable
+	// goroutines waited, since the previous reading) above which the process counts as
+	// saturated. 0 = 5ms.
+	SchedulerLatency time.Duration
+	// Interval is how often the scheduler latency is read. 0 = 100ms.
+	Interval time.Duration
+	// Probe returns the current scheduler latency. nil = read runtime/metrics
+	// (/sched/latencies:seconds). The simulator and tests set their own.
+	Probe func() time.Duration
+}
+
+// Config is a policy's configuration. A zero field means the documented default, so
+// Config{Trigger: AtQuantile(0.95)} is a complete, recommended configuration.
+type Config struct {
+	// Trigger decides when to hedge: AtQuantile(q) (recommended), After(d) or Tied().
+	// Zero = no hedging.
+	Trigger Trigger
+
+	// Attempts is the most calls that reach the dependency for one call, whatever their shape:
+	// the first, hedges and sequential retries all count. 0 = 2 with a Trigger, 1 without.
+	// Hedging needs at least 2.
+	Attempts int
+	// MaximumConcurrent bounds how many attempts of one call are in flight at once, counting
+	// the first. 0 = min(2, Attempts). Must not exceed Attempts.
+	MaximumConcurrent int
+
+	// Window is how far back the latency estimator looks (AtQuantile). 0 = 30s.
+	Window time.Duration
+	// MinimumSamples is how many latencies the estimator needs before AtQuantile hedges.
+	// 0 = 20.
+	MinimumSamples int
+	// MinimumDelay is the lowest threshold AtQuantile will use. 0 = 10ms.
+	MinimumDelay time.Duration
+	// MaximumDelay is the highest threshold AtQuantile will use. 0 = no maximum.
+	MaximumDelay time.Duration
+
+	// Budget bounds hedges and retries together (Finagle's RetryBudget). The zero value is
+	// the default budget: 10% of calls plus 1 per second, over 10s. Running without a budget
+	// must be said: budget.Config{Unlimited: true}.
+	Budget budget.Config
+
+	// Backoff spaces sequential retries.
+	Backoff Backoff
+
+	// Classify turns an attempt's error into an Outcome. nil = [Classify].
+	Classify func(error) Outcome
+
+	// Breaker, when not nil, puts a circuit breaker in front of the dependency: an open
+	// breaker fails calls fast with ErrBreakerOpen; a half-open trial is never hedged.
+	Breaker *breaker.Config
+	// SuppressAt stops hedging once the breaker's error rate reaches SuppressAt × its trip
+	// point, long before it opens: closed is not healthy. 0 = 0.5; 1 = only when the breaker
+	// opens. Needs Breaker.
+	SuppressAt float64
+
+	// Limit, when not nil, puts an adaptive concurrency limit (Gradient2) inside the hedge:
+	// every attempt takes a permit; with none free the first attempt fails with
+	// ErrLimitExceeded and a hedge is not sent.
+	Limit *limit.Config
+
+	// WinRate, when not nil, reduces the share of hedges sent while hedges stop winning.
+	WinRate *winrate.Config
+
+	// Criticality opts in to the criticality gate: calls whose context carries Sheddable
+	// are never hedged.
+	Criticality bool
+
+	// OverloadCooldown is how long hedging pauses after an attempt is classified as an
+	// overload signal (a Retry-After, when longer, wins). 0 = 5s.
+	OverloadCooldown time.Duration
+
+	// LocalSaturation, when not nil, stops the estimator learning while this process is
+	// saturated (high scheduler latency, or the adaptive limit full).
+	LocalSaturation *Saturation
+
+	// Observer receives every event of every call. nil = no events, at no cost. It runs
+	// synchronously in the goroutine driving the call, so it must be fast and safe for
+	// concurrent use.
+	Observer func(Event)
+}
+
+// ErrInvalidConfig is wrapped by every configuration error New returns.
+var ErrInvalidConfig = errors.New("hedge: invalid config")
+
+func configError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+}
+
+// resolved is a Config with every default applied.
+type resolved struct {
+	Config
+	attempts      int
+	maxConcurrent int
+	backoff       Backoff
+	suppressAt    float64
+	cooldown      time.Duration
+}
+
+func (c Config) resolve() (resolved, error) {
+	r := resolved{Config: c}
+	hedging := c.Trigger.kind != triggerNone
+	switch c.Trigger.kind {
+	case triggerQuantile:
+		if !(c.Trigger.q >= 0.5 && c.Trigger.q < 1) {
+			return r, configError("Trigger: AtQuantile(q) needs q in [0.5, 1), got %v", c.Trigger.q)
+		}
+	case triggerAfter:
+		if c.Trigger.delay < 0 {
+			return r, configError("Trigger: After(d) needs d >= 0, got %v", c.Trigger.delay)
+		}
+	}
+	if c.Attempts < 0 {
+		return r, configError("Attempts must be >= 0 (0 = default), got %d", c.Attempts)
+	}
+	r.attempts = c.Attempts
+	if r.attempts == 0 {
+		r.attempts = 1
+		if hedging {
+			r.attempts = 2
+		}
+	}
+	if hedging && r.attempts < 2 {
+		return r, configError("Attempts must be >= 2 to hedge (Trigger is %v), got %d", c.Trigger, c.Attempts)
+	}
+	if c.MaximumConcurrent < 0 {
+		return r, configError("MaximumConcurrent must be >= 0 (0 = default), got %d", c.MaximumConcurrent)
+	}
+	r.maxConcurrent = c.MaximumConcurrent
+	if r.maxConcurrent == 0 {
+		r.maxConcurrent = min(2, r.attempts)
+	}
+	if r.maxConcurrent > r.attempts {
+		return r, configError("MaximumConcurrent (%d) must not exceed Attempts (%d)", r.maxConcurrent, r.attempts)
+	}
+	if c.Window < 0 {
+		return r, configError("Window must be >= 0 (0 = 30s), got %v", c.Window)
+	}
+	if c.MinimumSamples < 0 {
+		return r, configError("MinimumSamples must be >= 0 (0 = 20), got %d", c.MinimumSamples)
+	}
+	if c.MinimumDelay < 0 {
+		return r, configError("MinimumDelay must be >= 0 (0 = 10ms), got %v", c.MinimumDelay)
+	}
+	if c.MaximumDelay < 0 {
+		return r, configError("MaximumDelay must be >= 0 (0 = none), got %v", c.MaximumDelay)
+	}
+	if r.MinimumDelay == 0 {
+		r.MinimumDelay = 10 * time.Millisecond
+	}
+	if c.MaximumDelay > 0 && c.MaximumDelay < r.MinimumDelay {
+		return r, configError("MaximumDelay (%v) must be >= MinimumDelay (%v)", c.MaximumDelay, r.MinimumDelay)
+	}
+	b := c.Backoff
+	if b.Initial < 0 || b.Maximum < 0 {
+		return r, configError("Backoff.Initial and Backoff.Maximum must be >= 0, got %v and %v", b.Initial, b.Maximum)
+	}
+	if b.Multiplier != 0 && (b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0)) {
+		return r, configError("Backoff.Multiplier must be >= 1 (0 = 2), got %v", b.Multiplier)
+	}
+	if b.Jitter > 1 || math.IsNaN(b.Jitter) {
+		return r, configError("Backoff.Jitter must be <= 1 (0 = 0.5, negative = none), got %v", b.Jitter)
+	}
+	if b.Initial == 0 {
+		b.Initial = 10 * time.Millisecond
+	}
+	if b.Maximum == 0 {
+		b.Maximum = time.Second
+	}
+	if b.Multiplier == 0 {
+		b.Multiplier = 2
+	}
+	switch {
+	case b.Jitter == 0:
+		b.Jitter = 0.5
+	case b.Jitter < 0:
+		b.Jitter = 0
+	}
+	r.backoff = b
+	if c.SuppressAt < 0 || c.SuppressAt > 1 || math.IsNaN(c.SuppressAt) {
+		return r, configError("SuppressAt must be in [0, 1] (0 = 0.5), got %v", c.SuppressAt)
+	}
+	r.suppressAt = c.SuppressAt
+	if r.suppressAt == 0 {
+		r.suppressAt = 0.5
+	}
+	if c.OverloadCooldown < 0 {
+		return r, configError("OverloadCooldown must be >= 0 (0 = 5s), got %v", c.OverloadCooldown)
+	}
+	r.cooldown = c.OverloadCooldown
+	if r.cooldown == 0 {
+		r.cooldown = 5 * time.Second
+	}
+	if s := c.LocalSaturation; s != nil && (s.SchedulerLatency < 0 || s.Interval < 0) {
+		return r, configError("LocalSaturation.SchedulerLatency and .Interval must be >= 0")
+	}
+	if err := c.Budget.Validate(); err != nil {
+		return r, fmt.Errorf("%w: Budget: %w", ErrInvalidConfig, err)
+	}
+	if c.Breaker != nil {
+		if err := c.Breaker.Validate(); err != nil {
+			return r, fmt.Errorf("%w: Breaker: %w", ErrInvalidConfig, err)
+		}
+	}
+	if c.Limit != nil {
+		if err := c.Limit.Validate(); err != nil {
+			return r, fmt.Errorf("%w: Limit: %w", ErrInvalidConfig, err)
+		}
+	}
+	if c.WinRate != nil {
+		if err := c.WinRate.Validate(); err != nil {
+			return r, fmt.Errorf("%w: WinRate: %w", ErrInvalidConfig, err)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,107 @@
+package hedge
+
+import "context"
+
+// Repeatability says whether a call may reach the dependency more than once.
+type Repeatability uint8
+
+const (
+	// RepeatableDefault leaves the decision to the driver: Do treats the call as repeatable
+	// (wrapping a function in a hedging policy says it is safe to run twice); the HTTP adapter
+	// decides from the method and the Idempotency-Key header.
+	RepeatableDefault Repeatability = iota
+	// Repeatable: the call is safe to send more than once.
+	Repeatable
+	// NotRepeatable: the call is sent exactly once: no hedge, no retry.
+	NotRepeatable
+)
+
+// Criticality is how much a call matters, carried in its context. With Config.Criticality
+// set, a [Sheddable] call is never hedged: under pressure it is the first work to give up.
+type Criticality uint8
+
+const (
+	CriticalityDefault Criticality = iota
+	Critical
+	Sheddable
+)
+
+func (c Criticality) String() string {
+	switch c {
+	case Critical:
+		return "critical"
+	case Sheddable:
+		return "sheddable"
+	}
+	return "default"
+}
+
+type callOptionsKey struct{}
+
+// callOptions is what a caller attached to a context for the calls made with it. One value
+// under one key, so Do looks up all of it with one ctx.Value.
+type callOptions struct {
+	repeatable  Repeatability
+	criticality Criticality
+	log         *Log
+}
+
+func optionsFrom(ctx context.Context) callOptions {
+	if o, ok := ctx.Value(callOptionsKey{}).(*callOptions); ok {
+		return *o
+	}
+	return callOptions{}
+}
+
+func withOptions(ctx context.Context, edit func(*callOptions)) context.Context {
+	o := optionsFrom(ctx)
+	edit(&o)
+	return context.WithValue(ctx, callOptionsKey{}, &o)
+}
+
+// WithRepeatable marks the calls made with ctx as safe (true) or unsafe (false) to send more
+// than once. Unsafe calls are never hedged or retried.
+func WithRepeatable(ctx context.Context, repeatable bool) context.Context {
+	r := NotRepeatable
+	if repeatable {
+		r = Repeatable
+	}
+	return withOptions(ctx, func(o *callOptions) { o.repeatable = r })
+}
+
+// RepeatabilityFrom returns the repeatability set by [WithRepeatable], or RepeatableDefault.
+func RepeatabilityFrom(ctx context.Context) Repeatability { return optionsFrom(ctx).repeatable }
+
+// WithCriticality attaches a criticality to the calls made with ctx.
+func WithCriticality(ctx context.Context, c Criticality) context.Context {
+	return withOptions(ctx, func(o *callOptions) { o.criticality = c })
+}
+
+// CriticalityFrom returns the criticality set by [WithCriticality], or CriticalityDefault.
+func CriticalityFrom(ctx context.Context) Criticality { return optionsFrom(ctx).criticality }
+
+// WithLog asks Do to copy the attempt log of the call made with ctx into *l when the call
+// ends. It is how a caller sees, for one call, what each attempt did.
+func WithLog(ctx context.Context, l *Log) context.Context {
+	return withOptions(ctx, func(o *callOptions) { o.log = l })
+}
+
+// AttemptInfo tells an attempt which attempt it is, so a transport can route a hedge to
+// another replica or mark it on the wire.
+type AttemptInfo struct {
+	Index int  // 0 for the first attempt, then 1, 2, … in start order
+	Hedge bool // a concurrent copy sent because the call was slow
+	Retry bool // a sequential retry after a failure
+}
+
+type attemptInfoKey struct{}
+
+// AttemptFrom returns the attempt an attempt function is running as. ok is false outside an
+// attempt.
+func AttemptFrom(ctx context.Context) (info AttemptInfo, ok bool) {
+	p, ok := ctx.Value(attemptInfoKey{}).(*AttemptInfo)
+	if !ok {
+		return AttemptInfo{}, false
+	}
+	return *p, true
+}

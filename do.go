@@ -1,0 +1,288 @@
+package hedge
+
+import (
+	"context"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Do runs fn under p and returns the first successful answer.
+//
+// The first attempt starts at once. When it is still running at the policy's threshold and
+// every gate agrees, a hedge (a second call of fn) starts, and so on up to Attempts, at most
+// MaximumConcurrent at a time; a retriable failure with nothing else in flight is retried
+// after a backoff. The first success wins and every other attempt's context is cancelled at
+// that moment. A failure never wins a race: when every attempt fails, Do returns an
+// *[AttemptsError] that says what happened to each.
+//
+// Each attempt runs in its own goroutine with its own context, derived from ctx and carrying
+// its [AttemptInfo]. When ctx is done, every attempt is cancelled and Do returns ctx.Err() at
+// once. An attempt that ignores its context keeps running after Do returns, and its answer is
+// dropped: that goroutine is the one Do can leave behind, so attempts should honour their
+// context. A panic in an attempt is carried to the caller: Do panics with a *[PanicError]
+// in the calling goroutine.
+//
+// Do is safe for concurrent use; all state lives in p.
+func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
+	v, _, err := run(ctx, p, fn, nil, false)
+	return v, err
+}
+
+// DoDetached is Do for answers that stay tied to the winning attempt's context after the
+// call returns, such as an HTTP response whose body is still to be read. The winning
+// attempt's context is not cancelled when DoDetached returns; it is cancelled when ctx is, or
+// when the caller calls release, which it must do once done with the answer (release is
+// never nil and may be called more than once).
+//
+// discard, when not nil, receives every answer that will never be returned: those of losing
+// attempts that answered after the call had already been decided. It is where an adapter
+// closes a losing response body. It may run in an attempt's goroutine after DoDetached has
+// returned.
+func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, release func(), err error) {
+	v, w, err := run(ctx, p, fn, discard, true)
+	if w == nil {
+		return v, func() {}, err
+	}
+	stop := context.AfterFunc(ctx, func() { w.cancel(context.Cause(ctx)) })
+	return v, func() { stop(); w.cancel(context.Canceled) }, err
+}
+
+// driver is the reusable part of a call in Do: the state machine, and the timer of the
+// current call. Only the goroutine in Do touches it, so it can return to the pool when Do
+// returns, whatever losing attempts are still doing. The timer is not reused across calls: a
+// timer belongs to the testing/synctest bubble that created it, and a pooled one would cross
+// bubbles.
+type driver struct {
+	call  Call
+	timer *time.Timer
+	armed bool
+}
+
+var drivers = sync.Pool{New: func() any { return new(driver) }}
+
+func (d *driver) arm(in time.Duration) {
+	if d.timer == nil {
+		d.timer = time.NewTimer(in)
+	} else {
+		d.timer.Reset(in)
+	}
+	d.armed = true
+}
+
+func (d *driver) timerC() <-chan time.Time {
+	if !d.armed {
+		return nil
+	}
+	return d.timer.C
+}
+
+func (d *driver) stop() {
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	d.armed = false
+}
+
+type result[T any] struct {
+	k     int
+	v     T
+	err   error
+	panic *PanicError
+}
+
+func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error), keep bool) (T, *attemptCtx, error) {
+	var zero T
+	if p == nil {
+		panic("hedge: Do called with a nil *Policy")
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, nil, err
+	}
+	opts := optionsFrom(ctx)
+	d := drivers.Get().(*driver)
+	c := &d.call
+	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
+	ch := make(chan result[T], p.cfg.attempts)
+	var inline [inlineAttempts]*attemptCtx
+	atts := inline[:0]
+	var (
+		won     T
+		pan     *PanicError
+		pending int // answers of cancelled attempts that are, or will be, in ch
+	)
+	now := time.Now()
+	acts := c.Start(now)
+	for {
+		for _, a := range acts {
+			switch a.Kind {
+			case StartAttempt:
+				ac := &attemptCtx{parent: ctx, info: AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry}}
+				atts = append(atts, ac)
+				go runAttempt(fn, ac, ch, discard)
+			case CancelAttempt:
+				if ac := atts[a.Attempt]; ac.received {
+					ac.cancel(context.Canceled)
+				} else if !ac.abandon() {
+					pending++
+				}
+			case ArmTimer:
+				d.arm(a.At.Sub(now))
+			}
+		}
+		if c.Done() {
+			break
+		}
+		select {
+		case r := <-ch:
+			now = time.Now()
+			atts[r.k].received = true
+			if atts[r.k].lost {
+				pending--
+				if discard != nil && r.panic == nil {
+					discard(r.v, r.err)
+				}
+				acts = acts[:0]
+				continue
+			}
+			if r.panic != nil {
+				pan = r.panic
+				acts = c.Cancel(now, r.panic)
+				continue
+			}
+			acts = c.AttemptDone(now, r.k, p.classify(r.err))
+			if c.Winner() == r.k {
+				won = r.v
+			}
+		case <-d.timerC():
+			now = time.Now()
+			d.armed = false
+			acts = c.TimerFired(now)
+		case <-ctx.Done():
+			now = time.Now()
+			acts = c.Cancel(now, ctx.Err())
+		}
+	}
+	d.stop()
+	for ; pending > 0; pending-- {
+		r := <-ch // an answer that was already on its way when its attempt was cancelled
+		if discard != nil && r.panic == nil {
+			discard(r.v, r.err)
+		}
+	}
+	var winner *attemptCtx
+	w := c.Winner()
+	for i, ac := range atts {
+		if keep && i == w {
+			winner = ac
+			continue
+		}
+		ac.cancel(context.Canceled)
+	}
+	if opts.log != nil {
+		*opts.log = c.Log()
+	}
+	err := c.Err()
+	c.Reset(nil, CallOptions{})
+	drivers.Put(d)
+	if pan != nil {
+		panic(pan)
+	}
+	if err != nil {
+		return zero, nil, err
+	}
+	return won, winner, nil
+}
+
+func runAttempt[T any](fn func(context.Context) (T, error), ac *attemptCtx, ch chan<- result[T], discard func(T, error)) {
+	r := result[T]{k: ac.info.Index}
+	defer func() {
+		if v := recover(); v != nil {
+			r.panic = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+		if ac.state.CompareAndSwap(attemptRunning, attemptDelivered) {
+			ch <- r // never blocks: ch holds one slot per attempt
+		} else if discard != nil && r.panic == nil {
+			discard(r.v, r.err) // the call has moved on without this answer
+		}
+	}()
+	r.v, r.err = fn(ac)
+}
+
+const (
+	attemptRunning int32 = iota
+	attemptDelivered
+	attemptAbandoned
+)
+
+// closedChan is returned by Done of a context cancelled before anyone asked for its channel.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// attemptCtx is an attempt's context: the caller's context plus the attempt's identity and
+// its own cancellation. It is written by hand rather than built with context.WithCancel and
+// WithValue because it is one allocation instead of three on the path every call takes; the
+// caller's cancellation reaches it through Do, which watches ctx.Done() while attempts run.
+type attemptCtx struct {
+	parent   context.Context
+	info     AttemptInfo
+	state    atomic.Int32 // attemptRunning → attemptDelivered (answer sent) or attemptAbandoned
+	lost     bool         // cancelled as a loser; owned by Do's goroutine
+	received bool         // Do has its answer; owned by Do's goroutine
+
+	mu   sync.Mutex
+	done chan struct{} // created lazily
+	err  error
+}
+
+func (a *attemptCtx) Deadline() (time.Time, bool) { return a.parent.Deadline() }
+
+func (a *attemptCtx) Done() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done == nil {
+		a.done = make(chan struct{})
+	}
+	return a.done
+}
+
+func (a *attemptCtx) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *attemptCtx) Value(key any) any {
+	if key == (attemptInfoKey{}) {
+		return &a.info
+	}
+	return a.parent.Value(key)
+}
+
+func (a *attemptCtx) String() string { return "hedge.attemptCtx" }
+
+func (a *attemptCtx) cancel(err error) {
+	if err == nil {
+		err = context.Canceled
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		return
+	}
+	a.err = err
+	if a.done == nil {
+		a.done = closedChan
+	} else {
+		close(a.done)
+	}
+}
+
+// abandon cancels a losing attempt. It reports whether the attempt's goroutine will see that
+// it lost (and discard its own answer); false means its answer is already on its way to Do.
+func (a *attemptCtx) abandon() bool {
+	a.lost = true
+	a.cancel(context.Canceled)
+	return a.state.CompareAndSwap(attemptRunning, attemptAbandoned)
+}

@@ -1,0 +1,117 @@
+package hedge
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Match them with [errors.Is]; the errors Do returns wrap them with detail.
+var (
+	// ErrBreakerOpen is returned, without calling the dependency, while the policy's circuit
+	// breaker is open (or half-open with its trial calls taken).
+	ErrBreakerOpen = errors.New("hedge: circuit breaker open")
+	// ErrLimitExceeded is returned, without calling the dependency, when the adaptive
+	// concurrency limit has no free permit for the first attempt. It fails fast, without
+	// queueing, so the caller can fall back.
+	ErrLimitExceeded = errors.New("hedge: concurrency limit exceeded")
+	// ErrBudgetExhausted is the reason a failed call was not retried: the retry budget, shared
+	// with hedges, had nothing left.
+	ErrBudgetExhausted = errors.New("hedge: retry budget exhausted")
+)
+
+// AttemptsError reports a call in which no attempt succeeded. Its message says what happened
+// to each attempt; Unwrap returns every attempt's error, so errors.Is and errors.As see them
+// all.
+type AttemptsError struct {
+	// Attempts holds one error per attempt that reached the dependency, in start order.
+	Attempts []error
+	// Cause, when not nil, is why no further attempt was made (for example
+	// [ErrBudgetExhausted]).
+	Cause error
+}
+
+func (e *AttemptsError) Error() string {
+	var b strings.Builder
+	n := len(e.Attempts)
+	if n == 1 {
+		b.WriteString("hedge: 1 attempt failed")
+	} else {
+		fmt.Fprintf(&b, "hedge: all %d attempts failed", n)
+	}
+	if e.Cause != nil {
+		fmt.Fprintf(&b, " (%v)", e.Cause)
+	}
+	for i, err := range e.Attempts {
+		fmt.Fprintf(&b, "; attempt %d: %v", i, err)
+	}
+	return b.String()
+}
+
+// Unwrap returns the attempts' errors and the cause, for errors.Is and errors.As.
+func (e *AttemptsError) Unwrap() []error {
+	errs := make([]error, 0, len(e.Attempts)+1)
+	errs = append(errs, e.Attempts...)
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
+}
+
+// PanicError carries a panic raised by an attempt's function to the caller's goroutine.
+// A panic in a goroutine the library started would otherwise kill the process; Do re-panics
+// with a *PanicError in the goroutine that called it, where the caller can recover it.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the stack of the panicking attempt
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("hedge: attempt panicked: %v\n\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}
+
+// permanentError marks an error as not worth retrying. See [MarkPermanent].
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// MarkPermanent marks err as a permanent failure: the default classifier neither retries it nor
+// lets another attempt race it, because the dependency has answered and the answer is final
+// (a validation error, a not-found). MarkPermanent(nil) is nil.
+func MarkPermanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// overloadError marks an error as the dependency saying it is overloaded. See [MarkOverloaded].
+type overloadError struct {
+	err        error
+	retryAfter time.Duration
+}
+
+func (e overloadError) Error() string { return e.err.Error() }
+func (e overloadError) Unwrap() error { return e.err }
+
+// MarkOverloaded marks err as an overload signal from the dependency (an HTTP 429 or a 503 with
+// Retry-After, a gRPC RESOURCE_EXHAUSTED, or anything the caller knows means "too busy").
+// The default classifier treats it as a retriable failure and pauses hedging for the policy's
+// OverloadCooldown, or for retryAfter when that is longer, because a copy sent to a dependency
+// that says it is overloaded only deepens the overload. MarkOverloaded(nil, d) is nil.
+func MarkOverloaded(err error, retryAfter time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return overloadError{err: err, retryAfter: retryAfter}
+}

@@ -1,0 +1,3 @@
+module github.com/hedgekit/hedge
+
+go 1.26

@@ -1,0 +1,62 @@
+package hedge
+
+import (
+	"errors"
+	"time"
+)
+
+// Class is what an attempt's result means for the call.
+type Class uint8
+
+const (
+	// Success: the attempt answered and the answer is returned. The first success wins.
+	Success Class = iota
+	// Retriable: the attempt failed in a way another attempt may not (a 5xx, a timeout, a
+	// transport error). It never wins a race; a sequential retry may follow.
+	Retriable
+	// Permanent: the dependency answered with a final failure (a 4xx). The call returns it at
+	// once, cancelling other attempts, and does not retry.
+	Permanent
+)
+
+func (c Class) String() string {
+	switch c {
+	case Success:
+		return "success"
+	case Retriable:
+		return "retriable"
+	case Permanent:
+		return "permanent"
+	}
+	return "unknown"
+}
+
+// Outcome is the classified result of one attempt: what the per-call state machine needs to
+// know, and nothing else, so that the simulator can feed it the same way Do does.
+type Outcome struct {
+	Class Class
+	// Err is the attempt's error, kept for the call's error and its attempt log.
+	Err error
+	// Overload says the dependency signalled overload: hedging pauses for the policy's
+	// cool-down, or RetryAfter when longer.
+	Overload   bool
+	RetryAfter time.Duration
+}
+
+// Classify is the default classifier: nil is a [Success]; an error marked with [MarkPermanent] is
+// [Permanent]; an error marked with [MarkOverloaded] is [Retriable] with the overload signal;
+// any other error is [Retriable].
+func Classify(err error) Outcome {
+	if err == nil {
+		return Outcome{Class: Success}
+	}
+	var pe permanentError
+	if errors.As(err, &pe) {
+		return Outcome{Class: Permanent, Err: err}
+	}
+	var oe overloadError
+	if errors.As(err, &oe) {
+		return Outcome{Class: Retriable, Err: err, Overload: true, RetryAfter: oe.retryAfter}
+	}
+	return Outcome{Class: Retriable, Err: err}
+}

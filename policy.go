@@ -1,0 +1,277 @@
+package hedge
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/latency"
+	"github.com/hedgekit/hedge/limit"
+	"github.com/hedgekit/hedge/winrate"
+)
+
+// Policy holds everything calls to one dependency share: the latency estimator, the budget,
+// the breaker, the limit, the win-rate loop and the counters. Its value is in what it
+// learns from many calls, so build it once per dependency and share it everywhere: a Policy
+// built per call never warms up and never hedges. It is safe for concurrent use by any
+// number of goroutines, starts no goroutines of its own, and every method that depends on
+// time takes it as an argument (Do reads the clock once per event) so the simulator can
+// drive the same code on a virtual clock.
+type Policy struct {
+	cfg      resolved
+	est      *latency.Estimator // nil unless the trigger is AtQuantile
+	bud      *budget.Budget
+	brk      *breaker.Breaker // nil = no breaker
+	lim      *limit.Gradient2 // nil = no limit
+	win      *winrate.Loop    // nil = no win-rate loop
+	sat      *saturation      // nil = not watching local saturation
+	classify func(error) Outcome
+	observe  func(Event)
+
+	overloadUntil atomic.Int64 // unix nanoseconds; hedging pauses until then
+
+	calls         atomic.Int64
+	hedgesStarted atomic.Int64
+	hedgesWon     atomic.Int64
+	retries       atomic.Int64
+	suppressed    [numReasons]atomic.Int64
+}
+
+// New builds a policy from cfg, applying defaults to zero fields. It returns an error
+// wrapping [ErrInvalidConfig] that names the field and the rule when cfg is invalid.
+func New(cfg Config) (*Policy, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{cfg: r, classify: cfg.Classify, observe: cfg.Observer}
+	if p.classify == nil {
+		p.classify = Classify
+	}
+	if r.Trigger.kind == triggerQuantile {
+		p.est, err = latency.New(latency.Config{Quantile: r.Trigger.q, Window: r.Window, MinimumSamples: r.MinimumSamples})
+		if err != nil {
+			return nil, configError("%v", err)
+		}
+	}
+	if p.bud, err = budget.New(r.Budget); err != nil {
+		return nil, configError("Budget: %v", err)
+	}
+	if r.Breaker != nil {
+		bc := *r.Breaker
+		user := bc.OnStateChange
+		bc.OnStateChange = func(from, to breaker.State, now time.Time) {
+			if user != nil {
+				user(from, to, now)
+			}
+			p.emit(Event{Kind: BreakerChanged, Time: now, Attempt: -1, State: to.String()})
+		}
+		if p.brk, err = breaker.New(bc); err != nil {
+			return nil, configError("Breaker: %v", err)
+		}
+	}
+	if r.Limit != nil {
+		lc := *r.Limit
+		user := lc.OnLimitChange
+		lc.OnLimitChange = func(old, new int, now time.Time) {
+			if user != nil {
+				user(old, new, now)
+			}
+			p.emit(Event{Kind: LimitChanged, Time: now, Attempt: -1, Limit: new})
+		}
+		if p.lim, err = limit.New(lc); err != nil {
+			return nil, configError("Limit: %v", err)
+		}
+	}
+	if r.WinRate != nil {
+		if p.win, err = winrate.New(*r.WinRate); err != nil {
+			return nil, configError("WinRate: %v", err)
+		}
+	}
+	if s := r.LocalSaturation; s != nil {
+		p.sat = newSaturation(*s)
+	}
+	return p, nil
+}
+
+// MustNew is New for configurations known to be valid (package-level policies): it panics
+// with New's error.
+func MustNew(cfg Config) *Policy {
+	p, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func (p *Policy) emit(e Event) {
+	if p.observe != nil {
+		p.observe(e)
+	}
+}
+
+// threshold is the hedge delay a call starting now uses, and whether there is one yet. For
+// AtQuantile it is one atomic load of the estimator's cached quantile.
+func (p *Policy) threshold() (time.Duration, bool) {
+	switch p.cfg.Trigger.kind {
+	case triggerAfter:
+		return p.cfg.Trigger.delay, true
+	case triggerTied:
+		return 0, true
+	case triggerQuantile:
+		d, ok := p.est.Threshold()
+		if !ok {
+			return 0, false
+		}
+		if d < p.cfg.MinimumDelay {
+			d = p.cfg.MinimumDelay
+		}
+		if p.cfg.MaximumDelay > 0 && d > p.cfg.MaximumDelay {
+			d = p.cfg.MaximumDelay
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+// recordLatency feeds the estimator, unless this process is saturated: then latencies
+// measure the process, not the dependency.
+func (p *Policy) recordLatency(now time.Time, d time.Duration) {
+	if p.est == nil {
+		return
+	}
+	if p.sat != nil && p.saturated(now) {
+		return
+	}
+	p.est.Record(now, d)
+}
+
+func (p *Policy) saturated(now time.Time) bool {
+	if p.lim != nil && p.lim.InFlight() >= p.lim.Limit() {
+		return true
+	}
+	return p.sat.check(now)
+}
+
+func (p *Policy) noteOverload(now time.Time, retryAfter time.Duration) {
+	d := max(p.cfg.cooldown, retryAfter)
+	until := now.Add(d).UnixNano()
+	for {
+		cur := p.overloadUntil.Load()
+		if cur >= until || p.overloadUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// Measured is a snapshot of what a policy has learnt and done, readable at any time without
+// waiting for a hedge.
+type Measured struct {
+	// Threshold is the hedge delay a call starting now would use; Warm is false (and
+	// Threshold zero) until the estimator has MinimumSamples samples.
+	Threshold time.Duration
+	Warm      bool
+
+	Calls         int64 // calls started
+	HedgesStarted int64
+	HedgesWon     int64
+	Retries       int64
+	// Suppressed counts suppressed hedges by reason.
+	Suppressed map[Reason]int64
+
+	// Budget is how many hedges or retries the budget would fund now (+Inf without a budget).
+	Budget float64
+
+	// Breaker is the breaker's state ("closed", "open", "half-open"; "" without a breaker)
+	// and ErrorRate its failure ratio over its window.
+	Breaker   string
+	ErrorRate float64
+
+	// Limit and InFlight are the adaptive limit and the attempts holding permits (0 without a
+	// limit).
+	Limit    int
+	InFlight int
+
+	// WinRateAllowance is the share of would-be hedges the win-rate loop lets start (1
+	// without the loop).
+	WinRateAllowance float64
+
+	// OverloadUntil is when the latest overload cool-down ends (zero if none was seen).
+	OverloadUntil time.Time
+}
+
+// Measured returns the policy's figures at time.Now().
+func (p *Policy) Measured() Measured { return p.MeasuredAt(time.Now()) }
+
+// MeasuredAt returns the policy's figures at now.
+func (p *Policy) MeasuredAt(now time.Time) Measured {
+	m := Measured{
+		Calls:            p.calls.Load(),
+		HedgesStarted:    p.hedgesStarted.Load(),
+		HedgesWon:        p.hedgesWon.Load(),
+		Retries:          p.retries.Load(),
+		Suppressed:       make(map[Reason]int64),
+		Budget:           p.bud.Balance(now),
+		WinRateAllowance: 1,
+	}
+	if p.cfg.Trigger.kind != triggerNone {
+		m.Threshold, m.Warm = p.threshold()
+	}
+	for r := ReasonNotRepeatable; r < numReasons; r++ {
+		if n := p.suppressed[r].Load(); n > 0 {
+			m.Suppressed[r] = n
+		}
+	}
+	if p.brk != nil {
+		m.Breaker = p.brk.State(now).String()
+		m.ErrorRate, _ = p.brk.ErrorRate(now)
+	}
+	if p.lim != nil {
+		m.Limit, m.InFlight = p.lim.Limit(), p.lim.InFlight()
+	}
+	if p.win != nil {
+		m.WinRateAllowance = p.win.Allowance(now)
+	}
+	if u := p.overloadUntil.Load(); u != 0 {
+		m.OverloadUntil = time.Unix(0, u)
+	}
+	if math.IsNaN(m.Budget) {
+		m.Budget = 0
+	}
+	return m
+}
+
+// saturation watches this process's scheduler latency, reading it at most once per
+// interval (the reading that is due is taken by one caller, chosen by compare-and-swap).
+type saturation struct {
+	limit    time.Duration
+	interval int64
+	probe    func() time.Duration
+	next     atomic.Int64
+	busy     atomic.Bool
+}
+
+func newSaturation(s Saturation) *saturation {
+	st := &saturation{limit: s.SchedulerLatency, interval: int64(s.Interval), probe: s.Probe}
+	if st.limit == 0 {
+		st.limit = 5 * time.Millisecond
+	}
+	if st.interval == 0 {
+		st.interval = int64(100 * time.Millisecond)
+	}
+	if st.probe == nil {
+		st.probe = newSchedulerProbe()
+	}
+	return st
+}
+
+func (s *saturation) check(now time.Time) bool {
+	t := now.UnixNano()
+	if next := s.next.Load(); t >= next && s.next.CompareAndSwap(next, t+s.interval) {
+		s.busy.Store(s.probe() > s.limit)
+	}
+	return s.busy.Load()
+}
+
