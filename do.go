@@ -2,6 +2,7 @@ package hedge
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,13 @@ func (d *driver) arm(in time.Duration) {
 	d.armed = true
 }
 
+func (d *driver) disarm() {
+	if d.armed {
+		d.timer.Stop()
+		d.armed = false
+	}
+}
+
 func (d *driver) timerC() <-chan time.Time {
 	if !d.armed {
 		return nil
@@ -79,18 +87,40 @@ func (d *driver) timerC() <-chan time.Time {
 }
 
 func (d *driver) stop() {
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer = nil
-	}
-	d.armed = false
+	d.disarm()
+	d.timer = nil
 }
 
-type result[T any] struct {
-	k     int
-	v     T
-	err   error
-	panic *PanicError
+// attemptRun is one attempt in Do: its context, what it runs, and its answer. One
+// allocation per attempt carries all of it.
+type attemptRun[T any] struct {
+	attemptCtx
+	fn      func(context.Context) (T, error)
+	answers chan<- int32 // the attempt's index, once v and err are set
+	discard func(T, error)
+	v       T
+	err     error
+	panic   *PanicError
+}
+
+func (a *attemptRun[T]) run() {
+	a.v, a.err, a.panic = callRecovering(a.fn, &a.attemptCtx)
+	if a.state.CompareAndSwap(attemptRunning, attemptDelivered) {
+		a.answers <- int32(a.info.Index) // never blocks: one slot per attempt
+	} else if a.discard != nil && a.panic == nil {
+		a.discard(a.v, a.err) // the call has moved on without this answer
+	}
+}
+
+// callRecovering calls fn, turning a panic into a *PanicError for the caller's goroutine.
+func callRecovering[T any](fn func(context.Context) (T, error), ctx context.Context) (v T, err error, pe *PanicError) {
+	defer func() {
+		if x := recover(); x != nil {
+			pe = &PanicError{Value: x, Stack: debug.Stack()}
+		}
+	}()
+	v, err = fn(ctx)
+	return v, err, nil
 }
 
 func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error), keep bool) (T, *attemptCtx, error) {
@@ -105,13 +135,17 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	d := drivers.Get().(*driver)
 	c := &d.call
 	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
-	ch := make(chan result[T], p.cfg.attempts)
-	var inline [inlineAttempts]*attemptCtx
+	// The channel carries attempt indexes, not answers: an element without pointers keeps
+	// the channel to one allocation.
+	answers := make(chan int32, p.cfg.attempts)
+	var inline [inlineAttempts]*attemptRun[T]
 	atts := inline[:0]
 	var (
-		won     T
-		pan     *PanicError
-		pending int // answers of cancelled attempts that are, or will be, in ch
+		pan      *PanicError
+		pending  int // answers of cancelled attempts that are, or will be, in answers
+		timerAt  time.Time
+		timerSet bool // the state machine wants the timer at timerAt
+		yielded  bool
 	)
 	now := time.Now()
 	acts := c.Start(now)
@@ -119,27 +153,42 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		for _, a := range acts {
 			switch a.Kind {
 			case StartAttempt:
-				ac := &attemptCtx{parent: ctx, info: AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry}}
-				atts = append(atts, ac)
-				go runAttempt(fn, ac, ch, discard)
+				r := &attemptRun[T]{fn: fn, answers: answers, discard: discard}
+				r.parent, r.info = ctx, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry}
+				atts = append(atts, r)
+				go r.run()
 			case CancelAttempt:
-				if ac := atts[a.Attempt]; ac.received {
-					ac.cancel(context.Canceled)
-				} else if !ac.abandon() {
+				if r := atts[a.Attempt]; r.received {
+					r.cancel(context.Canceled)
+				} else if !r.abandon() {
 					pending++
 				}
 			case ArmTimer:
-				d.arm(a.At.Sub(now))
+				d.disarm()
+				timerAt, timerSet = a.At, true
 			}
 		}
 		if c.Done() {
 			break
 		}
+		if timerSet && !d.armed {
+			// Most calls answer well before any hedge is due. Give the first attempt one
+			// chance to run before paying for a timer: when it answers at once, as a cache
+			// hit does, the call finishes with no timer at all.
+			if !yielded && len(answers) == 0 {
+				yielded = true
+				runtime.Gosched()
+			}
+			if len(answers) == 0 {
+				d.arm(timerAt.Sub(now))
+			}
+		}
 		select {
-		case r := <-ch:
+		case k := <-answers:
 			now = time.Now()
-			atts[r.k].received = true
-			if atts[r.k].lost {
+			r := atts[k]
+			r.received = true
+			if r.lost {
 				pending--
 				if discard != nil && r.panic == nil {
 					discard(r.v, r.err)
@@ -152,13 +201,10 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				acts = c.Cancel(now, r.panic)
 				continue
 			}
-			acts = c.AttemptDone(now, r.k, p.classify(r.err))
-			if c.Winner() == r.k {
-				won = r.v
-			}
+			acts = c.AttemptDone(now, int(k), p.classify(r.err))
 		case <-d.timerC():
 			now = time.Now()
-			d.armed = false
+			d.armed, timerSet = false, false
 			acts = c.TimerFired(now)
 		case <-ctx.Done():
 			now = time.Now()
@@ -167,19 +213,19 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	}
 	d.stop()
 	for ; pending > 0; pending-- {
-		r := <-ch // an answer that was already on its way when its attempt was cancelled
+		r := atts[<-answers] // an answer already on its way when its attempt was cancelled
 		if discard != nil && r.panic == nil {
 			discard(r.v, r.err)
 		}
 	}
 	var winner *attemptCtx
 	w := c.Winner()
-	for i, ac := range atts {
+	for i, r := range atts {
 		if keep && i == w {
-			winner = ac
+			winner = &r.attemptCtx
 			continue
 		}
-		ac.cancel(context.Canceled)
+		r.cancel(context.Canceled)
 	}
 	if opts.log != nil {
 		*opts.log = c.Log()
@@ -193,22 +239,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	if err != nil {
 		return zero, nil, err
 	}
-	return won, winner, nil
-}
-
-func runAttempt[T any](fn func(context.Context) (T, error), ac *attemptCtx, ch chan<- result[T], discard func(T, error)) {
-	r := result[T]{k: ac.info.Index}
-	defer func() {
-		if v := recover(); v != nil {
-			r.panic = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-		if ac.state.CompareAndSwap(attemptRunning, attemptDelivered) {
-			ch <- r // never blocks: ch holds one slot per attempt
-		} else if discard != nil && r.panic == nil {
-			discard(r.v, r.err) // the call has moved on without this answer
-		}
-	}()
-	r.v, r.err = fn(ac)
+	return atts[w].v, winner, nil
 }
 
 const (

@@ -274,4 +274,3 @@ func (s *saturation) check(now time.Time) bool {
 	}
 	return s.busy.Load()
 }
-

@@ -1,0 +1,62 @@
+package hedge_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/limit"
+)
+
+func answerAtOnce(ctx context.Context) (int, error) { return 1, nil }
+
+// BenchmarkDo measures the fast path: the first attempt answers at once, no hedge fires.
+// "gates" turns on the breaker and the adaptive limit, whose cost the fast path pays on
+// every call.
+func BenchmarkDo(b *testing.B) {
+	cases := []struct {
+		name string
+		cfg  hedge.Config
+	}{
+		{"no-trigger", hedge.Config{}},
+		{"after", hedge.Config{Trigger: hedge.After(50 * time.Millisecond)}},
+		{"quantile", hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
+		{"quantile-breaker-limit", hedge.Config{Trigger: hedge.AtQuantile(0.95), Breaker: &breaker.Config{}, Limit: &limit.Config{}}},
+	}
+	for _, c := range cases {
+		p := hedge.MustNew(c.cfg)
+		ctx := context.Background()
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				hedge.Do(ctx, p, answerAtOnce)
+			}
+		})
+		b.Run(c.name+"-parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					hedge.Do(ctx, p, answerAtOnce)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkCall measures the state machine alone, as the simulator drives it: one call
+// whose hedge fires and wins.
+func BenchmarkCall(b *testing.B) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget})
+	c := p.NewCall(hedge.CallOptions{})
+	now := t0
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Reset(p, hedge.CallOptions{})
+		c.Start(now)
+		c.TimerFired(now.Add(20 * time.Millisecond))
+		c.AttemptDone(now.Add(21*time.Millisecond), 1, hedge.Outcome{})
+		now = now.Add(time.Millisecond)
+	}
+}

@@ -1,0 +1,557 @@
+// Package breaker is a circuit breaker with explicit time.
+//
+// A [Breaker] is closed while the dependency looks healthy, opens when it
+// trips (too many failures in a row, or too high a failure ratio over a
+// sliding window), stays open for [Config.OpenFor], and then turns half-open,
+// where a few trial calls decide whether it closes again or re-opens.
+//
+// Every method that depends on time takes it as an argument (like
+// rate.Limiter.AllowN), so a simulator can drive a Breaker on a virtual clock:
+// its behaviour is a deterministic function of the calls made and the times
+// passed. It starts no goroutines, reads no clock (except [Breaker.Allow], a
+// convenience for integrations) and uses no randomness.
+//
+// Besides admission, the breaker reports its windowed error rate and trip
+// point ([Breaker.ErrorRate], [Breaker.TripPoint]) because "closed" is not
+// "healthy": the hedging core stops hedging well before the breaker would
+// trip, since extra copies sent to a failing dependency only add to its load.
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrOpen is returned by [Breaker.Acquire] when the breaker is open, and when
+// it is half-open and every trial permit is taken.
+var ErrOpen = errors.New("breaker: open")
+
+// State is the state of a [Breaker].
+type State int32
+
+const (
+	// Closed admits every call and counts outcomes.
+	Closed State = iota
+	// Open refuses every call until [Config.OpenFor] has passed.
+	Open
+	// HalfOpen admits [Config.HalfOpenCalls] trial calls; all must succeed
+	// for the breaker to close.
+	HalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half-open"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Outcome is what happened to an admitted call.
+type Outcome int
+
+const (
+	// Success is a call the dependency served well.
+	Success Outcome = iota
+	// Failure is a call the dependency failed (an error, a timeout, an
+	// overload response): it counts towards tripping.
+	Failure
+	// Ignored is a call whose outcome says nothing about the dependency: a
+	// hedge loser cancelled because another attempt won, or a call the
+	// caller cancelled. It is not counted at all, but it gives back a
+	// half-open trial permit so another trial can run.
+	Ignored
+)
+
+// String returns "success", "failure" or "ignored".
+func (o Outcome) String() string {
+	switch o {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case Ignored:
+		return "ignored"
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Defaults used for zero fields of [Config].
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultFailureRatio        = 0.5
+	DefaultWindow              = 10 * time.Second
+	DefaultMinimumCalls        = 20
+	DefaultOpenFor             = 5 * time.Second
+	DefaultHalfOpenCalls       = 1
+)
+
+// slots is the number of time slots the ratio window is divided into. Ten
+// keeps the window's edge within a tenth of its length while the read
+// (summing every slot) stays cheap.
+const slots = 10
+
+// Config configures a [Breaker]. A zero field means the documented default,
+// so the zero Config is a sensible breaker.
+type Config struct {
+	// ConsecutiveFailures trips the breaker after this many failures in a
+	// row (Ignored outcomes do not break a run, successes do).
+	// 0 means 5; a negative value turns the rule off.
+	ConsecutiveFailures int
+
+	// FailureRatio trips the breaker when failures/calls over Window reaches
+	// it, once the window holds MinimumCalls calls. 0 means 0.5; 1 trips only
+	// when every call in the window failed; a negative value turns the rule
+	// off. Values above 1 and NaN are invalid.
+	FailureRatio float64
+
+	// Window is the length of the sliding window of the ratio rule and of
+	// [Breaker.ErrorRate]. It is kept as ten time slots, so the window in
+	// force at any moment spans between 90% and 100% of Window.
+	// 0 means 10s.
+	Window time.Duration
+
+	// MinimumCalls is the number of calls the window must hold before the
+	// ratio rule can trip and before [Breaker.ErrorRate] reports itself
+	// armed: a ratio over three calls is noise. 0 means 20.
+	MinimumCalls int
+
+	// OpenFor is how long the breaker stays open before it turns half-open
+	// and lets trial calls through. 0 means 5s.
+	OpenFor time.Duration
+
+	// HalfOpenCalls is the number of trial calls admitted while half-open.
+	// All of them must succeed for the breaker to close; any failure
+	// re-opens it. 0 means 1.
+	HalfOpenCalls int
+
+	// OnStateChange, if not nil, is called on every state change with the
+	// time of the call that caused it. It is called outside any lock, so it
+	// may call the Breaker; calls from concurrent goroutines may arrive in
+	// any order.
+	OnStateChange func(from, to State, now time.Time)
+}
+
+// Validate reports whether c is a valid configuration, naming the first
+// field that is not.
+func (c Config) Validate() error {
+	if math.IsNaN(c.FailureRatio) || c.FailureRatio > 1 {
+		return fmt.Errorf("breaker: Config.FailureRatio must be in [0, 1] or negative (rule off), got %v", c.FailureRatio)
+	}
+	if c.Window < 0 {
+		return fmt.Errorf("breaker: Config.Window must be >= 0, got %v", c.Window)
+	}
+	if c.MinimumCalls < 0 {
+		return fmt.Errorf("breaker: Config.MinimumCalls must be >= 0, got %d", c.MinimumCalls)
+	}
+	if c.OpenFor < 0 {
+		return fmt.Errorf("breaker: Config.OpenFor must be >= 0, got %v", c.OpenFor)
+	}
+	if c.HalfOpenCalls < 0 {
+		return fmt.Errorf("breaker: Config.HalfOpenCalls must be >= 0, got %d", c.HalfOpenCalls)
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if c.FailureRatio == 0 {
+		c.FailureRatio = DefaultFailureRatio
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.MinimumCalls == 0 {
+		c.MinimumCalls = DefaultMinimumCalls
+	}
+	if c.OpenFor == 0 {
+		c.OpenFor = DefaultOpenFor
+	}
+	if c.HalfOpenCalls == 0 {
+		c.HalfOpenCalls = DefaultHalfOpenCalls
+	}
+	return c
+}
+
+// Ticket is the permission [Breaker.Acquire] hands out for one call; give it
+// back with [Breaker.Release]. It is a small value: copy it freely, release
+// it once. The zero Ticket belongs to no breaker state and its release is
+// ignored.
+type Ticket struct {
+	gen   uint64 // the state episode it was issued in; 0 never matches
+	trial bool
+}
+
+// Trial reports whether the ticket is a half-open trial call. The hedging
+// core never hedges a trial: its outcome alone must decide the breaker.
+func (t Ticket) Trial() bool { return t.trial }
+
+// Breaker is a circuit breaker driven by explicit times. It must be built
+// with [New]. It is safe for concurrent use; in the closed state Acquire is
+// a single atomic load and Release records with atomic adds only.
+type Breaker struct {
+	cfg   Config
+	width int64 // nanoseconds per window slot
+
+	// state packs the State (low 2 bits) and a generation number that grows
+	// on every state change, so a ticket issued in an earlier episode is
+	// recognised and ignored, and the closed fast path needs one load.
+	state atomic.Uint64
+
+	// anchor is the first time the breaker saw; all times are kept as
+	// nanoseconds since it (see ticks), which is safe for any time.Time,
+	// including the zero one a simulator may start from.
+	anchor atomic.Pointer[time.Time]
+
+	consecutive atomic.Int64 // failures in a row while closed
+	openUntil   atomic.Int64 // ticks at which an open breaker turns half-open
+
+	ring [slots]slot
+
+	mu        sync.Mutex // serialises state changes and slot rotation
+	issued    int        // half-open trial permits out
+	succeeded int        // half-open trials that succeeded
+}
+
+// slot counts the calls of one time slot of the window.
+type slot struct {
+	epoch    atomic.Int64 // slot number (ticks / width) the counts belong to
+	calls    atomic.Int64
+	failures atomic.Int64
+}
+
+const emptyEpoch = math.MinInt64
+
+// New returns a closed Breaker configured by cfg, or the error of
+// cfg.Validate.
+func New(cfg Config) (*Breaker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	b := &Breaker{cfg: cfg}
+	b.width = int64((cfg.Window + slots - 1) / slots)
+	for i := range b.ring {
+		b.ring[i].epoch.Store(emptyEpoch)
+	}
+	b.state.Store(pack(Closed, 1))
+	return b, nil
+}
+
+func pack(s State, gen uint64) uint64 { return gen<<2 | uint64(s) }
+func stateOf(w uint64) State          { return State(w & 3) }
+func genOf(w uint64) uint64           { return w >> 2 }
+
+// ticks converts now to nanoseconds since the breaker's anchor.
+func (b *Breaker) ticks(now time.Time) int64 {
+	a := b.anchor.Load()
+	if a == nil {
+		t := now
+		if !b.anchor.CompareAndSwap(nil, &t) {
+			a = b.anchor.Load()
+		} else {
+			a = &t
+		}
+	}
+	return int64(now.Sub(*a))
+}
+
+// floorDiv divides rounding towards negative infinity, so times before the
+// anchor fall in their own slots.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// transition is a state change to report once the lock is released.
+type transition struct {
+	from, to State
+	now      time.Time
+	ok       bool
+}
+
+func (b *Breaker) notify(tr transition) {
+	if tr.ok && b.cfg.OnStateChange != nil {
+		b.cfg.OnStateChange(tr.from, tr.to, tr.now)
+	}
+}
+
+// Acquire asks to make a call at now. It returns [ErrOpen] while the breaker
+// is open, or half-open with every trial permit taken. Otherwise the call
+// may go ahead and its ticket must be given back with [Breaker.Release].
+//
+// An open breaker whose OpenFor has passed turns half-open here.
+func (b *Breaker) Acquire(now time.Time) (Ticket, error) {
+	w := b.state.Load()
+	if stateOf(w) == Closed {
+		return Ticket{gen: genOf(w)}, nil
+	}
+	return b.acquireSlow(now, w)
+}
+
+func (b *Breaker) acquireSlow(now time.Time, w uint64) (Ticket, error) {
+	tk := b.ticks(now)
+	if stateOf(w) == Open && tk < b.openUntil.Load() {
+		return Ticket{}, ErrOpen
+	}
+	b.mu.Lock()
+	tr := b.maybeHalfOpenLocked(now, tk)
+	w = b.state.Load()
+	var t Ticket
+	err := ErrOpen
+	switch stateOf(w) {
+	case Closed:
+		t, err = Ticket{gen: genOf(w)}, nil
+	case HalfOpen:
+		if b.issued < b.cfg.HalfOpenCalls {
+			b.issued++
+			t, err = Ticket{gen: genOf(w), trial: true}, nil
+		}
+	}
+	b.mu.Unlock()
+	b.notify(tr)
+	return t, err
+}
+
+// maybeHalfOpenLocked turns an open breaker half-open once OpenFor has
+// passed. b.mu must be held.
+func (b *Breaker) maybeHalfOpenLocked(now time.Time, tk int64) transition {
+	w := b.state.Load()
+	if stateOf(w) != Open || tk < b.openUntil.Load() {
+		return transition{}
+	}
+	b.issued, b.succeeded = 0, 0
+	b.state.Store(pack(HalfOpen, genOf(w)+1))
+	return transition{from: Open, to: HalfOpen, now: now, ok: true}
+}
+
+// Release gives back a ticket from [Breaker.Acquire] with the outcome of its
+// call, finished at now. Release each ticket exactly once: a ticket is a
+// plain value and a second release would count the call twice. Tickets issued before the latest state change are
+// ignored: a call admitted while closed says nothing about a breaker that
+// has since opened.
+func (b *Breaker) Release(now time.Time, t Ticket, o Outcome) {
+	w := b.state.Load()
+	if genOf(w) != t.gen {
+		return
+	}
+	if t.trial {
+		b.releaseTrial(now, t, o)
+		return
+	}
+	switch o {
+	case Success:
+		b.record(b.ticks(now), false)
+		if b.consecutive.Load() != 0 {
+			b.consecutive.Store(0)
+		}
+	case Failure:
+		tk := b.ticks(now)
+		b.record(tk, true)
+		run := b.consecutive.Add(1)
+		if b.shouldTrip(tk, run) {
+			b.trip(now, tk, t.gen)
+		}
+	}
+}
+
+func (b *Breaker) shouldTrip(tk, run int64) bool {
+	if n := b.cfg.ConsecutiveFailures; n > 0 && run >= int64(n) {
+		return true
+	}
+	if r := b.cfg.FailureRatio; r >= 0 {
+		calls, failures := b.sum(tk)
+		if calls >= int64(b.cfg.MinimumCalls) && float64(failures) >= r*float64(calls) {
+			return true
+		}
+	}
+	return false
+}
+
+// trip opens a closed breaker, if it is still in episode gen.
+func (b *Breaker) trip(now time.Time, tk int64, gen uint64) {
+	b.mu.Lock()
+	w := b.state.Load()
+	if stateOf(w) != Closed || genOf(w) != gen {
+		b.mu.Unlock()
+		return
+	}
+	b.openLocked(tk, w)
+	b.mu.Unlock()
+	b.notify(transition{from: Closed, to: Open, now: now, ok: true})
+}
+
+// openLocked moves to Open from the state word w. The window is kept so
+// that ErrorRate still shows why the breaker opened. b.mu must be held.
+func (b *Breaker) openLocked(tk int64, w uint64) {
+	b.openUntil.Store(tk + int64(b.cfg.OpenFor))
+	b.consecutive.Store(0)
+	b.state.Store(pack(Open, genOf(w)+1))
+}
+
+func (b *Breaker) releaseTrial(now time.Time, t Ticket, o Outcome) {
+	tk := b.ticks(now)
+	b.mu.Lock()
+	w := b.state.Load()
+	if genOf(w) != t.gen || stateOf(w) != HalfOpen {
+		b.mu.Unlock()
+		return
+	}
+	var tr transition
+	switch o {
+	case Ignored:
+		if b.issued > 0 {
+			b.issued--
+		}
+	case Success:
+		b.succeeded++
+		if b.succeeded >= b.cfg.HalfOpenCalls {
+			b.closeLocked(w)
+			tr = transition{from: HalfOpen, to: Closed, now: now, ok: true}
+		}
+	case Failure:
+		b.openLocked(tk, w)
+		tr = transition{from: HalfOpen, to: Open, now: now, ok: true}
+	}
+	b.mu.Unlock()
+	b.notify(tr)
+}
+
+// closeLocked moves to Closed with a fresh window: the failures that opened
+// the breaker belong to an episode the trials have just declared over.
+// b.mu must be held.
+func (b *Breaker) closeLocked(w uint64) {
+	for i := range b.ring {
+		s := &b.ring[i]
+		s.epoch.Store(emptyEpoch)
+		s.calls.Store(0)
+		s.failures.Store(0)
+	}
+	b.consecutive.Store(0)
+	b.issued, b.succeeded = 0, 0
+	b.state.Store(pack(Closed, genOf(w)+1))
+}
+
+// record counts one call (and a failure, if failed) in the slot of tk.
+func (b *Breaker) record(tk int64, failed bool) {
+	ep := floorDiv(tk, b.width)
+	s := &b.ring[int(ep-floorDiv(ep, slots)*slots)]
+	if e := s.epoch.Load(); e != ep {
+		if e > ep {
+			// The slot already holds a later period: this call is at
+			// least a full window late and no longer in any window.
+			return
+		}
+		b.mu.Lock()
+		// Counters are cleared before the epoch is published, so a
+		// lock-free writer that sees the new epoch adds to clean counters.
+		if e := s.epoch.Load(); e < ep {
+			s.calls.Store(0)
+			s.failures.Store(0)
+			s.epoch.Store(ep)
+		} else if e > ep {
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+	}
+	s.calls.Add(1)
+	if failed {
+		s.failures.Add(1)
+	}
+}
+
+// sum adds up the slots inside the window ending at tk.
+func (b *Breaker) sum(tk int64) (calls, failures int64) {
+	ep := floorDiv(tk, b.width)
+	for i := range b.ring {
+		s := &b.ring[i]
+		e := s.epoch.Load()
+		if e > ep-slots && e <= ep {
+			calls += s.calls.Load()
+			failures += s.failures.Load()
+		}
+	}
+	return calls, failures
+}
+
+// Allow is a two-step form of Acquire and Release for integrations that
+// cannot wrap the call in a closure; it reads the clock with time.Now. Call
+// done exactly once with the outcome; further calls do nothing.
+func (b *Breaker) Allow() (done func(Outcome), err error) {
+	t, err := b.Acquire(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	var once atomic.Bool
+	return func(o Outcome) {
+		if once.CompareAndSwap(false, true) {
+			b.Release(time.Now(), t, o)
+		}
+	}, nil
+}
+
+// State returns the state at now. An open breaker whose OpenFor has passed
+// turns half-open here, as it would on the next Acquire.
+func (b *Breaker) State(now time.Time) State {
+	w := b.state.Load()
+	if stateOf(w) != Open {
+		return stateOf(w)
+	}
+	tk := b.ticks(now)
+	if tk < b.openUntil.Load() {
+		return Open
+	}
+	b.mu.Lock()
+	tr := b.maybeHalfOpenLocked(now, tk)
+	s := stateOf(b.state.Load())
+	b.mu.Unlock()
+	b.notify(tr)
+	return s
+}
+
+// ErrorRate reports failures/calls over the window ending at now, and
+// whether the window holds at least MinimumCalls calls and at least two
+// failures. The hedging core's SuppressAt gate acts only when armed: one
+// failure, or a handful of calls, is not a trend. The window restarts empty
+// each time the breaker closes.
+func (b *Breaker) ErrorRate(now time.Time) (rate float64, armed bool) {
+	calls, failures := b.sum(b.ticks(now))
+	if calls == 0 {
+		return 0, false
+	}
+	return float64(failures) / float64(calls), calls >= int64(b.cfg.MinimumCalls) && failures >= 2
+}
+
+// Counts reports the calls and failures in the window ending at now.
+func (b *Breaker) Counts(now time.Time) (calls, failures int) {
+	c, f := b.sum(b.ticks(now))
+	return int(c), int(f)
+}
+
+// TripPoint returns the failure ratio at which the breaker trips, for gates
+// that act at a fraction of it. When the ratio rule is off it returns 1: the
+// ratio can never pass it, and a gate at a fraction of it still acts on the
+// plain share of failed calls.
+func (b *Breaker) TripPoint() float64 {
+	if b.cfg.FailureRatio < 0 {
+		return 1
+	}
+	return b.cfg.FailureRatio
+}

@@ -1,0 +1,351 @@
+package hedge_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/limit"
+	"github.com/hedgekit/hedge/winrate"
+)
+
+// suppressions collects HedgeSuppressed reasons.
+type suppressions struct{ reasons []hedge.Reason }
+
+func (s *suppressions) observe(e hedge.Event) {
+	if e.Kind == hedge.HedgeSuppressed {
+		s.reasons = append(s.reasons, e.Reason)
+	}
+}
+
+func (s *suppressions) last() hedge.Reason {
+	if len(s.reasons) == 0 {
+		return hedge.ReasonNone
+	}
+	return s.reasons[len(s.reasons)-1]
+}
+
+func has(as []hedge.Action, kind hedge.ActionKind) bool {
+	for _, a := range as {
+		if a.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+var transient = hedge.Outcome{Class: hedge.Retriable, Err: errors.New("transient")}
+
+// failCall runs a call whose every attempt fails fast (its retry too).
+func failCall(c *hedge.Call, at time.Time) {
+	acts := c.Start(at)
+	for !c.Done() {
+		now := at.Add(time.Millisecond)
+		acts = c.AttemptDone(now, c.Attempts()-1, transient)
+		for _, a := range acts {
+			if a.Kind == hedge.ArmTimer {
+				c.TimerFired(a.At)
+			}
+		}
+		at = now.Add(20 * time.Millisecond)
+	}
+}
+
+func okCall(c *hedge.Call, at time.Time) {
+	c.Start(at)
+	c.AttemptDone(at.Add(time.Millisecond), 0, hedge.Outcome{})
+}
+
+func TestFortyPercentFailuresKeepTheBreakerClosedButStopHedging(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
+		Breaker: &breaker.Config{}, Observer: s.observe})
+	now := t0
+	for i := range 100 { // F S F S S: 40% failures, never 5 in a row
+		c := p.NewCall(hedge.CallOptions{})
+		if i%5 == 0 || i%5 == 2 {
+			failCall(c, now)
+		} else {
+			okCall(c, now)
+		}
+		now = now.Add(50 * time.Millisecond)
+	}
+	m := p.MeasuredAt(now)
+	if m.Breaker != "closed" || m.ErrorRate < 0.39 || m.ErrorRate > 0.41 {
+		t.Fatalf("breaker %s at error rate %.2f; want closed at 0.40", m.Breaker, m.ErrorRate)
+	}
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(now)
+	if acts := c.TimerFired(now.Add(20 * time.Millisecond)); has(acts, hedge.StartAttempt) {
+		t.Fatal("hedged a call to a dependency failing 40% of calls")
+	}
+	if s.last() != hedge.ReasonErrorRate {
+		t.Errorf("suppressed for %v, want %v", s.last(), hedge.ReasonErrorRate)
+	}
+
+	// SuppressAt 1 suppresses only when the breaker opens: the same dependency is hedged.
+	p1 := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
+		Breaker: &breaker.Config{}, SuppressAt: 1})
+	now = t0
+	for i := range 100 {
+		c := p1.NewCall(hedge.CallOptions{})
+		if i%5 == 0 || i%5 == 2 {
+			failCall(c, now)
+		} else {
+			okCall(c, now)
+		}
+		now = now.Add(50 * time.Millisecond)
+	}
+	c = p1.NewCall(hedge.CallOptions{})
+	c.Start(now)
+	if acts := c.TimerFired(now.Add(20 * time.Millisecond)); !has(acts, hedge.StartAttempt) {
+		t.Error("SuppressAt 1 suppressed a hedge while the breaker was closed")
+	}
+}
+
+func TestHalfOpenTrialIsNeverHedgedAndAHealthyTrialCloses(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Attempts: 2, Budget: noBudget,
+		Breaker: &breaker.Config{ConsecutiveFailures: 2, OpenFor: time.Second}, Observer: s.observe})
+	failCall(p.NewCall(hedge.CallOptions{}), t0)
+	failCall(p.NewCall(hedge.CallOptions{}), t0.Add(100*time.Millisecond))
+	if st := p.MeasuredAt(t0.Add(200 * time.Millisecond)).Breaker; st != "open" {
+		t.Fatalf("after two failed calls the breaker is %s, want open", st)
+	}
+	open := p.NewCall(hedge.CallOptions{})
+	if acts := open.Start(t0.Add(500 * time.Millisecond)); has(acts, hedge.StartAttempt) || !errors.Is(open.Err(), hedge.ErrBreakerOpen) {
+		t.Fatalf("an open breaker let a call through: err %v", open.Err())
+	}
+
+	at := t0.Add(1500 * time.Millisecond) // half-open
+	trial := p.NewCall(hedge.CallOptions{})
+	if acts := trial.Start(at); !has(acts, hedge.StartAttempt) {
+		t.Fatal("half-open breaker refused its trial call")
+	}
+	other := p.NewCall(hedge.CallOptions{})
+	if other.Start(at.Add(time.Millisecond)); !errors.Is(other.Err(), hedge.ErrBreakerOpen) {
+		t.Fatalf("a second call took the single trial permit: err %v", other.Err())
+	}
+	// The trial outlives the threshold: no hedge, no cancellation of the healthy primary.
+	acts := trial.TimerFired(at.Add(20 * time.Millisecond))
+	if has(acts, hedge.StartAttempt) || has(acts, hedge.CancelAttempt) || trial.Done() {
+		t.Fatalf("half-open trial: actions %v, done %v; want nothing", acts, trial.Done())
+	}
+	if s.last() != hedge.ReasonBreaker {
+		t.Errorf("suppressed for %v, want %v", s.last(), hedge.ReasonBreaker)
+	}
+	trial.AttemptDone(at.Add(30*time.Millisecond), 0, hedge.Outcome{})
+	if trial.Err() != nil || trial.Winner() != 0 {
+		t.Fatalf("healthy trial: winner %d err %v", trial.Winner(), trial.Err())
+	}
+	if st := p.MeasuredAt(at.Add(31 * time.Millisecond)).Breaker; st != "closed" {
+		t.Errorf("after a healthy trial the breaker is %s, want closed", st)
+	}
+}
+
+func TestWinRateLoopRetreatsWhenHedgesLoseAndReturnsWhenTheyWin(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
+		WinRate: &winrate.Config{Floor: 0.5, Window: 4 * time.Second}})
+	now := t0
+	run := func(hedgeWins bool, seconds int) {
+		for range seconds * 100 { // a slow call every 10ms
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(now)
+			started := has(c.TimerFired(now.Add(20*time.Millisecond)), hedge.StartAttempt)
+			if started && hedgeWins {
+				c.AttemptDone(now.Add(22*time.Millisecond), 1, hedge.Outcome{})
+			} else {
+				c.AttemptDone(now.Add(25*time.Millisecond), 0, hedge.Outcome{})
+			}
+			now = now.Add(10 * time.Millisecond)
+		}
+	}
+	run(false, 20)
+	if a := p.MeasuredAt(now).WinRateAllowance; a != 0.05 {
+		t.Fatalf("after 20s of losing hedges the allowance is %v, want the 0.05 minimum", a)
+	}
+	if p.MeasuredAt(now).Suppressed[hedge.ReasonWinRate] == 0 {
+		t.Fatal("no hedge was suppressed for its win rate")
+	}
+	run(true, 20)
+	if a := p.MeasuredAt(now).WinRateAllowance; a != 1 {
+		t.Fatalf("after 20s of winning hedges the allowance is %v, want 1", a)
+	}
+}
+
+func TestSheddableCallsNeverHedge(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
+		Criticality: true, Observer: s.observe})
+	for _, crit := range []hedge.Criticality{hedge.Sheddable, hedge.CriticalityDefault, hedge.Critical} {
+		c := p.NewCall(hedge.CallOptions{Criticality: crit})
+		c.Start(t0)
+		hedged := has(c.TimerFired(t0.Add(20*time.Millisecond)), hedge.StartAttempt)
+		if hedged == (crit == hedge.Sheddable) {
+			t.Errorf("%v call: hedged %v", crit, hedged)
+		}
+	}
+	if s.reasons[0] != hedge.ReasonSheddable {
+		t.Errorf("suppressed for %v, want sheddable", s.reasons[0])
+	}
+	// Without the opt-in, criticality is not consulted.
+	q := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget})
+	c := q.NewCall(hedge.CallOptions{Criticality: hedge.Sheddable})
+	c.Start(t0)
+	if !has(c.TimerFired(t0.Add(20*time.Millisecond)), hedge.StartAttempt) {
+		t.Error("a policy that did not opt in refused a sheddable call's hedge")
+	}
+}
+
+func TestOverloadSignalPausesHedgingForTheCooldown(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget, Attempts: 3,
+		MaximumConcurrent: 2, OverloadCooldown: 5 * time.Second})
+	hedgedAt := func(at time.Time) bool {
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(at)
+		ok := has(c.TimerFired(at.Add(20*time.Millisecond)), hedge.StartAttempt)
+		c.AttemptDone(at.Add(30*time.Millisecond), 0, hedge.Outcome{})
+		return ok
+	}
+	over := p.NewCall(hedge.CallOptions{})
+	over.Start(t0)
+	over.AttemptDone(t0.Add(time.Millisecond), 0, hedge.Classify(hedge.MarkOverloaded(errors.New("429"), 0)))
+	if hedgedAt(t0.Add(time.Second)) {
+		t.Error("hedged 1s after an overload signal, inside the 5s cool-down")
+	}
+	if !hedgedAt(t0.Add(6 * time.Second)) {
+		t.Error("did not hedge after the cool-down")
+	}
+	// A longer Retry-After wins over the cool-down.
+	over = p.NewCall(hedge.CallOptions{})
+	over.Start(t0.Add(7 * time.Second))
+	over.AttemptDone(t0.Add(7*time.Second), 0, hedge.Classify(hedge.MarkOverloaded(errors.New("503"), 10*time.Second)))
+	if hedgedAt(t0.Add(13 * time.Second)) {
+		t.Error("hedged before Retry-After (10s) had passed")
+	}
+	if !hedgedAt(t0.Add(18 * time.Second)) {
+		t.Error("did not hedge after Retry-After")
+	}
+	if got := p.MeasuredAt(t0.Add(18 * time.Second)).Suppressed[hedge.ReasonOverload]; got != 2 {
+		t.Errorf("suppressed(overload) = %d, want 2", got)
+	}
+}
+
+func TestAdaptiveLimitSitsInsideTheHedge(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Attempts: 3, MaximumConcurrent: 3,
+		Budget: noBudget, Limit: &limit.Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 2}, Observer: s.observe})
+	a := p.NewCall(hedge.CallOptions{})
+	a.Start(t0)
+	if m := p.MeasuredAt(t0); m.Limit != 1 || m.InFlight != 1 {
+		t.Fatalf("limit %d in flight %d, want 1 and 1", m.Limit, m.InFlight)
+	}
+	// A rejected hedge stops further hedges of the call.
+	if acts := a.TimerFired(t0.Add(20 * time.Millisecond)); has(acts, hedge.StartAttempt) || has(acts, hedge.ArmTimer) {
+		t.Fatalf("hedge beyond the limit: %v", acts)
+	}
+	if s.last() != hedge.ReasonLimit {
+		t.Errorf("suppressed for %v, want limit", s.last())
+	}
+	// A rejected first attempt fails the call fast.
+	b := p.NewCall(hedge.CallOptions{})
+	if acts := b.Start(t0.Add(21 * time.Millisecond)); has(acts, hedge.StartAttempt) || !errors.Is(b.Err(), hedge.ErrLimitExceeded) {
+		t.Fatalf("limit full: actions %v err %v; want ErrLimitExceeded at once", acts, b.Err())
+	}
+	a.AttemptDone(t0.Add(30*time.Millisecond), 0, hedge.Outcome{})
+	if m := p.MeasuredAt(t0.Add(30 * time.Millisecond)); m.InFlight != 0 {
+		t.Fatalf("in flight %d after the call, want 0", m.InFlight)
+	}
+}
+
+func TestCancelledLoserReleasesItsPermit(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget, Limit: &limit.Config{}})
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(t0)
+	c.TimerFired(t0.Add(20 * time.Millisecond))
+	if m := p.MeasuredAt(t0); m.InFlight != 2 {
+		t.Fatalf("in flight %d, want 2", m.InFlight)
+	}
+	c.AttemptDone(t0.Add(21*time.Millisecond), 1, hedge.Outcome{})
+	if m := p.MeasuredAt(t0); m.InFlight != 0 || m.Limit != 20 {
+		t.Fatalf("in flight %d limit %d after the hedge won; want 0 and an unchanged 20", m.InFlight, m.Limit)
+	}
+}
+
+func TestLocalSaturationStopsTheEstimatorLearning(t *testing.T) {
+	saturated := true
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget,
+		LocalSaturation: &hedge.Saturation{Probe: func() time.Duration {
+			if saturated {
+				return time.Second
+			}
+			return 0
+		}}})
+	now := t0
+	calls := func(n int) {
+		for range n {
+			okCall(p.NewCall(hedge.CallOptions{}), now)
+			now = now.Add(200 * time.Millisecond) // past the probe interval every time
+		}
+	}
+	calls(30)
+	if p.MeasuredAt(now).Warm {
+		t.Fatal("the estimator learnt while the process was saturated")
+	}
+	saturated = false
+	calls(30)
+	if !p.MeasuredAt(now).Warm {
+		t.Fatal("the estimator did not learn once the saturation passed")
+	}
+}
+
+func TestGatesAreAskedInOrder(t *testing.T) {
+	// A call that is both not repeatable and sheddable, to a policy that is cold: the
+	// first gate in DESIGN order (repeatable) is the reason reported.
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Criticality: true, Observer: s.observe})
+	c := p.NewCall(hedge.CallOptions{Repeatable: hedge.NotRepeatable, Criticality: hedge.Sheddable})
+	c.Start(t0)
+	if s.last() != hedge.ReasonNotRepeatable {
+		t.Errorf("reported %v, want not repeatable", s.last())
+	}
+	c = p.NewCall(hedge.CallOptions{Criticality: hedge.Sheddable})
+	c.Start(t0)
+	if s.last() != hedge.ReasonCold {
+		t.Errorf("reported %v, want cold (before sheddable)", s.last())
+	}
+}
+
+// TestDiscardedLosersAreCensoredSamples: when hedges win, the winners alone are fast, and
+// an estimator fed only winners would drag the threshold down and hedge ever more calls. The
+// loser's time at discard keeps the count above the threshold honest.
+func TestDiscardedLosersAreCensoredSamples(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget, MinimumDelay: time.Millisecond})
+	now := t0
+	for range 20 { // warm up on 10ms calls
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(10*time.Millisecond), 0, hedge.Outcome{})
+		now = now.Add(20 * time.Millisecond)
+	}
+	before := p.MeasuredAt(now).Threshold
+	for range 300 { // every primary is slow; the hedge answers 1ms after it starts
+		c := p.NewCall(hedge.CallOptions{})
+		for _, a := range c.Start(now) {
+			if a.Kind == hedge.ArmTimer {
+				c.TimerFired(a.At)
+				c.AttemptDone(a.At.Add(time.Millisecond), 1, hedge.Outcome{})
+			}
+		}
+		if !c.Done() {
+			t.Fatal("the slow call was not hedged")
+		}
+		now = now.Add(20 * time.Millisecond)
+	}
+	after := p.MeasuredAt(now).Threshold
+	if after < before*8/10 {
+		t.Errorf("threshold fell from %v to %v: losers were not counted", before, after)
+	}
+}
