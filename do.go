@@ -262,9 +262,10 @@ type attemptCtx struct {
 	lost     bool         // cancelled as a loser; owned by Do's goroutine
 	received bool         // Do has its answer; owned by Do's goroutine
 
-	mu   sync.Mutex
-	done chan struct{} // created lazily
-	err  error
+	mu    sync.Mutex
+	done  chan struct{} // created lazily
+	err   error
+	after []*func() // registered by AfterFunc, run on cancel
 }
 
 func (a *attemptCtx) Deadline() (time.Time, bool) { return a.parent.Deadline() }
@@ -307,6 +308,35 @@ func (a *attemptCtx) cancel(err error) {
 		a.done = closedChan
 	} else {
 		close(a.done)
+	}
+	for _, f := range a.after {
+		go (*f)()
+	}
+	a.after = nil
+}
+
+// AfterFunc arranges for f to run in its own goroutine once the attempt is cancelled, like
+// context.AfterFunc. Having it lets the context package (and net/http, which derives a
+// context from every request's) link child contexts to an attempt without a goroutine each.
+func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	p := &f
+	a.after = append(a.after, p)
+	return func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for i, q := range a.after {
+			if q == p {
+				a.after = append(a.after[:i], a.after[i+1:]...)
+				return true
+			}
+		}
+		return false
 	}
 }
 

@@ -367,3 +367,32 @@ func TestConcurrentDoSharesOnePolicy(t *testing.T) {
 		t.Errorf("%d goroutines left", n)
 	}
 }
+
+func TestDerivedContextsFollowTheAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: noBudget})
+		var derivedErr atomic.Value
+		var ran, stopped atomic.Bool
+		hedge.Do(t.Context(), p, func(ctx context.Context) (int, error) {
+			info, _ := hedge.AttemptFrom(ctx)
+			if info.Index == 1 {
+				return 1, nil
+			}
+			child, cancel := context.WithCancel(ctx)
+			defer cancel()
+			context.AfterFunc(ctx, func() { ran.Store(true) })
+			stop := context.AfterFunc(ctx, func() { t.Error("a stopped AfterFunc ran") })
+			stopped.Store(stop())
+			<-child.Done() // the loser's cancellation reaches contexts derived from it
+			derivedErr.Store(child.Err())
+			return 0, child.Err()
+		})
+		synctest.Wait()
+		if err, _ := derivedErr.Load().(error); !errors.Is(err, context.Canceled) {
+			t.Errorf("derived context ended with %v, want context.Canceled", err)
+		}
+		if !ran.Load() || !stopped.Load() {
+			t.Errorf("AfterFunc ran %v, stop reported %v; want both true", ran.Load(), stopped.Load())
+		}
+	})
+}
