@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is what the command line asks for, parsed and checked. It holds no sim types, so that
+// flag parsing can be tested without the engine.
+type config struct {
+	calls      int
+	seeds      []uint64
+	loads      []float64
+	setups     []string // canonical setup names, in the order asked
+	modes      []string // "ignored", "reaches"
+	out        string
+	workers    int
+	service    service
+	hedgeDelay time.Duration
+	tablesOnly bool   // print Markdown tables on stdout, write no files
+	from       string // re-render this report.json instead of simulating
+}
+
+// service is the parsed -service flag.
+type service struct {
+	kind    string          // "mixture", "exponential" or "empirical"
+	mean    time.Duration   // exponential
+	file    string          // empirical
+	samples []time.Duration // empirical, read from file
+}
+
+// Defaults. With no arguments the command must finish quickly on a fresh machine: 20,000 calls
+// per point (the reference run is 200,000) and one seed.
+const (
+	defaultCalls      = 20000
+	defaultSeeds      = "1"
+	defaultLoads      = "30,50,70,85,95"
+	defaultOut        = "hedgesim-report"
+	defaultWorkers    = 16
+	defaultHedgeDelay = 20 * time.Millisecond
+)
+
+// usageError is a bad command line: the command prints it and exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+const usageText = `Usage: hedgesim [flags]
+
+hedgesim simulates what request hedging does to the tail when every attempt waits in the same
+queue. It runs every setup at every load in both cancellation modes and writes report.md,
+report.html and report.json into -out. Same flags and seeds, same report, byte for byte.
+
+Examples:
+  hedgesim                                       # quick run: 20000 calls per point, seed 1
+  hedgesim -calls 200000 -seeds 1,2              # the reference run
+  hedgesim -setups "no hedge;hedge, default budget" -loads 70,95 -cancellation reaches
+  hedgesim -service exponential:10ms -workers 8  # an M/M/8 queue
+  hedgesim -service empirical:latencies.txt      # your own service times, one per line
+
+Flags:
+`
+
+// parseArgs parses the command line. setupNames are the setups the simulator knows, in their
+// reference order. Errors are *usageError, except flag.ErrHelp for -h.
+func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("hedgesim", flag.ContinueOnError)
+	// The flag package would print the whole usage after every mistake; the command prints the
+	// error and a hint instead, and the usage only for -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	usage := func() {
+		fs.SetOutput(stderr)
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\nSetups (for -setups, separated by ';'):\n")
+		for _, n := range setupNames {
+			fmt.Fprintf(stderr, "  %s\n", n)
+		}
+	}
+	calls := fs.Int("calls", defaultCalls, "calls per point (setup × load × cancellation × seed); the first 10% are not measured")
+	seeds := fs.String("seeds", defaultSeeds, "comma-separated seeds, e.g. 1,2")
+	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
+	setups := fs.String("setups", "all", "setups to run, separated by ';' (names as listed below), or all")
+	cancel := fs.String("cancellation", "both", "cancellation mode: ignored, reaches or both")
+	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
+	workers := fs.Int("workers", defaultWorkers, "workers serving the one shared FIFO queue")
+	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN (e.g. exponential:10ms),\nor empirical:FILE (one duration per line, e.g. 12ms or 3.5ms; a bare number is ms; # starts a comment)")
+	delay := fs.Duration("hedge-delay", defaultHedgeDelay, "hedge delay of the fixed-delay setups (After)")
+	tables := fs.Bool("tables-only", false, "print the Markdown tables of each seed on stdout instead of writing files (for docs)")
+	from := fs.String("from", "", "render the report from this report.json instead of simulating (model flags are ignored)")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return config{}, err
+		}
+		return config{}, &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return config{}, usagef("unexpected argument %q (flags only; quote a -setups list that has spaces)", fs.Arg(0))
+	}
+	cfg := config{
+		calls:      *calls,
+		out:        *out,
+		workers:    *workers,
+		hedgeDelay: *delay,
+		tablesOnly: *tables,
+		from:       *from,
+	}
+	var err error
+	if cfg.calls <= 0 {
+		return config{}, usagef("-calls must be > 0, got %d", cfg.calls)
+	}
+	if cfg.workers <= 0 {
+		return config{}, usagef("-workers must be > 0, got %d", cfg.workers)
+	}
+	if cfg.hedgeDelay <= 0 {
+		return config{}, usagef("-hedge-delay must be > 0, got %v", cfg.hedgeDelay)
+	}
+	if cfg.out == "" && !cfg.tablesOnly {
+		return config{}, usagef("-out must name a directory")
+	}
+	if cfg.seeds, err = parseSeeds(*seeds); err != nil {
+		return config{}, err
+	}
+	if cfg.loads, err = parseLoads(*loads); err != nil {
+		return config{}, err
+	}
+	if cfg.setups, err = parseSetups(*setups, setupNames); err != nil {
+		return config{}, err
+	}
+	if cfg.modes, err = parseCancellation(*cancel); err != nil {
+		return config{}, err
+	}
+	if cfg.service, err = parseService(*svc); err != nil {
+		return config{}, err
+	}
+	return cfg, nil
+}
+
+func parseSeeds(s string) ([]uint64, error) {
+	var seeds []uint64
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return nil, usagef("-seeds: %q is not a seed (a whole number >= 0)", f)
+		}
+		if slices.Contains(seeds, n) {
+			return nil, usagef("-seeds: seed %d is listed twice", n)
+		}
+		seeds = append(seeds, n)
+	}
+	if len(seeds) == 0 {
+		return nil, usagef("-seeds must list at least one seed, e.g. -seeds 1,2")
+	}
+	return seeds, nil
+}
+
+func parseLoads(s string) ([]float64, error) {
+	var loads []float64
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "%"))
+		if f == "" {
+			continue
+		}
+		l, err := strconv.ParseFloat(f, 64)
+		if err != nil || math.IsNaN(l) || math.IsInf(l, 0) {
+			return nil, usagef("-loads: %q is not a number", f)
+		}
+		if l <= 0 || l >= 100 {
+			return nil, usagef("-loads: each load is a %% of worker capacity in (0, 100), got %v", l)
+		}
+		if slices.Contains(loads, l) {
+			return nil, usagef("-loads: load %v is listed twice", l)
+		}
+		loads = append(loads, l)
+	}
+	if len(loads) == 0 {
+		return nil, usagef("-loads must list at least one load, e.g. -loads 30,50,70,85,95")
+	}
+	return loads, nil
+}
+
+// parseSetups resolves a ';'-separated list against the known names, ignoring case and spaces
+// (so "hedge, budget 5 %" and "hedge, budget 5%" are the same setup); "all" is every setup.
+func parseSetups(s string, names []string) ([]string, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "all") {
+		if len(names) == 0 {
+			return nil, usagef("-setups: the simulator knows no setup")
+		}
+		return slices.Clone(names), nil
+	}
+	var out []string
+	for f := range strings.SplitSeq(s, ";") {
+		f = strings.Join(strings.Fields(f), " ")
+		if f == "" {
+			continue
+		}
+		i := slices.IndexFunc(names, func(n string) bool { return setupKey(n) == setupKey(f) })
+		if i < 0 {
+			return nil, usagef("-setups: unknown setup %q; the setups are:\n  %s\n(separate names with ';', or use all)",
+				f, strings.Join(names, "\n  "))
+		}
+		if slices.Contains(out, names[i]) {
+			return nil, usagef("-setups: setup %q is listed twice", names[i])
+		}
+		out = append(out, names[i])
+	}
+	if len(out) == 0 {
+		return nil, usagef("-setups must name at least one setup, or all")
+	}
+	return out, nil
+}
+
+// setupKey is how setup names are compared: lower case, without spaces.
+func setupKey(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(s), ""))
+}
+
+func parseCancellation(s string) ([]string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "ignored":
+		return []string{"ignored"}, nil
+	case "reaches":
+		return []string{"reaches"}, nil
+	case "both":
+		return []string{"ignored", "reaches"}, nil
+	}
+	return nil, usagef("-cancellation must be ignored, reaches or both, got %q", s)
+}
+
+// parseService parses -service; for empirical:FILE it reads the file.
+func parseService(s string) (service, error) {
+	kind, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
+	switch strings.ToLower(kind) {
+	case "mixture":
+		if hasArg {
+			return service{}, usagef("-service mixture takes no argument, got %q", s)
+		}
+		return service{kind: "mixture"}, nil
+	case "exponential":
+		d, err := time.ParseDuration(strings.TrimSpace(arg))
+		if !hasArg || err != nil || d <= 0 {
+			return service{}, usagef("-service exponential:MEAN needs a mean duration > 0, e.g. exponential:10ms; got %q", s)
+		}
+		return service{kind: "exponential", mean: d}, nil
+	case "empirical":
+		if !hasArg || arg == "" {
+			return service{}, usagef("-service empirical:FILE needs a file of durations, one per line; got %q", s)
+		}
+		ds, err := readDurations(arg)
+		if err != nil {
+			return service{}, err
+		}
+		return service{kind: "empirical", file: arg, samples: ds}, nil
+	}
+	return service{}, usagef("-service must be mixture, exponential:MEAN or empirical:FILE, got %q", s)
+}
+
+// readDurations reads a file of service times: one per line, a Go duration ("12ms", "1.5s") or a
+// bare number of milliseconds; blank lines and text after '#' are ignored.
+func readDurations(path string) ([]time.Duration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("-service empirical: %v", err)
+	}
+	defer f.Close()
+	ds, err := parseDurations(f, path)
+	if err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func parseDurations(r io.Reader, name string) ([]time.Duration, error) {
+	var ds []time.Duration
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		t, _, _ := strings.Cut(sc.Text(), "#")
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			ms, err2 := strconv.ParseFloat(t, 64)
+			if err2 != nil || math.IsNaN(ms) || math.IsInf(ms, 0) || math.Abs(ms) > 1e12 {
+				return nil, usagef("-service empirical: %s:%d: %q is not a duration (e.g. 12ms) or a number of ms", name, line, t)
+			}
+			d = time.Duration(ms * float64(time.Millisecond))
+		}
+		if d < 0 {
+			return nil, usagef("-service empirical: %s:%d: a service time must be >= 0, got %v", name, line, d)
+		}
+		ds = append(ds, d)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, usagef("-service empirical: %s: %v", name, err)
+	}
+	if len(ds) == 0 {
+		return nil, usagef("-service empirical: %s holds no service time", name)
+	}
+	if !slices.ContainsFunc(ds, func(d time.Duration) bool { return d > 0 }) {
+		return nil, usagef("-service empirical: %s: the service times must not all be 0", name)
+	}
+	return ds, nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testNames stands in for the simulator's setups, so these tests do not need the engine.
+var testNames = []string{
+	"no hedge",
+	"hedge, no budget",
+	"hedge, default budget",
+	"hedge, budget 5%",
+	"hedge, default budget, adaptive limit",
+	"3 attempts, no budget",
+	"recommended",
+}
+
+func TestParseDefaults(t *testing.T) {
+	cfg, err := parseArgs(nil, testNames, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.calls != 20000 || !slices.Equal(cfg.seeds, []uint64{1}) ||
+		!slices.Equal(cfg.loads, []float64{30, 50, 70, 85, 95}) || !slices.Equal(cfg.setups, testNames) ||
+		!slices.Equal(cfg.modes, []string{"ignored", "reaches"}) || cfg.out != "hedgesim-report" ||
+		cfg.workers != 16 || cfg.service.kind != "mixture" || cfg.hedgeDelay != 20*time.Millisecond ||
+		cfg.tablesOnly || cfg.from != "" {
+		t.Errorf("defaults = %+v", cfg)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseArgs([]string{
+		"-calls", "5000", "-seeds", "2, 1", "-loads", "95,30%,62.5",
+		"-setups", "Hedge, default budget ; no  hedge;hedge, budget 5 %",
+		"-cancellation", "reaches", "-out", "x/y", "-workers", "8",
+		"-service", "exponential:12ms", "-hedge-delay", "35ms", "-tables-only",
+	}, testNames, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.calls != 5000 || !slices.Equal(cfg.seeds, []uint64{2, 1}) || !slices.Equal(cfg.loads, []float64{95, 30, 62.5}) ||
+		!slices.Equal(cfg.setups, []string{"hedge, default budget", "no hedge", "hedge, budget 5%"}) ||
+		!slices.Equal(cfg.modes, []string{"reaches"}) || cfg.out != "x/y" || cfg.workers != 8 ||
+		cfg.service.kind != "exponential" || cfg.service.mean != 12*time.Millisecond ||
+		cfg.hedgeDelay != 35*time.Millisecond || !cfg.tablesOnly {
+		t.Errorf("parsed %+v", cfg)
+	}
+	cfg, err = parseArgs([]string{"-cancellation", "ignored", "-setups", "all"}, testNames, &bytes.Buffer{})
+	if err != nil || !slices.Equal(cfg.modes, []string{"ignored"}) || !slices.Equal(cfg.setups, testNames) {
+		t.Errorf("-cancellation ignored -setups all: %+v, %v", cfg, err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"-calls", "0"}, "-calls must be > 0, got 0"},
+		{[]string{"-calls", "x"}, `invalid value "x" for flag -calls`},
+		{[]string{"-nope"}, "flag provided but not defined: -nope"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"-seeds", ""}, "-seeds must list at least one seed"},
+		{[]string{"-seeds", "1,-2"}, `-seeds: "-2" is not a seed`},
+		{[]string{"-seeds", "1,1"}, "seed 1 is listed twice"},
+		{[]string{"-loads", "0"}, "in (0, 100), got 0"},
+		{[]string{"-loads", "100"}, "in (0, 100), got 100"},
+		{[]string{"-loads", "50,120"}, "in (0, 100), got 120"},
+		{[]string{"-loads", "NaN"}, `"NaN" is not a number`},
+		{[]string{"-loads", "fifty"}, `"fifty" is not a number`},
+		{[]string{"-loads", "50,50"}, "load 50 is listed twice"},
+		{[]string{"-loads", ","}, "-loads must list at least one load"},
+		{[]string{"-setups", "no hedge;turbo"}, `unknown setup "turbo"; the setups are:` + "\n  no hedge\n  hedge, no budget"},
+		{[]string{"-setups", "no hedge;no hedge"}, `setup "no hedge" is listed twice`},
+		{[]string{"-setups", ";"}, "-setups must name at least one setup"},
+		{[]string{"-cancellation", "sometimes"}, "-cancellation must be ignored, reaches or both"},
+		{[]string{"-workers", "0"}, "-workers must be > 0"},
+		{[]string{"-hedge-delay", "0s"}, "-hedge-delay must be > 0"},
+		{[]string{"-hedge-delay", "-1ms"}, "-hedge-delay must be > 0"},
+		{[]string{"-service", "gamma"}, "-service must be mixture, exponential:MEAN or empirical:FILE"},
+		{[]string{"-service", "exponential"}, "exponential:MEAN needs a mean duration > 0"},
+		{[]string{"-service", "exponential:0s"}, "exponential:MEAN needs a mean duration > 0"},
+		{[]string{"-service", "exponential:ten"}, "exponential:MEAN needs a mean duration > 0"},
+		{[]string{"-service", "mixture:2"}, "mixture takes no argument"},
+		{[]string{"-service", "empirical:"}, "empirical:FILE needs a file"},
+		{[]string{"-service", "empirical:/does/not/exist"}, "no such file"},
+		{[]string{"-out", ""}, "-out must name a directory"},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseArgs(c.args, testNames, &stderr)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: error %v is not a usage error", c.args, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %q does not contain %q", c.args, err, c.want)
+		}
+		if stderr.Len() != 0 {
+			t.Errorf("%q: parseArgs printed %q; errors are the caller's to print", c.args, stderr.String())
+		}
+	}
+}
+
+func TestParseHelp(t *testing.T) {
+	var stderr bytes.Buffer
+	_, err := parseArgs([]string{"-h"}, testNames, &stderr)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: error %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"Usage: hedgesim", "-calls", "-cancellation", "-service", "hedge, default budget, adaptive limit"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("usage lacks %q", want)
+		}
+	}
+}
+
+func TestParseEmpirical(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lat.txt")
+	if err := os.WriteFile(path, []byte("# measured\n12ms\n\n 3.5ms # fast\n1.5s\n7\n0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseArgs([]string{"-service", "empirical:" + path}, testNames, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{12 * time.Millisecond, 3500 * time.Microsecond, 1500 * time.Millisecond, 7 * time.Millisecond, 0}
+	if cfg.service.kind != "empirical" || cfg.service.file != path || !slices.Equal(cfg.service.samples, want) {
+		t.Errorf("empirical service = %+v, want samples %v", cfg.service, want)
+	}
+
+	for _, c := range []struct{ text, want string }{
+		{"12ms\nabc\n", `:2: "abc" is not a duration`},
+		{"-3ms\n", ":1: a service time must be >= 0"},
+		{"# nothing\n\n", "holds no service time"},
+		{"0\n0s\n", "must not all be 0"},
+	} {
+		_, err := parseDurations(strings.NewReader(c.text), "f.txt")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parseDurations(%q) error %v, want it to contain %q", c.text, err, c.want)
+		}
+	}
+}
+
+// FuzzParseArgs: whatever the command line, parseArgs either fails with a usage error (or
+// ErrHelp) or returns a config that keeps every rule.
+func FuzzParseArgs(f *testing.F) {
+	f.Add("7", "1,2", "30,50", "no hedge;all", "both", "exponential:3ms")
+	f.Add("-1", "", "0,100", "x", "never", "empirical:")
+	f.Add("100", "18446744073709551615", "99.999,1e-300", "hedge, budget 5 %", "IGNORED", "mixture")
+	f.Fuzz(func(t *testing.T, calls, seeds, loads, setups, cancel, svc string) {
+		if strings.HasPrefix(svc, "empirical") {
+			return // reads files
+		}
+		cfg, err := parseArgs([]string{"-calls", calls, "-seeds", seeds, "-loads", loads, "-setups", setups,
+			"-cancellation", cancel, "-service", svc}, testNames, &bytes.Buffer{})
+		if err != nil {
+			var ue *usageError
+			if !errors.As(err, &ue) && !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("error %v is not a usage error", err)
+			}
+			return
+		}
+		if cfg.calls <= 0 || len(cfg.seeds) == 0 || len(cfg.loads) == 0 || len(cfg.setups) == 0 || len(cfg.modes) == 0 {
+			t.Fatalf("accepted an empty or non-positive setting: %+v", cfg)
+		}
+		for _, l := range cfg.loads {
+			if !(l > 0 && l < 100) {
+				t.Fatalf("accepted load %v", l)
+			}
+		}
+		for _, s := range cfg.setups {
+			if !slices.Contains(testNames, s) {
+				t.Fatalf("accepted unknown setup %q", s)
+			}
+		}
+		if cfg.service.kind == "exponential" && cfg.service.mean <= 0 {
+			t.Fatalf("accepted mean %v", cfg.service.mean)
+		}
+	})
+}

@@ -1,0 +1,199 @@
+// Command hedgesim simulates what request hedging does to the tail latency of calls when every
+// attempt waits in the same queue, for every setup of the library at every load, with the
+// cancellation of losing attempts ignored by the server and reaching it. It writes report.md,
+// report.html (charts) and report.json (every figure, for scripts) into -out, and prints the p99
+// tables. The model and the report are described in SIMULATION.md; "hedgesim -h" lists the flags.
+//
+// The run is deterministic: the same flags and seeds give byte-identical files.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hedgekit/hedge/sim"
+	"github.com/hedgekit/hedge/sim/report"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a terminal: progress goes to stderr only then, so that logs and
+// CI output do not fill with carriage returns.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// run is the whole command; it returns the exit status: 0 done, 1 the run failed, 2 a bad
+// command line. showProgress writes a "points 12/80" line on stderr while the sweep runs.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgress bool) int {
+	cfg, err := parseArgs(args, setupNames(), stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\nRun 'hedgesim -h' for the flags.\n", err)
+		return 2
+	}
+
+	var rep sim.Report
+	if cfg.from != "" {
+		rep, err = readReport(cfg.from)
+	} else {
+		rep, err = sweep(ctx, cfg, stderr, showProgress)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+
+	if cfg.tablesOnly {
+		if err := writeTables(stdout, rep); err != nil {
+			fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if err := writeReport(cfg.out, rep); err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Report: %s (charts and tables), %s, %s\n\n",
+		filepath.Join(cfg.out, "report.html"), filepath.Join(cfg.out, "report.md"), filepath.Join(cfg.out, "report.json"))
+	if err := report.WriteHeadline(stdout, rep); err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// setupNames are the setups the simulator knows, in report order.
+func setupNames() []string {
+	var names []string
+	for _, s := range sim.Setups(0) {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// distribution is the sim.Distribution of a parsed -service flag.
+func (s service) distribution() sim.Distribution {
+	switch s.kind {
+	case "exponential":
+		return sim.Exponential{MeanTime: s.mean}
+	case "empirical":
+		return sim.Empirical{Samples: s.samples}
+	}
+	return sim.ReferenceMixture()
+}
+
+// sweepConfig is the sim.SweepConfig the command line asks for.
+func (c config) sweepConfig() sim.SweepConfig {
+	return sim.SweepConfig{
+		Workers:    c.workers,
+		Service:    c.service.distribution(),
+		HedgeDelay: c.hedgeDelay,
+		Calls:      c.calls,
+		Seeds:      c.seeds,
+		Loads:      c.loads,
+		Setups:     c.setups,
+		Modes:      c.modes,
+	}
+}
+
+// sweep runs the simulation, with a progress line on stderr when showProgress is set.
+func sweep(ctx context.Context, cfg config, stderr io.Writer, showProgress bool) (sim.Report, error) {
+	var progress func(done, total int)
+	start := time.Now()
+	var mu sync.Mutex // progress may be called from the sweep's workers
+	last := -1
+	if showProgress {
+		progress = func(done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if done == last {
+				return
+			}
+			last = done
+			fmt.Fprintf(stderr, "\rpoints %d/%d", done, total)
+		}
+	}
+	rep, err := sim.Sweep(ctx, cfg.sweepConfig(), progress)
+	if showProgress {
+		mu.Lock()
+		if last >= 0 {
+			fmt.Fprintf(stderr, " in %.1fs\n", time.Since(start).Seconds())
+		}
+		mu.Unlock()
+	}
+	return rep, err
+}
+
+// readReport reads a report.json written by an earlier run (-from).
+func readReport(path string) (sim.Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return sim.Report{}, err
+	}
+	var rep sim.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return sim.Report{}, fmt.Errorf("%s: %v", path, err)
+	}
+	return rep, nil
+}
+
+// writeReport writes report.md, report.html and report.json into dir, creating it if needed.
+func writeReport(dir string, rep sim.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, sim.Report) error
+	}{
+		{"report.json", report.WriteJSON},
+		{"report.md", report.WriteMarkdown},
+		{"report.html", report.WriteHTML},
+	} {
+		var b bytes.Buffer
+		if err := f.write(&b, rep); err != nil {
+			return fmt.Errorf("%s: %v", f.name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTables writes the Markdown tables of each seed (-tables-only).
+func writeTables(w io.Writer, rep sim.Report) error {
+	seeds := rep.Model.Seeds
+	for i, s := range seeds {
+		if len(seeds) > 1 {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "# Seed %d\n\n", s)
+		}
+		if err := report.WriteMarkdownTables(w, rep, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}

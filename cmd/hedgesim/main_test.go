@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hedgekit/hedge/sim"
+)
+
+// smallRun is a sweep small enough for a test under -race: 2 setups × 2 loads × 2 modes × 2 seeds.
+var smallRun = []string{"-calls", "2000", "-seeds", "1,2", "-loads", "50,95", "-setups", "no hedge;hedge, no budget"}
+
+func TestRunEndToEnd(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
+	dir1, dir2 := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), append(smallRun, "-out", dir1), &stdout, &stderr, true); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	// Progress: one updating line, and it reaches the total.
+	if !strings.Contains(stderr.String(), "\rpoints 16/16") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("progress on stderr = %q", stderr.String())
+	}
+	for _, want := range []string{filepath.Join(dir1, "report.html"), "p99 latency (ms), cancellation ignored:",
+		"p99 latency (ms), cancellation reaches the server:", "| hedge, no budget "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	js, err := os.ReadFile(filepath.Join(dir1, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep sim.Report
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatalf("report.json does not parse: %v", err)
+	}
+	if len(rep.Points) != 16 || rep.Model.Calls != 2000 || !slices.Equal(rep.Model.Seeds, []uint64{1, 2}) ||
+		!slices.Equal(rep.Model.Setups, []string{"no hedge", "hedge, no budget"}) {
+		t.Errorf("report.json: %d points, model %+v", len(rep.Points), rep.Model)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir1, "report.md"))
+	html, _ := os.ReadFile(filepath.Join(dir1, "report.html"))
+	if !bytes.Contains(md, []byte("### p99 latency (ms)")) || !bytes.Contains(html, []byte("<svg ")) {
+		t.Error("report.md or report.html lacks its tables or charts")
+	}
+
+	// Same flags, same files, byte for byte; no progress when stderr is not a terminal.
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), append(smallRun, "-out", dir2), &stdout, &stderr, false); code != 0 {
+		t.Fatalf("second run: exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr without a terminal = %q, want nothing", stderr.String())
+	}
+	for _, f := range []string{"report.json", "report.md", "report.html"} {
+		a, _ := os.ReadFile(filepath.Join(dir1, f))
+		b, err := os.ReadFile(filepath.Join(dir2, f))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two runs with the same flags (err %v)", f, err)
+		}
+	}
+
+	// -from re-renders the same files from report.json.
+	dir3 := filepath.Join(t.TempDir(), "c")
+	if code := run(context.Background(), []string{"-from", filepath.Join(dir1, "report.json"), "-out", dir3}, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("-from: exit %d, stderr:\n%s", code, stderr.String())
+	}
+	for _, f := range []string{"report.json", "report.md", "report.html"} {
+		a, _ := os.ReadFile(filepath.Join(dir1, f))
+		b, err := os.ReadFile(filepath.Join(dir3, f))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s re-rendered by -from differs from the run's (err %v)", f, err)
+		}
+	}
+
+	// -tables-only prints each seed's tables and writes nothing.
+	stdout.Reset()
+	dir4 := filepath.Join(t.TempDir(), "d")
+	if code := run(context.Background(), []string{"-from", filepath.Join(dir1, "report.json"), "-tables-only", "-out", dir4}, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("-tables-only: exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "# Seed 1\n") || !strings.Contains(stdout.String(), "# Seed 2\n") ||
+		strings.Count(stdout.String(), "### p99 latency (ms)") != 4 {
+		t.Errorf("-tables-only output:\n%s", stdout.String())
+	}
+	if _, err := os.Stat(dir4); !os.IsNotExist(err) {
+		t.Error("-tables-only wrote files")
+	}
+
+	// The sweep leaves no goroutine behind.
+	for range 1000 {
+		if runtime.NumGoroutine() <= goroutines {
+			break
+		}
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Errorf("%d goroutines after the runs, %d before", n, goroutines)
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // on stderr
+	}{
+		{[]string{"-loads", "150"}, 2, "hedgesim: -loads: each load is a % of worker capacity in (0, 100), got 150\nRun 'hedgesim -h'"},
+		{[]string{"-setups", "turbo"}, 2, "hedge, default budget, adaptive limit"}, // lists the real setups
+		{[]string{"-bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"-h"}, 0, "Usage: hedgesim"},
+		{[]string{"-from", "/does/not/exist.json"}, 1, "hedgesim: open /does/not/exist.json"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), c.args, &stdout, &stderr, false); code != c.code {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", c.args, code, c.code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: stderr %q lacks %q", c.args, stderr.String(), c.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%q: wrote %q on stdout", c.args, stdout.String())
+		}
+	}
+	// A cancelled run fails with exit 1 and writes no report.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := filepath.Join(t.TempDir(), "x")
+	var stderr bytes.Buffer
+	if code := run(ctx, append(smallRun, "-out", dir), &bytes.Buffer{}, &stderr, false); code != 1 {
+		t.Errorf("cancelled run: exit %d, want 1 (stderr %q)", code, stderr.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Error("a cancelled run wrote a report")
+	}
+}
+
+// TestSetupNamesMatchSim: the command offers exactly the simulator's setups, the six reference
+// setups of SIMULATION.md first.
+func TestSetupNamesMatchSim(t *testing.T) {
+	names := setupNames()
+	if len(names) < 6 || !slices.Equal(names[:6], sim.ReferenceSetups) {
+		t.Errorf("setups %q do not start with the reference setups %q", names, sim.ReferenceSetups)
+	}
+	// The spelling of SIMULATION.md's table is accepted too.
+	got, err := parseSetups("hedge, budget 5 %", names)
+	if err != nil || len(got) != 1 || got[0] != sim.SetupBudget5 {
+		t.Errorf(`-setups "hedge, budget 5 %%" = %q, %v`, got, err)
+	}
+}

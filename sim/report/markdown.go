@@ -1,0 +1,142 @@
+package report
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hedgekit/hedge/sim"
+)
+
+// WriteMarkdown writes report.md: a header with the model's parameters, then for each
+// cancellation mode the tables of p99, p99.9 and p50 latency, requests per call, rejected calls,
+// worker utilisation, hedge rate and win rate, wasted work and suppressed hedges by reason — one
+// row per setup, one column per load. Collapsed points read "collapse" in the latency tables.
+// Columns are padded so the file reads as well in a terminal as on GitHub.
+//
+// With several seeds each cell is the median across seeds (see the package doc), and the file
+// ends with the p99 and p99.9 tables of each seed on its own.
+func WriteMarkdown(w io.Writer, r sim.Report) error {
+	v := newView(r)
+	bw := bufio.NewWriter(w)
+	bw.WriteString("# Hedging simulation\n\n")
+	bw.WriteString("What hedging does to the tail when every attempt waits in the same queue.\n\n")
+	if rows := v.modelRows(); len(rows) > 0 {
+		t := table{head: []string{"model", "value"}}
+		for _, r := range rows {
+			t.rows = append(t.rows, []string{r[0], r[1]})
+		}
+		writeMDTable(bw, t, "")
+	}
+	bw.WriteString("Latencies are in milliseconds. **collapse**: the queue never drained — hedges multiplied " +
+		"the load and latency grew for as long as the run lasted — so the point has no meaningful percentiles.\n")
+	if n := v.seedNote(); n != "" {
+		bw.WriteString(n + " The p99 and p99.9 of each seed are at the end.\n")
+	}
+	bw.WriteString("\n")
+	v.writeModes(bw, v.seeds, "##")
+	if len(v.seeds) > 1 {
+		bw.WriteString("## Each seed\n\n")
+		for _, s := range v.seeds {
+			for _, mode := range v.modes {
+				ts := v.modeTables(mode, []uint64{s})
+				for _, t := range ts[:2] { // p99, p99.9
+					writeMDTable(bw, t, "### Seed "+joinSeeds([]uint64{s})+", "+modeShort(mode)+": "+t.title)
+				}
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteMarkdownTables writes only the tables of one seed (every cancellation mode, every table
+// WriteMarkdown has), with "##" headings per mode, for documentation that quotes a single run.
+// A seed that has no points gives sections with empty tables.
+func WriteMarkdownTables(w io.Writer, r sim.Report, seed uint64) error {
+	v := newView(r)
+	bw := bufio.NewWriter(w)
+	v.writeModes(bw, []uint64{seed}, "##")
+	return bw.Flush()
+}
+
+// writeModes writes a section per cancellation mode, tables aggregated over seeds.
+func (v *view) writeModes(bw *bufio.Writer, seeds []uint64, level string) {
+	for _, mode := range v.modes {
+		bw.WriteString(level + " " + modeTitle(mode) + "\n\n")
+		for _, t := range v.modeTables(mode, seeds) {
+			writeMDTable(bw, t, level+"# "+t.title)
+		}
+	}
+}
+
+// writeMDTable writes t as a GitHub table with padded columns: text left, figures right.
+// heading, when not empty, is written above it.
+func writeMDTable(bw *bufio.Writer, t table, heading string) {
+	if heading != "" {
+		bw.WriteString(heading + "\n\n")
+	}
+	if len(t.rows) > 0 {
+		width := make([]int, len(t.head))
+		for i, h := range t.head {
+			width[i] = max(3, utf8.RuneCountInString(mdEscape(h)))
+		}
+		for _, row := range t.rows {
+			for i, c := range row {
+				width[i] = max(width[i], utf8.RuneCountInString(mdEscape(c)))
+			}
+		}
+		left := func(i int) bool { return i == 0 || t.head[i] == "reason" || t.head[i] == "value" }
+		line := func(cells []string) {
+			bw.WriteString("|")
+			for i, c := range cells {
+				c = mdEscape(c)
+				pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+				if left(i) {
+					bw.WriteString(" " + c + pad + " |")
+				} else {
+					bw.WriteString(" " + pad + c + " |")
+				}
+			}
+			bw.WriteString("\n")
+		}
+		line(t.head)
+		bw.WriteString("|")
+		for i := range t.head {
+			if left(i) {
+				bw.WriteString(" " + strings.Repeat("-", width[i]) + " |")
+			} else {
+				bw.WriteString(" " + strings.Repeat("-", width[i]-1) + ": |")
+			}
+		}
+		bw.WriteString("\n")
+		for _, row := range t.rows {
+			line(row)
+		}
+		bw.WriteString("\n")
+	}
+	if t.note != "" {
+		bw.WriteString(t.note + "\n\n")
+	}
+}
+
+// mdEscape keeps a cell inside its column: a "|" would end it, a newline the row.
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// WriteHeadline writes the p99 table of each cancellation mode — the figures a person looks at
+// first — in the same padded Markdown as WriteMarkdown, for a terminal.
+func WriteHeadline(w io.Writer, r sim.Report) error {
+	v := newView(r)
+	bw := bufio.NewWriter(w)
+	if n := v.seedNote(); n != "" {
+		bw.WriteString(n + "\n\n")
+	}
+	for _, mode := range v.modes {
+		t := v.modeTables(mode, v.seeds)[0]
+		writeMDTable(bw, t, "p99 latency (ms), "+modeShort(mode)+":")
+	}
+	return bw.Flush()
+}
