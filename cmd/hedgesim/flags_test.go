@@ -17,7 +17,7 @@ var testNames = []string{
 	"no hedge",
 	"hedge, no budget",
 	"hedge, default budget",
-	"hedge, budget 5%",
+	"hedge, budget 5 %",
 	"hedge, default budget, adaptive limit",
 	"3 attempts, no budget",
 	"recommended",
@@ -48,7 +48,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.calls != 5000 || !slices.Equal(cfg.seeds, []uint64{2, 1}) || !slices.Equal(cfg.loads, []float64{95, 30, 62.5}) ||
-		!slices.Equal(cfg.setups, []string{"hedge, default budget", "no hedge", "hedge, budget 5%"}) ||
+		!slices.Equal(cfg.setups, []string{"hedge, default budget", "no hedge", "hedge, budget 5 %"}) ||
 		!slices.Equal(cfg.modes, []string{"reaches"}) || cfg.out != "x/y" || cfg.workers != 8 ||
 		cfg.service.kind != "exponential" || cfg.service.mean != 12*time.Millisecond ||
 		cfg.hedgeDelay != 35*time.Millisecond || !cfg.tablesOnly {

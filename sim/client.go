@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// epoch is virtual time zero as the core sees it: the engine counts int64 nanoseconds and
+// hands the core epoch + offset. A fixed date (no monotonic reading) keeps Add and Sub plain
+// arithmetic and the runs reproducible.
+var epoch = time.Date(2020, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// hedgeClient drives every call with the library's own state machine, a *hedge.Call per call
+// slot, reset for each call: it carries out the actions the Call returns and makes no decision
+// of its own. One hedgeClient serves one run at a time and is reused across runs.
+type hedgeClient struct {
+	p     *hedge.Policy
+	s     *sim
+	calls []*hedge.Call     // by slot
+	rands []func() float64  // by slot: the slot's jitter stream
+	user  func(hedge.Event) // the setup's own Observer, if any
+	sup   [256]int64        // suppressed hedges of measured calls, by hedge.Reason
+}
+
+func (hc *hedgeClient) reset(p *hedge.Policy, s *sim, user func(hedge.Event)) {
+	hc.p, hc.s, hc.user = p, s, user
+	hc.sup = [256]int64{}
+}
+
+// observe is the policy's Observer. Events arrive synchronously from inside the Call method
+// the engine is running, so the slot of the call in progress says whether the call is measured.
+func (hc *hedgeClient) observe(e hedge.Event) {
+	if hc.user != nil {
+		hc.user(e)
+	}
+	s := hc.s
+	if s.cur < 0 || !s.slots[s.cur].measured {
+		return
+	}
+	switch e.Kind {
+	case hedge.HedgeStarted:
+		s.hedges++
+	case hedge.HedgeWon:
+		s.wins++
+	case hedge.HedgeSuppressed:
+		hc.sup[uint8(e.Reason)]++
+	}
+}
+
+func vtime(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
+
+// apply carries out the Call's actions for the call in slot si.
+func (hc *hedgeClient) apply(s *sim, si int32, c *hedge.Call, acts []hedge.Action) {
+	for i := range acts {
+		a := &acts[i]
+		switch a.Kind {
+		case hedge.StartAttempt:
+			s.startAttempt(si, a.Attempt)
+		case hedge.CancelAttempt:
+			s.cancelAttempt(si, a.Attempt)
+		case hedge.ArmTimer:
+			s.armTimer(si, int64(a.At.Sub(epoch)))
+		case hedge.Finish:
+			s.finish(si, c.Err() != nil)
+		}
+	}
+}
+
+func (hc *hedgeClient) arrive(s *sim, si int32) {
+	for int(si) >= len(hc.calls) {
+		hc.calls = append(hc.calls, nil)
+		hc.rands = append(hc.rands, nil)
+	}
+	c := hc.calls[si]
+	if c == nil {
+		c = new(hedge.Call)
+		hc.calls[si] = c
+	}
+	if hc.rands[si] == nil {
+		hc.rands[si] = s.slots[si].rnd.Float64
+	}
+	c.Reset(hc.p, hedge.CallOptions{Repeatable: hedge.Repeatable, Rand: hc.rands[si]})
+	hc.apply(s, si, c, c.Start(vtime(s.now)))
+}
+
+func (hc *hedgeClient) started(s *sim, si int32, k int) {
+	c := hc.calls[si]
+	hc.apply(s, si, c, c.AttemptStartedService(vtime(s.now), k))
+}
+
+func (hc *hedgeClient) done(s *sim, si int32, k int) {
+	c := hc.calls[si]
+	hc.apply(s, si, c, c.AttemptDone(vtime(s.now), k, hedge.Outcome{Class: hedge.Success}))
+}
+
+func (hc *hedgeClient) timer(s *sim, si int32) {
+	c := hc.calls[si]
+	hc.apply(s, si, c, c.TimerFired(vtime(s.now)))
+}
+
+// suppressed returns the suppression counts as report.json's "suppressed" object: every
+// reason that suppressed at least one hedge of a measured call, by its name.
+func (hc *hedgeClient) suppressed() map[string]int64 {
+	m := make(map[string]int64)
+	for r, n := range hc.sup {
+		if n > 0 {
+			m[hedge.Reason(r).String()] = n
+		}
+	}
+	return m
+}

@@ -1,0 +1,575 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// This file is the discrete-event engine: virtual time, the event heap, the shared FIFO queue
+// and its workers, and the bookkeeping behind a Point. It makes no client decision: every call
+// is driven by a client (client.go drives the library's own per-call state machine), and the
+// engine only carries out what the client asks (start attempt k, cancel it, arm a timer, finish).
+
+// reqState is where a request is in the server.
+type reqState uint8
+
+const (
+	rqFree    reqState = iota // the record is on the free list
+	rqQueued                  // waiting in the FIFO queue
+	rqService                 // a worker is serving it
+	rqTomb                    // cancelled while queued ("reaches" mode); skipped and freed when dequeued
+)
+
+// request is one attempt of one call as the server sees it.
+type request struct {
+	svc      int64 // service time, ns, drawn when the attempt is started
+	enq      int64 // when it joined the queue
+	start    int64 // when a worker began serving it
+	slot     int32 // the call slot it belongs to; -1 once detached (its answer will be discarded)
+	attempt  int32
+	worker   int32
+	state    reqState
+	measured bool // it belongs to a measured call
+}
+
+// slot is one call in flight. Slots are pooled: a finished call's slot serves a later call.
+type slot struct {
+	idx      int   // the call's index in arrival order
+	arrive   int64 // arrival time, ns
+	timerGen uint32
+	measured bool
+	finished bool
+	reqs     []int32 // attempt index → request index while the attempt is attached, else -1
+	rng      rand.PCG
+	rnd      *rand.Rand // per-call jitter stream, seeded from (seed, call index)
+}
+
+// client drives calls. The engine calls it for each event that concerns a call; the client
+// answers by calling the engine's startAttempt, cancelAttempt, armTimer and finish.
+type client interface {
+	arrive(s *sim, sl int32)
+	started(s *sim, sl int32, attempt int)
+	done(s *sim, sl int32, attempt int)
+	timer(s *sim, sl int32)
+}
+
+// stream ids for the independent random streams of a run.
+const (
+	streamArrivals uint64 = 0x61727269 // "arri"
+	streamService  uint64 = 0x73657276 // "serv"
+	streamJitter   uint64 = 0x6a697474 // "jitt"
+)
+
+// mix is the splitmix64 finaliser: it turns related inputs (seed, stream, call index) into
+// unrelated PCG seeds, so streams seeded from neighbouring numbers are not correlated.
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func streamKey(seed, stream uint64) uint64 { return mix(mix(seed) ^ stream) }
+
+// maxService caps one service time (about 13 days) so that virtual time cannot overflow.
+const maxService = time.Duration(1) << 50
+
+// checkpoints is how many times during the arrivals the queue length is sampled for collapse
+// detection: at every 1/checkpoints of the calls.
+const checkpoints = 20
+
+// sim is one simulation in progress. One sim is reused for many points (one per sweep
+// goroutine), so its slices keep their capacity and a run allocates nothing in steady state.
+type sim struct {
+	// parameters of the run
+	workers   int
+	dist      Distribution
+	calls     int // calls whose arrivals make the run; calls ≥ this index still arrive but are not measured
+	warm      int // index of the first measured call
+	reaches   bool
+	maxQueue  int
+	maxEvents int64
+	meanGap   float64 // mean inter-arrival time, ns
+	cl        client
+
+	// clock and structures
+	now     int64
+	h       eventHeap
+	q       ring
+	live    int // queued requests that are not tombstones
+	reqs    []request
+	freeReq []int32
+	wreq    []int32  // worker → request it serves, -1 idle
+	wgen    []uint32 // worker generation: bumped when a service ends early, so its evDone is stale
+	freeW   []int32
+	busy    int
+	slots   []*slot
+	free    []int32
+	release int32 // slot whose call finished during the current callback, released after it
+	cur     int32 // slot of the callback in progress (the observer attributes events to it)
+
+	// random streams
+	arrRng  rand.PCG
+	arrRand *rand.Rand
+	svcRng  rand.PCG
+	svcRand *rand.Rand
+	svcKey  uint64
+	jitKey  uint64
+	nextArr float64
+
+	arrivals    int
+	outstanding int // measured calls not finished yet
+	stop        bool
+	collapse    bool
+	events      int64
+	queueAt     [checkpoints + 1]int
+	nextCheck   int
+	midT        int64 // when half the calls had arrived
+	lastIdle    int64 // the last time a worker was idle
+
+	// measurement, over measured calls and the measurement window
+	measuring bool
+	winStart  int64
+	lastT     int64
+	area      int64 // ∫ busy workers dt over the window, worker·ns
+	lat       []int64
+	measuredN int // measured calls that arrived (all of them unless the run collapsed)
+	finishedN int
+	rejected  int
+	reached   int64
+	serverNs  int64
+	wastedNs  int64
+	waitNs    int64
+	waitN     int64
+	hedges    int64
+	wins      int64
+}
+
+func newSim() *sim {
+	s := &sim{}
+	s.arrRand = rand.New(&s.arrRng)
+	s.svcRand = rand.New(&s.svcRng)
+	return s
+}
+
+// runParams is everything the engine needs for one run.
+type runParams struct {
+	workers   int
+	dist      Distribution
+	calls     int
+	warm      int
+	reaches   bool
+	maxQueue  int
+	maxEvents int64
+	lambda    float64 // calls per second
+	seed      uint64
+}
+
+func (s *sim) reset(p runParams, cl client) {
+	s.workers, s.dist, s.calls, s.warm, s.reaches = p.workers, p.dist, p.calls, p.warm, p.reaches
+	s.maxQueue, s.maxEvents, s.cl = p.maxQueue, p.maxEvents, cl
+	s.meanGap = 1e9 / p.lambda
+
+	s.now = 0
+	s.h.reset()
+	s.q.reset()
+	s.live = 0
+	s.reqs = s.reqs[:0]
+	s.freeReq = s.freeReq[:0]
+	s.wreq = s.wreq[:0]
+	s.wgen = s.wgen[:0]
+	s.freeW = s.freeW[:0]
+	for w := p.workers - 1; w >= 0; w-- {
+		s.wreq = append(s.wreq, -1)
+		s.wgen = append(s.wgen, 0)
+		s.freeW = append(s.freeW, int32(w))
+	}
+	s.busy = 0
+	s.free = s.free[:0]
+	for i := len(s.slots) - 1; i >= 0; i-- {
+		sl := s.slots[i]
+		sl.finished, sl.reqs = true, sl.reqs[:0]
+		sl.timerGen++
+		s.free = append(s.free, int32(i))
+	}
+	s.release, s.cur = -1, -1
+
+	s.arrRng.Seed(streamKey(p.seed, streamArrivals), mix(p.seed))
+	s.svcKey = streamKey(p.seed, streamService)
+	s.jitKey = streamKey(p.seed, streamJitter)
+	s.nextArr = 0
+
+	s.arrivals, s.outstanding = 0, 0
+	s.stop, s.collapse = false, false
+	s.events = 0
+	s.queueAt = [checkpoints + 1]int{}
+	s.nextCheck = 1
+	s.midT, s.lastIdle = 0, 0
+
+	s.measuring = false
+	s.winStart, s.lastT, s.area = 0, 0, 0
+	if cap(s.lat) < p.calls {
+		s.lat = make([]int64, 0, p.calls)
+	}
+	s.lat = s.lat[:0]
+	s.measuredN, s.finishedN, s.rejected = 0, 0, 0
+	s.reached, s.serverNs, s.wastedNs, s.waitNs, s.waitN = 0, 0, 0, 0, 0
+	s.hedges, s.wins = 0, 0
+}
+
+// run processes events until every measured call has finished or the run collapses.
+func (s *sim) run(stopCheck func() bool) {
+	s.scheduleArrival()
+	for s.h.len() > 0 && !s.stop {
+		e := s.h.pop()
+		s.events++
+		s.now = e.t
+		switch e.kind {
+		case evArrival:
+			s.arrive()
+			s.scheduleArrival()
+		case evDone:
+			if s.wgen[e.idx] != e.gen {
+				continue // the service was cut short by a cancellation
+			}
+			s.complete(e.idx)
+		case evTimer:
+			sl := s.slots[e.idx]
+			if sl.timerGen != e.gen || sl.finished {
+				continue // replaced by a later ArmTimer, or the call is over
+			}
+			s.cur = e.idx
+			s.cl.timer(s, e.idx)
+			s.flush()
+		}
+		s.dispatch()
+		if len(s.freeW) > 0 {
+			s.lastIdle = s.now
+		}
+		if s.arrivals > s.calls && s.outstanding == 0 {
+			break
+		}
+		if s.events >= s.maxEvents || s.arrivals > 2*s.calls+1000 {
+			s.collapse = true // bounded work: the measured calls are not getting through
+			break
+		}
+		if stopCheck != nil && s.events&0xffff == 0 && stopCheck() {
+			break
+		}
+	}
+	s.setBusy(0)
+}
+
+func (s *sim) scheduleArrival() {
+	s.nextArr += s.arrRand.ExpFloat64() * s.meanGap
+	s.h.push(event{t: int64(s.nextArr), kind: evArrival})
+}
+
+// setBusy adds d to the busy worker count, integrating busy time over the measurement window.
+func (s *sim) setBusy(d int) {
+	if s.measuring {
+		s.area += int64(s.busy) * (s.now - s.lastT)
+	}
+	s.lastT = s.now
+	s.busy += d
+}
+
+func (s *sim) arrive() {
+	i := s.arrivals
+	s.arrivals++
+	if i == s.warm {
+		s.setBusy(0)
+		s.measuring, s.winStart, s.area = true, s.now, 0
+	}
+	for s.nextCheck <= checkpoints && i == s.nextCheck*s.calls/checkpoints {
+		s.queueAt[s.nextCheck] = s.live
+		if s.nextCheck == checkpoints/2 {
+			s.midT = s.now
+		}
+		s.nextCheck++
+		if s.nextCheck > checkpoints && s.growing() {
+			s.collapse, s.stop = true, true
+			return
+		}
+	}
+
+	var si int32
+	if n := len(s.free); n > 0 {
+		si = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		sl := &slot{}
+		sl.rnd = rand.New(&sl.rng)
+		s.slots = append(s.slots, sl)
+		si = int32(len(s.slots) - 1)
+	}
+	sl := s.slots[si]
+	sl.idx, sl.arrive, sl.finished = i, s.now, false
+	sl.measured = i >= s.warm && i < s.calls
+	sl.reqs = sl.reqs[:0]
+	sl.rng.Seed(s.jitKey, mix(uint64(i)))
+	if sl.measured {
+		s.outstanding++
+		s.measuredN++
+	}
+	s.cur = si
+	s.cl.arrive(s, si)
+	s.flush()
+}
+
+// growing reports, at the end of the arrivals, whether the queue never drained: no worker
+// was idle during the second half of the arrivals and the queue is longer than at the half —
+// or the queue is long (50 requests per worker) and grew over the last two quarters. A stable
+// queue, however loaded, empties now and then; one fed faster than it is served does not.
+func (s *sim) growing() bool {
+	q := &s.queueAt
+	end, half, q3 := q[checkpoints], q[checkpoints/2], q[checkpoints*3/4]
+	if s.lastIdle < s.midT && end > half {
+		return true
+	}
+	return end >= 50*s.workers && end > q3 && q3 > half
+}
+
+// flush releases the slot of a call that finished in the callback just made. Releasing after
+// the callback, not at Finish, keeps the slot valid for the actions that follow Finish.
+func (s *sim) flush() {
+	if si := s.release; si >= 0 {
+		s.release = -1
+		sl := s.slots[si]
+		sl.timerGen++ // any timer still in the heap for this call is now stale
+		s.free = append(s.free, si)
+	}
+	s.cur = -1
+}
+
+// dispatch gives idle workers the oldest live queued requests. It runs after each event, never
+// from inside a client callback, so a callback is never re-entered for the same call.
+func (s *sim) dispatch() {
+	for len(s.freeW) > 0 && s.live > 0 {
+		r, _ := s.q.pop()
+		req := &s.reqs[r]
+		if req.state == rqTomb {
+			s.freeRequest(r)
+			continue
+		}
+		s.live--
+		w := s.freeW[len(s.freeW)-1]
+		s.freeW = s.freeW[:len(s.freeW)-1]
+		s.wreq[w] = r
+		s.wgen[w]++
+		s.setBusy(1)
+		req.state, req.start, req.worker = rqService, s.now, w
+		s.h.push(event{t: s.now + req.svc, kind: evDone, idx: w, gen: s.wgen[w]})
+		if req.measured {
+			s.waitNs += s.now - req.enq
+			s.waitN++
+		}
+		if si := req.slot; si >= 0 {
+			s.cur = si
+			s.cl.started(s, si, int(req.attempt))
+			s.flush()
+		}
+	}
+}
+
+// complete ends the service of worker w's request at its natural end.
+func (s *sim) complete(w int32) {
+	r := s.wreq[w]
+	s.wreq[w] = -1
+	s.freeW = append(s.freeW, w)
+	s.setBusy(-1)
+	req := &s.reqs[r]
+	si, k := req.slot, int(req.attempt)
+	if si < 0 {
+		s.freeRequest(r) // a discarded loser ("ignored" mode): already accounted when discarded
+		return
+	}
+	if req.measured {
+		s.reached++
+		s.serverNs += req.svc
+	}
+	s.slots[si].reqs[k] = -1
+	s.freeRequest(r)
+	s.cur = si
+	s.cl.done(s, si, k)
+	s.flush()
+}
+
+func (s *sim) freeRequest(r int32) {
+	s.reqs[r].state = rqFree
+	s.freeReq = append(s.freeReq, r)
+}
+
+// serviceTime draws attempt k of call i's service time from a stream keyed by (seed, i, k):
+// the same request gets the same service time whatever happened before it, in every setup.
+func (s *sim) serviceTime(i, k int) int64 {
+	s.svcRng.Seed(mix(s.svcKey+uint64(k)), mix(uint64(i)))
+	d := s.dist.Sample(s.svcRand)
+	return int64(min(max(d, 0), maxService))
+}
+
+// startAttempt sends attempt k of the call in slot si to the server: it joins the queue.
+func (s *sim) startAttempt(si int32, k int) {
+	sl := s.slots[si]
+	for len(sl.reqs) <= k {
+		sl.reqs = append(sl.reqs, -1)
+	}
+	var r int32
+	if n := len(s.freeReq); n > 0 {
+		r = s.freeReq[n-1]
+		s.freeReq = s.freeReq[:n-1]
+	} else {
+		s.reqs = append(s.reqs, request{})
+		r = int32(len(s.reqs) - 1)
+	}
+	s.reqs[r] = request{
+		svc:      s.serviceTime(sl.idx, k),
+		enq:      s.now,
+		slot:     si,
+		attempt:  int32(k),
+		worker:   -1,
+		state:    rqQueued,
+		measured: sl.measured,
+	}
+	sl.reqs[k] = r
+	s.q.push(r)
+	s.live++
+	if s.live > s.maxQueue {
+		s.collapse, s.stop = true, true
+	}
+}
+
+// cancelAttempt carries out the client's cancellation of attempt k of the call in slot si.
+// Cancelling an attempt that already completed (or was never started) does nothing.
+func (s *sim) cancelAttempt(si int32, k int) {
+	sl := s.slots[si]
+	if k < 0 || k >= len(sl.reqs) || sl.reqs[k] < 0 {
+		return
+	}
+	r := sl.reqs[k]
+	sl.reqs[k] = -1
+	s.discard(r)
+}
+
+// discard detaches request r from its call: its answer will not be used.
+//
+// Accounting (for measured calls): in "ignored" mode the server will serve a discarded request
+// in full whatever happens, so it counts at once as reached, with its whole service time
+// wasted. In "reaches" mode a queued request leaves the queue and never reached the server; one
+// in service frees its worker now and counts as reached, with the time it was served wasted.
+func (s *sim) discard(r int32) {
+	req := &s.reqs[r]
+	req.slot = -1
+	if !s.reaches {
+		if req.measured {
+			s.reached++
+			s.serverNs += req.svc
+			s.wastedNs += req.svc
+		}
+		return
+	}
+	switch req.state {
+	case rqQueued:
+		req.state = rqTomb
+		s.live--
+	case rqService:
+		w := req.worker
+		s.wreq[w] = -1
+		s.wgen[w]++
+		s.freeW = append(s.freeW, w)
+		s.setBusy(-1)
+		if req.measured {
+			served := s.now - req.start
+			s.reached++
+			s.serverNs += served
+			s.wastedNs += served
+		}
+		s.freeRequest(r)
+	}
+}
+
+// armTimer (re)arms the call's single timer; an earlier pending timer becomes stale.
+func (s *sim) armTimer(si int32, at int64) {
+	sl := s.slots[si]
+	sl.timerGen++
+	if at < s.now {
+		at = s.now
+	}
+	s.h.push(event{t: at, kind: evTimer, idx: si, gen: sl.timerGen})
+}
+
+// finish records the end of the call in slot si. rejected: the call ended with an error.
+// Attempts still attached are discarded (the client normally cancels them itself first).
+func (s *sim) finish(si int32, rejected bool) {
+	sl := s.slots[si]
+	if sl.finished {
+		return
+	}
+	sl.finished = true
+	if sl.measured {
+		s.outstanding--
+		s.finishedN++
+		if rejected {
+			s.rejected++
+		} else {
+			s.lat = append(s.lat, s.now-sl.arrive)
+		}
+	}
+	for k, r := range sl.reqs {
+		if r >= 0 {
+			sl.reqs[k] = -1
+			s.discard(r)
+		}
+	}
+	s.release = si
+}
+
+// measure fills the measured figures of p from the run.
+func (s *sim) measure(p *Point) {
+	p.Collapse = s.collapse
+	p.Calls = s.arrivals
+	if p.Calls > s.calls {
+		p.Calls = s.calls
+	}
+	p.Events = s.events
+	if !s.collapse && len(s.lat) > 0 {
+		slices.Sort(s.lat)
+		p.P50Ms = quantileMs(s.lat, 0.50)
+		p.P99Ms = quantileMs(s.lat, 0.99)
+		p.P999Ms = quantileMs(s.lat, 0.999)
+		var sum float64
+		for _, v := range s.lat {
+			sum += float64(v)
+		}
+		p.MeanMs = sum / float64(len(s.lat)) / 1e6
+	}
+	// Per-call figures divide by the measured calls that arrived: all of them, finished, unless
+	// the run collapsed (then the figures describe the calls up to the collapse).
+	if n := s.measuredN; n > 0 {
+		p.RequestsPerCall = float64(s.reached) / float64(n)
+		p.HedgeRate = float64(s.hedges) / float64(n)
+		p.RejectedPct = 100 * float64(s.rejected) / float64(n)
+	}
+	if s.hedges > 0 {
+		p.HedgeWinRate = float64(s.wins) / float64(s.hedges)
+	}
+	if span := s.now - s.winStart; s.measuring && span > 0 {
+		p.UtilisationPct = 100 * float64(s.area) / (float64(s.workers) * float64(span))
+	}
+	if s.serverNs > 0 {
+		p.WastedWorkPct = 100 * float64(s.wastedNs) / float64(s.serverNs)
+	}
+	if s.waitN > 0 {
+		p.MeanWaitMs = float64(s.waitNs) / float64(s.waitN) / 1e6
+	}
+}
+
+// quantileMs is the exact q-quantile of sorted (nearest rank: the smallest value with at least
+// q of the values at or below it), in milliseconds.
+func quantileMs(sorted []int64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return float64(sorted[i]) / float64(time.Millisecond)
+}

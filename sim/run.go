@@ -1,0 +1,401 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// Cancellation modes (Point.Cancellation).
+const (
+	// Ignored: the client stops waiting for a loser, but the server finishes it (HTTP/1.1):
+	// the loser keeps its queue slot and its worker until done; its answer is discarded.
+	Ignored = "ignored"
+	// Reaches: cancellation reaches the server (gRPC): a queued loser leaves the queue and one
+	// in service frees its worker at the moment it is cancelled.
+	Reaches = "reaches"
+)
+
+// maxWorkers bounds Params.Workers: every worker is a few bytes of state, but a run must not
+// be able to ask for unbounded memory.
+const maxWorkers = 1 << 20
+
+// Params is the queueing model one point runs in. A zero field means the documented default.
+type Params struct {
+	// Workers serving the one shared FIFO queue. 0 = 16; at most 1<<20.
+	Workers int
+	// Service is the service-time distribution. nil = ReferenceMixture().
+	Service Distribution
+	// Calls is how many calls arrive; the first WarmupFraction of them are not measured.
+	// 0 = 200,000.
+	Calls int
+	// WarmupFraction of the calls (by arrival) are not measured. 0 = 0.1; must be in [0, 1).
+	WarmupFraction float64
+	// MaxQueue bounds the queue: a run whose queue grows past it has collapsed and stops at
+	// once. 0 = 2000 × Workers.
+	MaxQueue int
+	// MaxEvents bounds the work of one run; a run that reaches it is reported as a collapse.
+	// 0 = 100 × Calls + 1,000,000.
+	MaxEvents int64
+}
+
+func (p Params) resolve() (Params, error) {
+	if p.Workers == 0 {
+		p.Workers = 16
+	}
+	if p.Service == nil {
+		p.Service = ReferenceMixture()
+	}
+	if p.Calls == 0 {
+		p.Calls = 200_000
+	}
+	if p.WarmupFraction == 0 {
+		p.WarmupFraction = 0.1
+	}
+	if p.MaxQueue == 0 {
+		p.MaxQueue = 2000 * p.Workers
+	}
+	if p.MaxEvents == 0 {
+		p.MaxEvents = 100*int64(p.Calls) + 1_000_000
+	}
+	switch {
+	case p.Workers < 0 || p.Workers > maxWorkers:
+		return p, fmt.Errorf("sim: Workers must be in [1, %d] (0 = 16), got %d", maxWorkers, p.Workers)
+	case p.Calls < 0:
+		return p, fmt.Errorf("sim: Calls must be >= 1 (0 = 200000), got %d", p.Calls)
+	case !(p.WarmupFraction >= 0 && p.WarmupFraction < 1):
+		return p, fmt.Errorf("sim: WarmupFraction must be in [0, 1), got %v", p.WarmupFraction)
+	case p.MaxQueue < 0:
+		return p, fmt.Errorf("sim: MaxQueue must be >= 1 (0 = 2000 × Workers), got %d", p.MaxQueue)
+	case p.MaxEvents < 0:
+		return p, fmt.Errorf("sim: MaxEvents must be >= 1 (0 = 100 × Calls + 1e6), got %d", p.MaxEvents)
+	}
+	if err := validateDistribution(p.Service); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func checkPoint(loadPct float64, mode string) error {
+	if !(loadPct > 0) || math.IsInf(loadPct, 0) {
+		return fmt.Errorf("sim: load must be > 0 %%, got %v", loadPct)
+	}
+	if mode != Ignored && mode != Reaches {
+		return fmt.Errorf("sim: cancellation must be %q or %q, got %q", Ignored, Reaches, mode)
+	}
+	return nil
+}
+
+// runner runs points one after another, reusing its engine and client buffers: one per
+// sweep goroutine.
+type runner struct {
+	s  *sim
+	hc hedgeClient
+}
+
+func newRunner() *runner { return &runner{s: newSim()} }
+
+// Run simulates one point: setup's policy (one *hedge.Policy shared by every call) against
+// the model in p, at loadPct percent of the load that keeps the workers busy without hedging
+// (λ = load · Workers / E[service time]), with the given cancellation mode (Ignored or
+// Reaches) and seed. The same arguments give the same Point.
+//
+// What the figures mean:
+//   - latencies (P50Ms, P99Ms, P999Ms, MeanMs) are exact order statistics (nearest rank) of the
+//     measured calls that succeeded; rejected calls fail fast and are counted in RejectedPct
+//     instead. They are 0 when Collapse is set.
+//   - RequestsPerCall is the attempts that reached the server per measured call. An attempt
+//     reached the server when a worker started it or, in "ignored" mode, when it was queued
+//     (the server will serve it whatever the client does). In "reaches" mode an attempt
+//     cancelled while still queued did not reach the server.
+//   - WastedWorkPct is the server time spent on attempts whose answer was discarded (all of
+//     a discarded attempt's service time in "ignored" mode; the time it had been served when
+//     cancelled in "reaches" mode), as a share of the server time of all measured attempts.
+//   - UtilisationPct is busy worker time / (Workers × elapsed time) over the measurement
+//     window: from the arrival of the first measured call to the end of the last one.
+//   - HedgeRate and HedgeWinRate come from the policy's HedgeStarted and HedgeWon events for
+//     measured calls, Suppressed from its HedgeSuppressed events, by reason.
+func Run(p Params, setup Setup, loadPct float64, mode string, seed uint64) (Point, error) {
+	p, err := p.resolve()
+	if err != nil {
+		return Point{}, err
+	}
+	if err := checkPoint(loadPct, mode); err != nil {
+		return Point{}, err
+	}
+	return newRunner().run(context.Background(), p, setup, loadPct, mode, seed)
+}
+
+func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64, mode string, seed uint64) (Point, error) {
+	cfg := setup.Config
+	user := cfg.Observer
+	cfg.Observer = r.hc.observe
+	pol, err := hedge.New(cfg)
+	if err != nil {
+		return Point{}, fmt.Errorf("sim: setup %q: %w", setup.Name, err)
+	}
+	lambda := loadPct / 100 * float64(p.Workers) / p.Service.Mean().Seconds()
+	if span := float64(p.Calls) / lambda * 1e9; span > 1<<60 {
+		return Point{}, fmt.Errorf("sim: load %v%% is too low: %d calls would take %.3g years of virtual time", loadPct, p.Calls, span/3.15e16)
+	}
+	warm := int(p.WarmupFraction * float64(p.Calls))
+	r.s.reset(runParams{
+		workers:   p.Workers,
+		dist:      p.Service,
+		calls:     p.Calls,
+		warm:      warm,
+		reaches:   mode == Reaches,
+		maxQueue:  p.MaxQueue,
+		maxEvents: p.MaxEvents,
+		lambda:    lambda,
+		seed:      seed,
+	}, &r.hc)
+	r.hc.reset(pol, r.s, user)
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = func() bool { return ctx.Err() != nil }
+	}
+	r.s.run(stop)
+	if err := ctx.Err(); err != nil {
+		return Point{}, err
+	}
+	pt := Point{Setup: setup.Name, LoadPct: loadPct, Cancellation: mode, Seed: seed}
+	r.s.measure(&pt)
+	pt.Suppressed = r.hc.suppressed()
+	r.hc.p = nil
+	return pt, nil
+}
+
+// SweepConfig says which points a Sweep runs and in what model. A zero field means the
+// documented default (the reference model of SIMULATION.md).
+type SweepConfig struct {
+	// Workers serving the shared queue. 0 = 16.
+	Workers int
+	// Service is the service-time distribution. nil = ReferenceMixture().
+	Service Distribution
+	// HedgeDelay is the fixed hedge delay of the After setups. 0 = 20ms.
+	HedgeDelay time.Duration
+	// Calls per point. 0 = 200,000.
+	Calls int
+	// WarmupFraction of each point's calls (by arrival) are not measured. 0 = 0.1.
+	WarmupFraction float64
+	// Seeds, one point per seed. nil = {1, 2}.
+	Seeds []uint64
+	// Loads in percent of the no-hedge load that keeps the workers busy. nil = {30, 50, 70, 85, 95}.
+	Loads []float64
+	// Setups by name (see Setups); "all" = every setup. nil = every setup, or none when Extra
+	// is set.
+	Setups []string
+	// Extra setups run after the named ones: a user's own configurations. Their names must be
+	// new. Points run in parallel, so an Observer in an extra setup's Config is called from
+	// several goroutines at once.
+	Extra []Setup
+	// Modes: Ignored, Reaches, or "both". nil = both.
+	Modes []string
+	// Parallelism is how many points run at once. 0 = runtime.GOMAXPROCS(0).
+	Parallelism int
+}
+
+// plan is a validated SweepConfig.
+type plan struct {
+	params Params
+	setups []Setup
+	loads  []float64
+	modes  []string
+	seeds  []uint64
+	model  Model
+}
+
+func (c SweepConfig) plan() (plan, error) {
+	var pl plan
+	params, err := Params{Workers: c.Workers, Service: c.Service, Calls: c.Calls, WarmupFraction: c.WarmupFraction}.resolve()
+	if err != nil {
+		return pl, err
+	}
+	if c.HedgeDelay < 0 {
+		return pl, fmt.Errorf("sim: HedgeDelay must be >= 0 (0 = 20ms), got %v", c.HedgeDelay)
+	}
+	delay := c.HedgeDelay
+	if delay == 0 {
+		delay = 20 * time.Millisecond
+	}
+	pl.params = params
+	all := Setups(delay)
+	names := c.Setups
+	if len(names) == 0 || slices.Contains(names, SetupAll) {
+		pl.setups = all
+		if len(names) == 0 && len(c.Extra) > 0 {
+			pl.setups = nil // only the extra setups were asked for
+		}
+	} else {
+		for _, n := range names {
+			i := slices.IndexFunc(all, func(s Setup) bool { return s.Name == n })
+			if i < 0 {
+				known := make([]string, len(all))
+				for j, s := range all {
+					known[j] = s.Name
+				}
+				return pl, fmt.Errorf("sim: unknown setup %q (known: %s, or %q)", n, strings.Join(known, "; "), SetupAll)
+			}
+			if !slices.ContainsFunc(pl.setups, func(s Setup) bool { return s.Name == n }) {
+				pl.setups = append(pl.setups, all[i])
+			}
+		}
+	}
+	for _, s := range c.Extra {
+		if s.Name == "" || slices.ContainsFunc(pl.setups, func(t Setup) bool { return t.Name == s.Name }) {
+			return pl, fmt.Errorf("sim: extra setup name %q is empty or already used", s.Name)
+		}
+		pl.setups = append(pl.setups, s)
+	}
+	for _, s := range pl.setups {
+		if _, err := hedge.New(s.Config); err != nil {
+			return pl, fmt.Errorf("sim: setup %q: %w", s.Name, err)
+		}
+	}
+	pl.loads = c.Loads
+	if len(pl.loads) == 0 {
+		pl.loads = []float64{30, 50, 70, 85, 95}
+	}
+	for _, l := range pl.loads {
+		if err := checkPoint(l, Ignored); err != nil {
+			return pl, err
+		}
+	}
+	for _, m := range c.Modes {
+		switch m {
+		case "both":
+			pl.modes = append(pl.modes, Ignored, Reaches)
+		case Ignored, Reaches:
+			pl.modes = append(pl.modes, m)
+		default:
+			return pl, fmt.Errorf("sim: cancellation must be %q, %q or \"both\", got %q", Ignored, Reaches, m)
+		}
+	}
+	if len(pl.modes) == 0 {
+		pl.modes = []string{Ignored, Reaches}
+	}
+	pl.modes = dedup(pl.modes)
+	pl.seeds = c.Seeds
+	if len(pl.seeds) == 0 {
+		pl.seeds = []uint64{1, 2}
+	}
+	names = make([]string, len(pl.setups))
+	for i, s := range pl.setups {
+		names[i] = s.Name
+	}
+	pl.model = Model{
+		Workers:        params.Workers,
+		ServiceTime:    params.Service.String(),
+		MeanServiceMs:  float64(params.Service.Mean()) / 1e6,
+		HedgeDelayMs:   float64(delay) / 1e6,
+		Calls:          params.Calls,
+		WarmupFraction: params.WarmupFraction,
+		Seeds:          slices.Clone(pl.seeds),
+		LoadsPct:       slices.Clone(pl.loads),
+		Setups:         names,
+		Cancellations:  slices.Clone(pl.modes),
+	}
+	return pl, nil
+}
+
+func dedup(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Sweep runs every point of cfg — setups × loads × cancellation modes × seeds — on
+// Parallelism goroutines and returns them in that order (setup, then load, then mode, then
+// seed), so the same configuration gives the same Report, byte for byte once encoded.
+// progress, when not nil, is called from the calling goroutine after each point with the
+// number of points done and the total. Sweep stops early with ctx's error when ctx is done.
+func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int)) (Report, error) {
+	pl, err := cfg.plan()
+	if err != nil {
+		return Report{}, err
+	}
+	type job struct {
+		setup Setup
+		load  float64
+		mode  string
+		seed  uint64
+	}
+	var jobs []job
+	for _, s := range pl.setups {
+		for _, l := range pl.loads {
+			for _, m := range pl.modes {
+				for _, sd := range pl.seeds {
+					jobs = append(jobs, job{s, l, m, sd})
+				}
+			}
+		}
+	}
+	par := cfg.Parallelism
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	par = min(par, len(jobs))
+
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	points := make([]Point, len(jobs))
+	errs := make([]error, len(jobs))
+	var next atomic.Int64
+	done := make(chan int, len(jobs))
+	var wg sync.WaitGroup
+	for range par {
+		wg.Go(func() {
+			r := newRunner()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) || ctx.Err() != nil {
+					return
+				}
+				j := jobs[i]
+				points[i], errs[i] = r.run(ctx, pl.params, j.setup, j.load, j.mode, j.seed)
+				if errs[i] != nil {
+					cancel()
+				}
+				done <- i
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	n := 0
+	for range done {
+		n++
+		if progress != nil {
+			progress(n, len(jobs))
+		}
+	}
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded) {
+			return Report{}, e
+		}
+	}
+	if n < len(jobs) || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+		if err := parent.Err(); err != nil {
+			return Report{}, err
+		}
+		return Report{}, errors.New("sim: sweep stopped before every point ran")
+	}
+	return Report{Model: pl.model, Points: points}, nil
+}

@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+)
+
+var scriptStart = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const ms = time.Millisecond
+
+func TestScriptCall(t *testing.T) {
+	unlimited := budget.Config{Unlimited: true}
+	for _, c := range []struct {
+		name    string
+		cfg     hedge.Config
+		script  Script
+		want    string
+		wantErr error
+	}{
+		{"fast primary, no hedge", hedge.Config{Trigger: hedge.After(20 * ms), Budget: unlimited},
+			Script{Latencies: []time.Duration{10 * ms}}, "1 attempt over 10ms: Ok (10ms)", nil},
+		{"hedge wins", hedge.Config{Trigger: hedge.After(20 * ms), Budget: unlimited},
+			Script{Latencies: []time.Duration{100 * ms, 5 * ms}}, "2 attempts over 25ms: hedge Ok (5ms), at 20ms, discarded (25ms)", nil},
+		{"primary wins the race", hedge.Config{Trigger: hedge.After(20 * ms), Budget: unlimited},
+			Script{Latencies: []time.Duration{30 * ms, 50 * ms}}, "2 attempts over 30ms: Ok (30ms), hedge discarded (10ms), at 20ms", nil},
+		{"three attempts", hedge.Config{Trigger: hedge.After(20 * ms), Attempts: 3, MaximumConcurrent: 3, Budget: unlimited},
+			Script{Latencies: []time.Duration{100 * ms, 100 * ms, 1 * ms}}, "3 attempts over 41ms: hedge Ok (1ms), at 40ms, discarded (41ms), hedge discarded (21ms), at 20ms", nil},
+		{"no trigger", hedge.Config{},
+			Script{Latencies: []time.Duration{100 * ms}}, "1 attempt over 100ms: Ok (100ms)", nil},
+		{"tied: the first to start service cancels the other", hedge.Config{Trigger: hedge.Tied(), Budget: unlimited},
+			Script{Latencies: []time.Duration{7 * ms, 3 * ms}, ReportService: true}, "2 attempts over 7ms: hedge discarded (0s), Ok (7ms)", nil},
+		{"tied without service reports: a plain race", hedge.Config{Trigger: hedge.Tied(), Budget: unlimited},
+			Script{Latencies: []time.Duration{7 * ms, 3 * ms}}, "2 attempts over 3ms: hedge Ok (3ms), discarded (3ms)", nil},
+		{"never answers", hedge.Config{},
+			Script{}, "1 attempt over 0s: running (0s)", ErrUnfinished},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := hedge.New(c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, err := RunScript(p, scriptStart, c.script)
+			if !errors.Is(err, c.wantErr) {
+				t.Errorf("error %v, want %v", err, c.wantErr)
+			}
+			if got := log.String(); got != c.want {
+				t.Errorf("log %q\nwant %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestScriptRetry(t *testing.T) {
+	p, err := hedge.New(hedge.Config{Attempts: 2, Budget: budget.Config{Unlimited: true}, Backoff: hedge.Backoff{Jitter: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := errors.New("503")
+	log, err := RunScript(p, scriptStart, Script{
+		Latencies: []time.Duration{4 * ms, 6 * ms},
+		Outcomes:  []hedge.Outcome{{Class: hedge.Retriable, Err: fail}},
+	})
+	if err != nil {
+		t.Fatalf("error %v", err)
+	}
+	// The retry starts after the default 10ms backoff (no jitter), 4ms into the call.
+	if want := "2 attempts over 20ms: failed (4ms), retry Ok (6ms), at 14ms"; log.String() != want {
+		t.Errorf("log %q\nwant %q", log.String(), want)
+	}
+}

@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/limit"
+)
+
+// Setup is one client configuration the simulator runs: a name (as it appears in report.json)
+// and the hedge.Config every call of a point shares through one *hedge.Policy.
+type Setup struct {
+	Name   string
+	Config hedge.Config
+}
+
+// Setup names. The six reference setups are fixed by SIMULATION.md; scripts select setups by
+// these names, so they do not change.
+const (
+	SetupNoHedge       = "no hedge"
+	SetupNoBudget      = "hedge, no budget"
+	SetupDefaultBudget = "hedge, default budget"
+	SetupBudget5       = "hedge, budget 5 %"
+	SetupAdaptiveLimit = "hedge, default budget, adaptive limit"
+	SetupThreeAttempts = "3 attempts, no budget"
+	SetupRecommended   = "recommended"
+	SetupTiedRequests  = "tied requests"
+	SetupAll           = "all" // in SweepConfig.Setups: every setup of Setups
+)
+
+// ReferenceSetups are the names of the six reference setups of SIMULATION.md, in report order.
+// Do not modify.
+var ReferenceSetups = []string{
+	SetupNoHedge,
+	SetupNoBudget,
+	SetupDefaultBudget,
+	SetupBudget5,
+	SetupAdaptiveLimit,
+	SetupThreeAttempts,
+}
+
+// Setups returns every setup the simulator knows, in report order: the six reference setups,
+// whose fixed hedge delay is hedgeDelay (20ms in the reference model; 0 = 20ms), then the
+// library's recommended default (AtQuantile(0.95), default budget; it ignores hedgeDelay) and
+// tied requests (both copies sent at once, the first to start service cancels the other).
+func Setups(hedgeDelay time.Duration) []Setup {
+	if hedgeDelay <= 0 {
+		hedgeDelay = 20 * time.Millisecond
+	}
+	after := hedge.After(hedgeDelay)
+	unlimited := budget.Config{Unlimited: true}
+	return []Setup{
+		{Name: SetupNoHedge, Config: hedge.Config{}},
+		{Name: SetupNoBudget, Config: hedge.Config{Trigger: after, Attempts: 2, Budget: unlimited}},
+		{Name: SetupDefaultBudget, Config: hedge.Config{Trigger: after}},
+		{Name: SetupBudget5, Config: hedge.Config{Trigger: after, Budget: budget.Config{Ratio: 0.05}}},
+		{Name: SetupAdaptiveLimit, Config: hedge.Config{Trigger: after, Limit: &limit.Config{}}},
+		{Name: SetupThreeAttempts, Config: hedge.Config{Trigger: after, Attempts: 3, MaximumConcurrent: 3, Budget: unlimited}},
+		{Name: SetupRecommended, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
+		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied(), Attempts: 2, Budget: unlimited}},
+	}
+}

@@ -1,0 +1,61 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/sim"
+)
+
+// Run one point of the reference model: the default budget at 50% load, with cancellation
+// reaching the server. Hedges sent after 20ms beat the 2% of requests that hiccup.
+func ExampleRun() {
+	var setup sim.Setup
+	for _, s := range sim.Setups(20 * time.Millisecond) {
+		if s.Name == sim.SetupDefaultBudget {
+			setup = s
+		}
+	}
+	p, err := sim.Run(sim.Params{Calls: 20_000}, setup, 50, sim.Reaches, 1)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("collapse: %v, p99 below 50ms: %v, hedges: %.0f%% of calls\n", p.Collapse, p.P99Ms < 50, 100*p.HedgeRate)
+	// Output: collapse: false, p99 below 50ms: true, hedges: 2% of calls
+}
+
+// Sweep two setups over two loads: without a budget, hedging at 95% load multiplies the
+// load and the queue never drains.
+func ExampleSweep() {
+	r, err := sim.Sweep(context.Background(), sim.SweepConfig{
+		Calls:  10_000,
+		Seeds:  []uint64{1},
+		Loads:  []float64{50, 95},
+		Setups: []string{sim.SetupNoHedge, sim.SetupNoBudget},
+		Modes:  []string{sim.Ignored},
+	}, nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range r.Points {
+		fmt.Printf("%-16s %3.0f%%  collapse: %v\n", p.Setup, p.LoadPct, p.Collapse)
+	}
+	// Output:
+	// no hedge          50%  collapse: false
+	// no hedge          95%  collapse: false
+	// hedge, no budget  50%  collapse: false
+	// hedge, no budget  95%  collapse: true
+}
+
+// Script one call: the first attempt would take 100ms, so the hedge sent at 20ms wins after
+// 5ms and the first attempt is discarded.
+func ExampleScriptCall() {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: budget.Config{Unlimited: true}})
+	start := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	log, err := sim.ScriptCall(p, start, []time.Duration{100 * time.Millisecond, 5 * time.Millisecond})
+	fmt.Println(log, err)
+	// Output: 2 attempts over 25ms: hedge Ok (5ms), at 20ms, discarded (25ms) <nil>
+}
