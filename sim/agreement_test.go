@@ -1,0 +1,93 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/sim"
+)
+
+// TestDriversAgree runs the same scripted calls through the simulator's driver and through
+// hedge.Do (in a synctest bubble, where time is virtual too) and checks that they make the
+// same decisions: the same attempt logs, the same winners, the same errors.
+func TestDriversAgree(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	fail := errors.New("unavailable")
+	scenarios := []struct {
+		name   string
+		cfg    hedge.Config
+		script sim.Script
+	}{
+		{"fast primary, no hedge", hedge.Config{Trigger: hedge.After(ms(20))},
+			sim.Script{Latencies: []time.Duration{ms(5)}}},
+		{"slow primary, hedge wins", hedge.Config{Trigger: hedge.After(ms(20))},
+			sim.Script{Latencies: []time.Duration{ms(100), ms(3)}}},
+		{"slow hedge, primary wins", hedge.Config{Trigger: hedge.After(ms(20))},
+			sim.Script{Latencies: []time.Duration{ms(30), ms(50)}}},
+		{"three attempts, the last wins", hedge.Config{Trigger: hedge.After(ms(10)), Attempts: 3, MaximumConcurrent: 3,
+			Budget: budget.Config{Unlimited: true}},
+			sim.Script{Latencies: []time.Duration{ms(100), ms(100), ms(2)}}},
+		{"fast failure of the hedge does not win", hedge.Config{Trigger: hedge.After(ms(10)), Attempts: 3,
+			Budget: budget.Config{Unlimited: true}},
+			sim.Script{Latencies: []time.Duration{ms(60), ms(1), ms(5)},
+				Outcomes: []hedge.Outcome{{}, {Class: hedge.Retriable, Err: fail}}}},
+		{"primary fails, retry after backoff", hedge.Config{Attempts: 2, Backoff: hedge.Backoff{Initial: ms(25), Jitter: -1}},
+			sim.Script{Latencies: []time.Duration{ms(2), ms(4)},
+				Outcomes: []hedge.Outcome{{Class: hedge.Retriable, Err: fail}}}},
+		{"every attempt fails", hedge.Config{Trigger: hedge.After(ms(10)), Budget: budget.Config{Unlimited: true}},
+			sim.Script{Latencies: []time.Duration{ms(30), ms(5)},
+				Outcomes: []hedge.Outcome{{Class: hedge.Retriable, Err: fail}, {Class: hedge.Retriable, Err: fail}}}},
+		{"permanent failure ends the call", hedge.Config{Trigger: hedge.After(ms(10))},
+			sim.Script{Latencies: []time.Duration{ms(40), ms(5)},
+				Outcomes: []hedge.Outcome{{}, {Class: hedge.Permanent, Err: fail}}}},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			simLog, simErr := sim.RunScript(hedge.MustNew(sc.cfg), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), sc.script)
+			var doLog hedge.Log
+			var doErr error
+			synctest.Test(t, func(t *testing.T) {
+				p := hedge.MustNew(sc.cfg)
+				_, doErr = hedge.Do(hedge.WithLog(t.Context(), &doLog), p, scriptedAttempt(sc.script))
+			})
+			if simLog.String() != doLog.String() {
+				t.Errorf("the drivers disagree:\n simulator: %s\n Do:        %s", simLog, doLog)
+			}
+			if (simErr == nil) != (doErr == nil) {
+				t.Errorf("errors disagree: simulator %v, Do %v", simErr, doErr)
+			}
+			t.Log(doLog)
+		})
+	}
+}
+
+// scriptedAttempt plays script s as an attempt function for Do.
+func scriptedAttempt(s sim.Script) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		info, _ := hedge.AttemptFrom(ctx)
+		k := info.Index
+		if k >= len(s.Latencies) || s.Latencies[k] < 0 {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		select {
+		case <-time.After(s.Latencies[k]):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		if k < len(s.Outcomes) && s.Outcomes[k].Class != hedge.Success {
+			err := s.Outcomes[k].Err
+			if s.Outcomes[k].Class == hedge.Permanent {
+				err = hedge.MarkPermanent(err)
+			}
+			return "", err
+		}
+		return fmt.Sprint("attempt ", k), nil
+	}
+}
