@@ -25,8 +25,12 @@ const (
 	SetupAdaptiveLimit = "hedge, default budget, adaptive limit"
 	SetupThreeAttempts = "3 attempts, no budget"
 	SetupRecommended   = "recommended"
-	SetupTiedRequests  = "tied requests"
-	SetupAll           = "all" // in SweepConfig.Setups: every setup of Setups
+	// SetupRecommendedLimit is the recommended default with the adaptive limit inside the
+	// hedge: what to run when the dependency may be driven hot and cancellation does not reach
+	// its server.
+	SetupRecommendedLimit = "recommended, adaptive limit"
+	SetupTiedRequests     = "tied requests"
+	SetupAll              = "all" // in SweepConfig.Setups: every setup of Setups
 )
 
 // ReferenceSetups are the names of the six reference setups of SIMULATION.md, in report order.
@@ -42,8 +46,8 @@ var ReferenceSetups = []string{
 
 // Setups returns every setup the simulator knows, in report order: the six reference setups,
 // whose fixed hedge delay is hedgeDelay (20ms in the reference model; 0 = 20ms), then the
-// library's recommended default (AtQuantile(0.95), default budget; it ignores hedgeDelay) and
-// tied requests (both copies sent at once, the first to start service cancels the other).
+// library's recommended default (AtQuantile(0.95), default budget; it ignores hedgeDelay), the
+// same with the adaptive limit, and tied requests (both copies sent at once, the first to start service cancels the other).
 func Setups(hedgeDelay time.Duration) []Setup {
 	if hedgeDelay <= 0 {
 		hedgeDelay = 20 * time.Millisecond
@@ -58,6 +62,7 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		{Name: SetupAdaptiveLimit, Config: hedge.Config{Trigger: after, Limit: &limit.Config{}}},
 		{Name: SetupThreeAttempts, Config: hedge.Config{Trigger: after, Attempts: 3, MaximumConcurrent: 3, Budget: unlimited}},
 		{Name: SetupRecommended, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
+		{Name: SetupRecommendedLimit, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95), Limit: &limit.Config{}}},
 		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied(), Attempts: 2, Budget: unlimited}},
 	}
 }
