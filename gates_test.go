@@ -7,6 +7,7 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/budget"
 	"github.com/hedgekit/hedge/limit"
 	"github.com/hedgekit/hedge/winrate"
 )
@@ -347,5 +348,22 @@ func TestDiscardedLosersAreCensoredSamples(t *testing.T) {
 	after := p.MeasuredAt(now).Threshold
 	if after < before*8/10 {
 		t.Errorf("threshold fell from %v to %v: losers were not counted", before, after)
+	}
+}
+
+func TestRefusedHedgeLeavesTheRunningAttemptAlone(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond),
+		Budget: budget.Config{Ratio: budget.Zero, MinPerSecond: budget.Zero}}) // funds nothing
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(t0)
+	acts := c.TimerFired(t0.Add(20 * time.Millisecond))
+	if len(acts) != 0 {
+		t.Fatalf("a hedge refused by the budget produced actions %v; want none", acts)
+	}
+	if got := p.MeasuredAt(t0).Suppressed[hedge.ReasonBudget]; got != 1 {
+		t.Fatalf("suppressed(budget) = %d, want 1", got)
+	}
+	if acts := c.AttemptDone(t0.Add(80*time.Millisecond), 0, hedge.Outcome{}); !has(acts, hedge.Finish) || c.Winner() != 0 {
+		t.Fatalf("the first attempt did not win after the refusal: %v", acts)
 	}
 }
