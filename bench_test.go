@@ -2,6 +2,7 @@ package hedge_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,6 +12,13 @@ import (
 )
 
 func answerAtOnce(ctx context.Context) (int, error) { return 1, nil }
+
+// answerAfterYield gives up the processor once before answering, as any call that waits for
+// I/O does, so Do takes the path with a timer.
+func answerAfterYield(ctx context.Context) (int, error) {
+	runtime.Gosched()
+	return 1, nil
+}
 
 // BenchmarkDo measures the fast path: the first attempt answers at once, no hedge fires.
 // "gates" turns on the breaker and the adaptive limit, whose cost the fast path pays on
@@ -32,6 +40,12 @@ func BenchmarkDo(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				hedge.Do(ctx, p, answerAtOnce)
+			}
+		})
+		b.Run(c.name+"-yield", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				hedge.Do(ctx, p, answerAfterYield)
 			}
 		})
 		b.Run(c.name+"-parallel", func(b *testing.B) {

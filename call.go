@@ -91,14 +91,21 @@ const (
 // actions a method returns is valid until the next method call. Reset reuses a Call without
 // allocating.
 type Call struct {
+	callState
+	attempts []attempt
+	inline   [inlineAttempts]attempt
+	acts     []Action
+	actBuf   [8]Action
+}
+
+// callState is everything about a call that Reset zeroes; the buffers above are reused.
+type callState struct {
 	p         *Policy
 	opts      CallOptions
 	start     time.Time
 	threshold time.Duration
 	warm      bool
 	hedging   bool // hedges may still start for this call
-	attempts  []attempt
-	inline    [inlineAttempts]attempt
 	inflight  int
 	retries   int
 	lastStart time.Time
@@ -110,8 +117,6 @@ type Call struct {
 	winner    int
 	err       error
 	ended     int
-	acts      []Action
-	actBuf    [8]Action
 }
 
 // NewCall returns a state machine for one call under p. Start it with Start.
@@ -123,17 +128,23 @@ func (p *Policy) NewCall(opts CallOptions) *Call {
 
 // Reset prepares c for a new call under p, keeping its buffers.
 func (c *Call) Reset(p *Policy, opts CallOptions) {
-	attempts := c.attempts[:0]
-	if cap(attempts) == 0 {
-		attempts = c.inline[:0]
+	c.drop()
+	c.callState = callState{p: p, opts: opts, winner: -1}
+	if cap(c.attempts) == 0 {
+		c.attempts = c.inline[:0]
 	}
-	clear(attempts[:cap(attempts)])
-	acts := c.acts[:0]
-	if cap(acts) == 0 {
-		acts = c.actBuf[:0]
+	if cap(c.acts) == 0 {
+		c.acts = c.actBuf[:0]
 	}
-	*c = Call{p: p, opts: opts, winner: -1}
-	c.attempts, c.acts = attempts, acts
+}
+
+// drop lets go of what the last call referenced (its policy, its errors), touching only
+// what that call used, so a pooled Call keeps nothing alive and costs little to reuse.
+func (c *Call) drop() {
+	clear(c.attempts)
+	c.attempts = c.attempts[:0]
+	c.acts = c.acts[:0]
+	c.p, c.err = nil, nil
 }
 
 // Done reports whether the call is over.

@@ -50,46 +50,19 @@ func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) 
 	return v, func() { stop(); w.cancel(context.Canceled) }, err
 }
 
-// driver is the reusable part of a call in Do: the state machine, and the timer of the
-// current call. Only the goroutine in Do touches it, so it can return to the pool when Do
-// returns, whatever losing attempts are still doing. The timer is not reused across calls: a
-// timer belongs to the testing/synctest bubble that created it, and a pooled one would cross
-// bubbles.
+// driver is the reusable part of a call in Do: its state machine. Only the goroutine in Do
+// touches it, so it can return to the pool when Do returns, whatever losing attempts are still
+// doing. Timers and channels are not pooled: each belongs to the testing/synctest bubble that
+// made it, and a pooled one would cross bubbles.
 type driver struct {
-	call  Call
-	timer *time.Timer
-	armed bool
+	call Call
 }
 
 var drivers = sync.Pool{New: func() any { return new(driver) }}
 
-func (d *driver) arm(in time.Duration) {
-	if d.timer == nil {
-		d.timer = time.NewTimer(in)
-	} else {
-		d.timer.Reset(in)
-	}
-	d.armed = true
-}
-
-func (d *driver) disarm() {
-	if d.armed {
-		d.timer.Stop()
-		d.armed = false
-	}
-}
-
-func (d *driver) timerC() <-chan time.Time {
-	if !d.armed {
-		return nil
-	}
-	return d.timer.C
-}
-
-func (d *driver) stop() {
-	d.disarm()
-	d.timer = nil
-}
+// wakeUp is the attempt index a timer sends on the answers channel. One slot of the channel is
+// kept for it, and the send never blocks: a second wake-up while one is pending adds nothing.
+const wakeUp = -1
 
 // attemptRun is one attempt in Do: its context, what it runs, and its answer. One
 // allocation per attempt carries all of it.
@@ -137,16 +110,33 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
 	// The channel carries attempt indexes, not answers: an element without pointers keeps
 	// the channel to one allocation.
-	answers := make(chan int32, p.cfg.attempts)
+	answers := make(chan int32, p.cfg.attempts+1)
 	var inline [inlineAttempts]*attemptRun[T]
 	atts := inline[:0]
 	var (
 		pan      *PanicError
 		pending  int // answers of cancelled attempts that are, or will be, in answers
-		timerAt  time.Time
-		timerSet bool // the state machine wants the timer at timerAt
+		timer    *time.Timer
+		armed    bool      // timer is set to go off
+		timerAt  time.Time // when the state machine wants TimerFired
+		timerSet bool      // the state machine wants the timer
 		yielded  bool
 	)
+	arm := func(in time.Duration) {
+		if timer == nil {
+			// A timer that runs a function costs one allocation fewer than one with a
+			// channel, and its wake-up arrives on the channel Do already waits on.
+			timer = time.AfterFunc(in, func() {
+				select {
+				case answers <- wakeUp:
+				default:
+				}
+			})
+		} else {
+			timer.Reset(in)
+		}
+		armed = true
+	}
 	now := time.Now()
 	acts := c.Start(now)
 	for {
@@ -164,14 +154,18 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 					pending++
 				}
 			case ArmTimer:
-				d.disarm()
+				if armed {
+					timer.Stop()
+					armed = false
+				}
 				timerAt, timerSet = a.At, true
 			}
 		}
+		acts = nil // carried out; a wake-up that changes nothing must not repeat them
 		if c.Done() {
 			break
 		}
-		if timerSet && !d.armed {
+		if timerSet && !armed {
 			// Most calls answer well before any hedge is due. Give the first attempt one
 			// chance to run before paying for a timer: when it answers at once, as a cache
 			// hit does, the call finishes with no timer at all.
@@ -180,12 +174,25 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				runtime.Gosched()
 			}
 			if len(answers) == 0 {
-				d.arm(timerAt.Sub(now))
+				arm(timerAt.Sub(now))
 			}
 		}
 		select {
 		case k := <-answers:
 			now = time.Now()
+			if k == wakeUp {
+				armed = false
+				if !timerSet {
+					continue // a timer stopped too late
+				}
+				if now.Before(timerAt) {
+					arm(timerAt.Sub(now)) // woken early: wait for the rest
+					continue
+				}
+				timerSet = false
+				acts = c.TimerFired(now)
+				continue
+			}
 			r := atts[k]
 			r.received = true
 			if r.lost {
@@ -193,7 +200,6 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				if discard != nil && r.panic == nil {
 					discard(r.v, r.err)
 				}
-				acts = acts[:0]
 				continue
 			}
 			if r.panic != nil {
@@ -202,18 +208,21 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				continue
 			}
 			acts = c.AttemptDone(now, int(k), p.classify(r.err))
-		case <-d.timerC():
-			now = time.Now()
-			d.armed, timerSet = false, false
-			acts = c.TimerFired(now)
 		case <-ctx.Done():
 			now = time.Now()
 			acts = c.Cancel(now, ctx.Err())
 		}
 	}
-	d.stop()
-	for ; pending > 0; pending-- {
-		r := atts[<-answers] // an answer already on its way when its attempt was cancelled
+	if timer != nil {
+		timer.Stop()
+	}
+	for pending > 0 {
+		k := <-answers
+		if k == wakeUp {
+			continue
+		}
+		pending--
+		r := atts[k] // an answer already on its way when its attempt was cancelled
 		if discard != nil && r.panic == nil {
 			discard(r.v, r.err)
 		}
@@ -231,7 +240,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		*opts.log = c.Log()
 	}
 	err := c.Err()
-	c.Reset(nil, CallOptions{})
+	c.drop()
 	drivers.Put(d)
 	if pan != nil {
 		panic(pan)

@@ -396,3 +396,46 @@ func TestDerivedContextsFollowTheAttempt(t *testing.T) {
 		}
 	})
 }
+
+// TestDoStartsEachAttemptOnce runs many calls with mixed latencies and failures through
+// hedges, retries and timer re-arming, and checks that the attempt function ran exactly as
+// often as the attempt log says, never more than Attempts, and that every call got an answer
+// that one of its attempts gave.
+func TestDoStartsEachAttemptOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(7 * time.Millisecond), Attempts: 3, MaximumConcurrent: 2,
+			Budget: noBudget, Backoff: hedge.Backoff{Initial: 3 * time.Millisecond}})
+		var wg sync.WaitGroup
+		const calls = 200
+		var runs [calls]atomic.Int32
+		var logs [calls]hedge.Log
+		for i := range calls {
+			wg.Go(func() {
+				v, err := hedge.Do(hedge.WithLog(context.Background(), &logs[i]), p, func(ctx context.Context) (int, error) {
+					info, _ := hedge.AttemptFrom(ctx)
+					runs[i].Add(1)
+					d := time.Duration((i*7+info.Index*13)%20) * time.Millisecond
+					select {
+					case <-time.After(d):
+					case <-ctx.Done():
+						return 0, ctx.Err()
+					}
+					if (i+info.Index)%4 == 0 {
+						return 0, errors.New("failed")
+					}
+					return 100 + info.Index, nil
+				})
+				if err == nil && (v < 100 || v > 102) {
+					t.Errorf("call %d: answer %d is no attempt's", i, v)
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait() // attempts started just before their call ended have now run
+		for i := range calls {
+			if n := int(runs[i].Load()); n != len(logs[i].Attempts) || n > 3 || n == 0 {
+				t.Errorf("call %d: attempt function ran %d times, log has %d attempts: %s", i, n, len(logs[i].Attempts), logs[i])
+			}
+		}
+	})
+}
