@@ -1,0 +1,246 @@
+package hedgehttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// call is one RoundTrip: what every attempt of it shares.
+type call struct {
+	t        *Transport
+	req      *http.Request
+	body     []byte   // the request body read into memory, or nil
+	prefix   []byte   // read ahead of a body too large to buffer: sent before the rest
+	replicas []string // where attempts go (nil: the request's own URL)
+	offset   int      // the replica of attempt 0
+
+	primarySent atomic.Bool // attempt 0 took the caller's body
+}
+
+// bufferBody reads the request body into memory, up to the Transport's MaxBodyBuffer, so
+// that it can be sent more than once. When the body is larger it leaves c.body nil (the call
+// is then sent once) and keeps what it read in c.prefix, to be sent ahead of the rest: a
+// request is never sent with a half-consumed body.
+func (c *call) bufferBody() error {
+	req, limit := c.req, c.t.maxBuffer
+	if limit < 0 || req.ContentLength > limit {
+		return nil
+	}
+	var buf bytes.Buffer
+	if req.ContentLength > 0 {
+		buf.Grow(int(req.ContentLength))
+	}
+	_, err := buf.ReadFrom(io.LimitReader(req.Body, limit+1))
+	if err != nil {
+		req.Body.Close()
+		return err
+	}
+	if int64(buf.Len()) > limit {
+		c.prefix = buf.Bytes()
+		return nil
+	}
+	req.Body.Close()
+	c.body = buf.Bytes()
+	if c.body == nil {
+		c.body = []byte{}
+	}
+	return nil
+}
+
+// getBody replays the buffered body.
+func (c *call) getBody() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(c.body)), nil
+}
+
+// prefixed sends the bytes read ahead of a large body, then the rest of it.
+type prefixed struct {
+	io.Reader
+	io.Closer
+}
+
+// attempt sends one attempt: a clone of the caller's request on the attempt's context, with
+// its own copy of the body, marked with its index when it is not the first, and sent to its
+// own replica.
+func (c *call) attempt(ctx context.Context) (*http.Response, error) {
+	info, _ := hedge.AttemptFrom(ctx)
+	r := c.req.Clone(ctx)
+	switch {
+	case c.body != nil:
+		r.Body, _ = c.getBody()
+		r.GetBody = c.getBody
+	case info.Index == 0:
+		c.primarySent.Store(true)
+		if c.prefix != nil {
+			r.Body = prefixed{io.MultiReader(bytes.NewReader(c.prefix), c.req.Body), c.req.Body}
+		}
+	case c.req.GetBody != nil && c.req.Body != nil && c.req.Body != http.NoBody:
+		b, err := c.req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = b
+	}
+	if info.Index > 0 {
+		if r.Header == nil {
+			r.Header = make(http.Header)
+		}
+		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
+	}
+	if n := len(c.replicas); n > 0 {
+		r.URL.Host = c.replicas[(c.offset+info.Index)%n]
+	}
+	resp, err := c.t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if se := c.t.failure(resp); se != nil {
+		return nil, se
+	}
+	return resp, nil
+}
+
+func cheapRand() uint64 { return rand.Uint64() }
+
+// StatusError is the error an attempt reports when the server answered with a status that
+// must not win the race: a 5xx other than 501, a 429 or a 408 (retriable: another attempt
+// may do better), or any other 4xx or a 501 (permanent: the answer is final, and the call
+// ends with it). [Classify] reads it.
+//
+// It carries the response, whose body has already been read into memory (up to
+// Config.ErrorBodyLimit) so that the connection is free again: when every attempt fails,
+// [Transport.RoundTrip] returns the last such response to its caller, with a nil error, as
+// any http.RoundTripper would for a server that answered.
+type StatusError struct {
+	Response *http.Response
+	// RetryAfter is the delay the server asked for in Retry-After (whole seconds or an HTTP
+	// date), zero when it sent none or one that does not parse.
+	RetryAfter time.Duration
+
+	outcome hedge.Outcome
+}
+
+func (e *StatusError) Error() string {
+	s := e.Response.Status
+	if s == "" {
+		s = strconv.Itoa(e.Response.StatusCode)
+	}
+	return "hedgehttp: server answered " + s
+}
+
+// Classify is the classifier a [Transport] gives its policies when Config.Policy.Classify
+// is nil. A [StatusError] is Retriable (a 5xx but 501, a 408, a 429) or Permanent (another
+// 4xx, a 501); a 429, and a 503 with Retry-After, are also overload signals that pause
+// hedging for the policy's cool-down or Retry-After, whichever is longer, because a server
+// that says it is overloaded must not be sent copies. Any other error is left to
+// [hedge.Classify]: a transport error is Retriable.
+func Classify(err error) hedge.Outcome {
+	var se *StatusError
+	if errors.As(err, &se) {
+		o := se.outcome
+		o.Err = err
+		return o
+	}
+	return hedge.Classify(err)
+}
+
+// failure returns a StatusError for a response that must not win, with its body read into
+// memory, or nil for one that may.
+func (t *Transport) failure(resp *http.Response) *StatusError {
+	code := resp.StatusCode
+	var o hedge.Outcome
+	switch {
+	case code < 400:
+		return nil
+	case code == http.StatusTooManyRequests:
+		o.Class, o.Overload = hedge.Retriable, true
+	case code == http.StatusRequestTimeout:
+		o.Class = hedge.Retriable
+	case code < 500, code == http.StatusNotImplemented:
+		o.Class = hedge.Permanent
+	default:
+		o.Class = hedge.Retriable
+	}
+	se := &StatusError{Response: resp}
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			se.RetryAfter = d
+			o.Overload = true
+			o.RetryAfter = d
+		}
+	}
+	se.outcome = o
+	resp.Body = t.readErrorBody(resp.Body)
+	return se
+}
+
+// readErrorBody reads a failing response's body into memory, up to the limit, and closes
+// it: the connection goes back to the pool now, and the body stays readable after the
+// attempt's context is cancelled.
+func (t *Transport) readErrorBody(rc io.ReadCloser) io.ReadCloser {
+	if rc == nil || rc == http.NoBody {
+		return http.NoBody
+	}
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(io.LimitReader(rc, t.errorLimit+1))
+	rc.Close()
+	b := &errorBody{}
+	data := buf.Bytes()
+	switch {
+	case err != nil:
+		b.err = err
+	case int64(len(data)) > t.errorLimit:
+		data, b.err = data[:t.errorLimit], ErrBodyTruncated
+	default:
+		b.err = io.EOF
+	}
+	b.r.Reset(data)
+	return b
+}
+
+// errorBody is a failing response's body, read into memory; it ends with the error that
+// ended the read (io.EOF when the body was read whole).
+type errorBody struct {
+	r   bytes.Reader
+	err error
+}
+
+func (b *errorBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = b.err
+	}
+	return n, err
+}
+
+func (b *errorBody) Close() error { return nil }
+
+// maxRetryAfter caps a Retry-After so that a hostile or broken server cannot pause hedging
+// for years (nor overflow a Duration).
+const maxRetryAfter = time.Hour
+
+// parseRetryAfter reads a Retry-After value: whole seconds, or an HTTP date (measured from
+// now). ok is false when v is empty or does not parse.
+func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if n > uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return min(max(at.Sub(now), 0), maxRetryAfter), true
+	}
+	return 0, false
+}

@@ -1,0 +1,234 @@
+package hedgehttp
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime/metrics"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// The benchmarks compare a plain http.Transport with the hedging Transport wrapped around
+// it, on loopback HTTP/1.1 with keep-alive, with a recommended policy that never fires a
+// hedge (the threshold stays at its 10ms floor, far above loopback latency): the cost of
+// leaving hedging on. Each reports the median request latency as p50-ns.
+//
+//	go test -run '^$' -bench 'Plain|Hedged' -benchmem -count 6 ./hedgehttp/ > bench.txt
+
+func benchServer(b *testing.B) (*httptest.Server, *http.Transport) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	base := &http.Transport{MaxIdleConnsPerHost: 256}
+	b.Cleanup(func() {
+		base.CloseIdleConnections()
+		srv.Close()
+	})
+	return srv, base
+}
+
+func hedgedRT(b *testing.B, base http.RoundTripper) http.RoundTripper {
+	tr, err := NewTransport(Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, Next: base})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+// get makes one request and reads its body to the end, as a client would.
+func get(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte) {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		_, err := resp.Body.Read(buf)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	resp.Body.Close()
+}
+
+func benchSerial(b *testing.B, hedged bool) {
+	benchSerialRT(b, func(b *testing.B, base http.RoundTripper) http.RoundTripper {
+		if hedged {
+			return hedgedRT(b, base)
+		}
+		return base
+	})
+}
+
+func benchParallel(b *testing.B, hedged bool) {
+	benchParallelRT(b, func(b *testing.B, base http.RoundTripper) http.RoundTripper {
+		if hedged {
+			return hedgedRT(b, base)
+		}
+		return base
+	})
+}
+
+func benchSerialRT(b *testing.B, wrap func(*testing.B, http.RoundTripper) http.RoundTripper) {
+	srv, base := benchServer(b)
+	rt := wrap(b, base)
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	buf := make([]byte, 512)
+	for range 100 { // warm the connection pool and, hedged, the estimator
+		get(b, rt, req, buf)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	g0, cpu0 := goroutinesCreated(), cpuTime()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		get(b, rt, req, buf)
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	reportP50(b, lat)
+	b.ReportMetric(float64(goroutinesCreated()-g0)/float64(b.N), "goroutines/op")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	reportHedges(b, rt)
+}
+
+// reportHedges reports the hedges that fired: on a loaded machine a stall of more than the
+// 10ms floor can fire one, and a run where many fire measures something else.
+func reportHedges(b *testing.B, rt http.RoundTripper) {
+	tr, ok := rt.(*Transport)
+	if !ok {
+		return
+	}
+	var n int64
+	for _, v := range tr.Measured() {
+		n += v.HedgesStarted
+	}
+	b.ReportMetric(float64(n), "hedges")
+}
+
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+func benchParallelRT(b *testing.B, wrap func(*testing.B, http.RoundTripper) http.RoundTripper) {
+	srv, base := benchServer(b)
+	rt := wrap(b, base)
+	warm, _ := http.NewRequest("GET", srv.URL, nil)
+	for range 100 {
+		get(b, rt, warm, make([]byte, 512))
+	}
+	var mu sync.Mutex
+	var all []time.Duration
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		buf := make([]byte, 512)
+		lat := make([]time.Duration, 0, 1024)
+		for pb.Next() {
+			start := time.Now()
+			get(b, rt, req, buf)
+			lat = append(lat, time.Since(start))
+		}
+		mu.Lock()
+		all = append(all, lat...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	reportP50(b, all)
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	reportHedges(b, rt)
+}
+
+func reportP50(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+}
+
+// BenchmarkPlain is a plain http.Transport; BenchmarkHedged the same wrapped in a hedging
+// Transport. Compare them with
+//
+//	benchstat -col .name bench.txt
+func BenchmarkPlain(b *testing.B) {
+	b.Run("serial", func(b *testing.B) { benchSerial(b, false) })
+	b.Run("parallel", func(b *testing.B) { benchParallel(b, false) })
+}
+
+func BenchmarkHedged(b *testing.B) {
+	b.Run("serial", func(b *testing.B) { benchSerial(b, true) })
+	b.Run("parallel", func(b *testing.B) { benchParallel(b, true) })
+}
+
+// BenchmarkQueue measures the server middleware's own cost on its fast path (a free
+// worker), without a network.
+func BenchmarkQueue(b *testing.B) {
+	q, err := NewQueue(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), QueueConfig{Workers: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "/", nil)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var w discardWriter
+		for pb.Next() {
+			q.ServeHTTP(&w, req)
+		}
+	})
+}
+
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header {
+	if w.h == nil {
+		w.h = make(http.Header)
+	}
+	return w.h
+}
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// cannedNext answers every request at once, without I/O: under it, a benchmark measures the
+// Transport's own cost per call.
+type cannedNext struct{}
+
+func (cannedNext) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+}
+
+// BenchmarkOverhead is the hedging Transport's own cost per call (no network, no hedge
+// fires): policy lookup, the gate, the clone, Do's attempt goroutine and timer.
+func BenchmarkOverhead(b *testing.B) {
+	rt := hedgedRT(b, cannedNext{})
+	req, _ := http.NewRequest("GET", "http://svc.test/", nil)
+	buf := make([]byte, 8)
+	b.ReportAllocs()
+	b.Run("serial", func(b *testing.B) {
+		for range b.N {
+			get(b, rt, req, buf)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				get(b, rt, req, buf)
+			}
+		})
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hedgehttp
+
+const raceEnabled = false

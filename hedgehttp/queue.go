@@ -1,0 +1,442 @@
+package hedgehttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// AttemptHeader is the request header that marks a hedged copy on the wire: the
+// [Transport] sets it to the attempt index ("1", "2", ...) on every attempt but
+// the first, and a [Queue] reads it to put hedged copies in its low-priority
+// lane. A server can also log it, to see how much of its traffic is hedges.
+const AttemptHeader = "Hedge-Attempt"
+
+// ErrQueueConfig is wrapped by every error [NewQueue] returns for an invalid
+// [QueueConfig].
+var ErrQueueConfig = errors.New("hedgehttp: invalid QueueConfig")
+
+// QueueConfig configures a [Queue]. The zero value is a valid configuration:
+// every zero field means the default documented on it.
+type QueueConfig struct {
+	// Workers bounds how many requests run the handler at once. 0 means
+	// 4 × runtime.GOMAXPROCS(0), read when the Queue is built: enough to keep
+	// every core busy with a CPU-bound handler that also does a little I/O.
+	// Handlers that mostly wait on other services want a larger value.
+	// Negative is an error.
+	Workers int
+
+	// Queue bounds how many requests wait for a worker, in FIFO order. 0 means
+	// the same as Workers (a request waits for at most about one service time
+	// per worker's worth of work ahead of it: beyond that its client has
+	// usually hedged, retried or given up). Negative means no waiting at all:
+	// a request that finds every worker busy is answered 503 at once.
+	Queue int
+
+	// RetryAfter is the delay advertised in the Retry-After header of the 503
+	// answered when the queue is full, rounded up to whole seconds. 0 means
+	// 1 s. A hedging client ([Transport]) treats a 503 with Retry-After as an
+	// overload signal and stops hedging for a while, which is the point: a
+	// full queue must not attract more copies. Negative is an error.
+	RetryAfter time.Duration
+
+	// HedgedLast puts hedged attempts (requests whose [AttemptHeader] is
+	// present and not "0") in a second, low-priority lane: a worker takes a
+	// hedged request only when no first attempt is waiting, and when the queue
+	// is full a first attempt pushes out the newest hedged waiter (answered
+	// 503 with Retry-After) instead of being turned away. A hedge that waits
+	// behind the queue cannot beat its primary anyway; it is worth serving
+	// only from spare capacity. false (the default) treats every request alike.
+	HedgedLast bool
+
+	// Observer, when non-nil, is called once for every queue event, on the
+	// request's own goroutine, outside the queue's lock. It must be fast and
+	// must not block: it runs on every request. nil means no events (Stats
+	// still counts).
+	Observer func(QueueEvent)
+}
+
+// QueueEventKind says what happened to a request in a [Queue].
+type QueueEventKind uint8
+
+const (
+	// QueueAdmitted: the request got a worker and its handler starts now.
+	// QueueEvent.Wait is how long it waited in the queue (0 if it did not).
+	QueueAdmitted QueueEventKind = iota + 1
+	// QueueRejected: every worker was busy and the queue was full; the
+	// request was answered 503 with Retry-After without running.
+	QueueRejected
+	// QueueAbandoned: the request's context was done (its client went away or
+	// cancelled the stream) while it waited; it left the queue without running.
+	QueueAbandoned
+	// QueueEvicted: a hedged request waiting in the low-priority lane was
+	// pushed out by a first attempt when the queue was full, and answered 503
+	// with Retry-After without running ([QueueConfig.HedgedLast]).
+	QueueEvicted
+	// QueueFinished: the handler returned. QueueEvent.Duration is how long it
+	// ran; QueueEvent.Cancelled says whether the request's context was done
+	// by then (the client went away while the handler ran).
+	QueueFinished
+)
+
+var queueEventNames = [...]string{
+	QueueAdmitted:  "admitted",
+	QueueRejected:  "rejected",
+	QueueAbandoned: "abandoned",
+	QueueEvicted:   "evicted",
+	QueueFinished:  "finished",
+}
+
+// String returns the kind's lower-case name, e.g. "abandoned".
+func (k QueueEventKind) String() string {
+	if int(k) < len(queueEventNames) && queueEventNames[k] != "" {
+		return queueEventNames[k]
+	}
+	return "QueueEventKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// QueueEvent is one observation passed to [QueueConfig.Observer].
+type QueueEvent struct {
+	Kind QueueEventKind
+	// Hedged: the request carried an [AttemptHeader] other than "0".
+	Hedged bool
+	// Wait: time spent in the queue (QueueAdmitted, QueueAbandoned,
+	// QueueEvicted); 0 for a request that found a free worker.
+	Wait time.Duration
+	// Duration: how long the handler ran (QueueFinished).
+	Duration time.Duration
+	// Cancelled: the request's context was done when the handler returned
+	// (QueueFinished).
+	Cancelled bool
+	// Queued: requests waiting in the queue right after the event.
+	Queued int
+}
+
+// QueueStats is a snapshot of a [Queue]'s state and its counters since it was
+// built. Counters only grow.
+type QueueStats struct {
+	Workers  int // the configured number of workers
+	Capacity int // the configured queue length (0: no queue)
+
+	Running      int // handlers running now
+	Queued       int // requests waiting now, both lanes
+	QueuedHedged int // of which hedged requests in the low-priority lane
+
+	Admitted  uint64 // requests that ran the handler
+	Rejected  uint64 // answered 503 because the queue was full
+	Abandoned uint64 // left the queue without running: the client went away
+	Evicted   uint64 // hedged waiters pushed out by first attempts (HedgedLast)
+	Cancelled uint64 // handler runs whose context was done when they returned
+
+	// WaitTotal is the summed queue wait of admitted requests (the mean wait
+	// is WaitTotal / Admitted); WaitMax the longest single wait.
+	WaitTotal time.Duration
+	WaitMax   time.Duration
+}
+
+// Queue is server middleware: a bounded pool of workers with a FIFO queue in
+// front of a handler, built so that a client's cancellation reaches the
+// server. A request whose context is done while it waits (its client hedged
+// elsewhere and cancelled this copy, or gave up) leaves the queue without
+// running the handler; a request that is running sees the cancellation through
+// r.Context(), which is net/http's own request context, passed through
+// unchanged. Without this, a hedged copy that lost still costs the server a
+// full service time, and hedging under load feeds the overload it meant to
+// route around.
+//
+// No goroutine is started per request: the handler goroutine net/http already
+// runs for each request waits for its turn on its own channel, and a worker
+// that finishes hands its slot directly to the head of the queue, so FIFO
+// order holds and no late arrival barges ahead of a waiter.
+//
+// A note on HTTP/1.1: net/http notices a vanished client only once the
+// request body has been read, so a queued request with an unread body learns
+// that its client has gone only when it runs and reads the body. HTTP/2
+// delivers stream resets at once, with or without a body.
+//
+// A Queue must be built with [NewQueue]; it is safe for concurrent use.
+type Queue struct {
+	next       http.Handler
+	workers    int
+	capacity   int
+	retryAfter string
+	hedgedLast bool
+	observer   func(QueueEvent)
+
+	mu      sync.Mutex
+	running int
+	first   waitList // first attempts, or every request when !hedgedLast
+	hedged  waitList // hedged attempts when hedgedLast
+	stats   QueueStats
+}
+
+// NewQueue returns a [Queue] that runs next with the limits in cfg. It returns
+// an error wrapping [ErrQueueConfig] that names the field and the rule when
+// cfg is invalid.
+func NewQueue(next http.Handler, cfg QueueConfig) (*Queue, error) {
+	if next == nil {
+		return nil, fmt.Errorf("%w: the handler must not be nil", ErrQueueConfig)
+	}
+	if cfg.Workers < 0 {
+		return nil, fmt.Errorf("%w: QueueConfig.Workers must be >= 0, got %d", ErrQueueConfig, cfg.Workers)
+	}
+	if cfg.RetryAfter < 0 {
+		return nil, fmt.Errorf("%w: QueueConfig.RetryAfter must be >= 0, got %v", ErrQueueConfig, cfg.RetryAfter)
+	}
+	q := &Queue{next: next, hedgedLast: cfg.HedgedLast, observer: cfg.Observer}
+	q.workers = cfg.Workers
+	if q.workers == 0 {
+		q.workers = 4 * runtime.GOMAXPROCS(0)
+	}
+	switch {
+	case cfg.Queue == 0:
+		q.capacity = q.workers
+	case cfg.Queue > 0:
+		q.capacity = cfg.Queue
+	}
+	ra := cfg.RetryAfter
+	if ra == 0 {
+		ra = time.Second
+	}
+	q.retryAfter = strconv.FormatInt(int64((ra+time.Second-1)/time.Second), 10)
+	q.stats.Workers, q.stats.Capacity = q.workers, q.capacity
+	return q, nil
+}
+
+// Stats returns a snapshot of the queue's state and counters.
+func (q *Queue) Stats() QueueStats {
+	q.mu.Lock()
+	s := q.stats
+	s.Running = q.running
+	s.Queued = q.first.n + q.hedged.n
+	s.QueuedHedged = q.hedged.n
+	q.mu.Unlock()
+	return s
+}
+
+// waiter is one request waiting for a worker. Its fields other than ready are
+// guarded by Queue.mu.
+type waiter struct {
+	ready      chan struct{} // closed when state leaves waiting
+	state      waiterState
+	prev, next *waiter
+}
+
+type waiterState uint8
+
+const (
+	waiting waiterState = iota
+	granted             // a worker's slot was handed to this waiter
+	evicted             // pushed out of the hedged lane by a first attempt
+	left                // removed itself after its context was done
+)
+
+// waitList is an intrusive doubly-linked FIFO list.
+type waitList struct {
+	head, tail *waiter
+	n          int
+}
+
+func (l *waitList) pushBack(w *waiter) {
+	w.prev, w.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+	l.n++
+}
+
+func (l *waitList) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	l.n--
+}
+
+// isHedged reports whether r is a hedged copy: its AttemptHeader is present
+// and not "0".
+func isHedged(r *http.Request) bool {
+	v := r.Header[AttemptHeader]
+	return len(v) > 0 && v[0] != "" && v[0] != "0"
+}
+
+// ServeHTTP runs the handler when a worker is free, waits in the queue when
+// none is, and answers 503 with Retry-After when the queue is full.
+func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hedged := q.hedgedLast && isHedged(r)
+	var wt *waiter
+	var victim *waiter
+
+	q.mu.Lock()
+	switch {
+	case q.running < q.workers:
+		// A free worker implies an empty queue: a finishing worker hands its
+		// slot to the head of the queue rather than freeing it.
+		q.running++
+		q.stats.Admitted++
+		q.mu.Unlock()
+		q.emit(QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r)}, 0)
+		q.run(w, r, isHedged(r))
+		return
+	case q.first.n+q.hedged.n >= q.capacity:
+		if hedged || q.hedged.n == 0 {
+			q.stats.Rejected++
+			queued := q.first.n + q.hedged.n
+			q.mu.Unlock()
+			q.emit(QueueEvent{Kind: QueueRejected, Hedged: isHedged(r)}, queued)
+			q.overloaded(w)
+			return
+		}
+		// A first attempt pushes out the newest hedged waiter: the one that
+		// would wait longest and whose primary is most likely still running.
+		victim = q.hedged.tail
+		q.hedged.remove(victim)
+		victim.state = evicted
+		q.stats.Evicted++
+		close(victim.ready)
+	}
+	wt = &waiter{ready: make(chan struct{})}
+	if hedged {
+		q.hedged.pushBack(wt)
+	} else {
+		q.first.pushBack(wt)
+	}
+	q.mu.Unlock()
+	start := time.Now()
+
+	done := r.Context().Done()
+	select {
+	case <-wt.ready:
+	case <-done:
+	}
+
+	q.mu.Lock()
+	switch wt.state {
+	case waiting:
+		// The context is done and no slot was handed over: leave the queue.
+		if hedged {
+			q.hedged.remove(wt)
+		} else {
+			q.first.remove(wt)
+		}
+		wt.state = left
+		q.stats.Abandoned++
+		queued := q.first.n + q.hedged.n
+		q.mu.Unlock()
+		q.emit(QueueEvent{Kind: QueueAbandoned, Hedged: isHedged(r), Wait: time.Since(start)}, queued)
+		q.gone(w)
+		return
+	case evicted:
+		queued := q.first.n + q.hedged.n
+		q.mu.Unlock()
+		q.emit(QueueEvent{Kind: QueueEvicted, Hedged: true, Wait: time.Since(start)}, queued)
+		q.overloaded(w)
+		return
+	}
+	// Granted: this request holds a worker's slot.
+	if r.Context().Err() != nil {
+		// The slot and the cancellation arrived together: the client is gone,
+		// so pass the slot on without running the handler.
+		q.stats.Abandoned++
+		q.mu.Unlock()
+		q.release()
+		q.emit(QueueEvent{Kind: QueueAbandoned, Hedged: isHedged(r), Wait: time.Since(start)}, -1)
+		q.gone(w)
+		return
+	}
+	wait := time.Since(start)
+	q.stats.Admitted++
+	q.stats.WaitTotal += wait
+	if wait > q.stats.WaitMax {
+		q.stats.WaitMax = wait
+	}
+	queued := q.first.n + q.hedged.n
+	q.mu.Unlock()
+	q.emit(QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r), Wait: wait}, queued)
+	q.run(w, r, isHedged(r))
+}
+
+// run calls the handler on a slot the caller holds and releases the slot when
+// the handler returns, even if it panics (net/http recovers handler panics,
+// so a slot lost to one would never come back).
+func (q *Queue) run(w http.ResponseWriter, r *http.Request, hedged bool) {
+	var start time.Time
+	if q.observer != nil {
+		start = time.Now()
+	}
+	defer func() {
+		cancelled := r.Context().Err() != nil
+		if cancelled {
+			q.mu.Lock()
+			q.stats.Cancelled++
+			q.mu.Unlock()
+		}
+		q.release()
+		if q.observer != nil {
+			q.emit(QueueEvent{Kind: QueueFinished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, -1)
+		}
+	}()
+	q.next.ServeHTTP(w, r)
+}
+
+// release hands the caller's slot to the head of the queue (first attempts
+// before hedged ones), or frees it when nobody waits.
+func (q *Queue) release() {
+	q.mu.Lock()
+	var next *waiter
+	if q.first.head != nil {
+		next = q.first.head
+		q.first.remove(next)
+	} else if q.hedged.head != nil {
+		next = q.hedged.head
+		q.hedged.remove(next)
+	}
+	if next != nil {
+		next.state = granted
+		close(next.ready)
+	} else {
+		q.running--
+	}
+	q.mu.Unlock()
+}
+
+// emit calls the observer, filling in the queue depth (queued < 0: read it).
+func (q *Queue) emit(e QueueEvent, queued int) {
+	if q.observer == nil {
+		return
+	}
+	if queued < 0 {
+		q.mu.Lock()
+		queued = q.first.n + q.hedged.n
+		q.mu.Unlock()
+	}
+	e.Queued = queued
+	q.observer(e)
+}
+
+// overloaded answers 503 with Retry-After: the queue is full.
+func (q *Queue) overloaded(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", q.retryAfter)
+	http.Error(w, "hedgehttp: server queue full", http.StatusServiceUnavailable)
+}
+
+// gone answers a request whose context was done while it waited. The client
+// will most likely never read it; it exists so that logs show a 503 rather
+// than an empty 200.
+func (q *Queue) gone(w http.ResponseWriter) {
+	http.Error(w, "hedgehttp: request cancelled while queued", http.StatusServiceUnavailable)
+}

@@ -1,0 +1,408 @@
+// Package hedgehttp puts request hedging into net/http, on both sides of the wire.
+//
+// On the client, [Transport] is an [http.RoundTripper] that sends a second copy of a request
+// that is taking longer than almost every other request to the same host, returns whichever
+// good answer comes first, and closes the rest. It keeps one [hedge.Policy] per host, so each
+// host has its own latency estimate, budget and breaker; it hedges only what is safe to send
+// twice (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or a request carrying an Idempotency-Key or
+// marked with [hedge.WithRepeatable]); and a fast 5xx or 429 never wins over a slow 200.
+//
+// On the server, [Queue] is middleware that bounds the handlers running at once with a FIFO
+// queue in front of them, so that a client's cancellation reaches the server: a hedged copy
+// that lost and was cancelled leaves the queue without running, and one that is running sees
+// its context cancelled. Without it, every losing copy costs the server a full service time.
+package hedgehttp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// ErrConfig is wrapped by every error [NewTransport] returns for an invalid [Config].
+var ErrConfig = errors.New("hedgehttp: invalid Config")
+
+// ErrBodyTruncated ends the body of a failing response (see [StatusError]) whose server sent
+// more than Config.ErrorBodyLimit bytes: only that many were kept.
+var ErrBodyTruncated = errors.New("hedgehttp: failing response body truncated")
+
+// Config configures a [Transport]. The zero value hedges nothing (its Policy has no
+// Trigger); Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}} is a complete,
+// recommended configuration. Every zero field means the default documented on it.
+type Config struct {
+	// Policy is the template for the per-host policies: each host (see Key) gets its own
+	// [hedge.Policy] built from it the first time it is called, so each learns its own
+	// latency, spends its own budget and trips its own breaker. A nil Policy.Classify means
+	// [Classify], which understands [StatusError]; a classifier of your own should fall back
+	// to it. Policy.Observer, when set, receives every host's events without the host; see
+	// Observer for events with it.
+	Policy hedge.Config
+
+	// Next sends each attempt. nil means [http.DefaultTransport].
+	Next http.RoundTripper
+
+	// Key names the dependency a request calls; each name gets its own policy. nil means
+	// scheme://host:port of the request's URL, with the port made explicit (so
+	// http://a and http://a:80 share a policy). Use it to group the hosts of one logical
+	// service, or to split one host by path. It runs on every request, so it must be fast,
+	// and it must be safe for concurrent use. A policy is kept for the Transport's life,
+	// so keys must come from a bounded set.
+	Key func(*http.Request) string
+
+	// Replicas, when not nil, returns the addresses (host:port) of the replicas behind the
+	// dependency named key, or nil to send every attempt to the request's own URL. Attempt i
+	// of a call goes to replicas[(s+i) % len(replicas)], s random per call, so with two or
+	// more replicas a hedge or a retry never goes to the replica its primary went to, and
+	// load spreads evenly. Only the URL's host changes: the Host header stays the request's
+	// (set Request.Host to control it). It runs on every request; the slice it returns must
+	// not be modified afterwards.
+	Replicas func(key string) []string
+
+	// Observer, when not nil, receives every event of every call with the key of the host
+	// that made it. It runs synchronously in the goroutine driving the call, so it must be
+	// fast and safe for concurrent use. nil means no per-host events, at no cost.
+	Observer func(key string, e hedge.Event)
+
+	// MaxBodyBuffer is how many bytes of a request body without GetBody are read into memory
+	// so that the body can be sent more than once. 0 means 1 MiB. A body larger than this
+	// (or of unknown length that turns out larger) is sent once, never hedged nor retried,
+	// and never with a half-consumed body. Negative means never buffer: only requests with
+	// GetBody (as built by http.NewRequest from a bytes.Buffer, bytes.Reader or strings.Reader)
+	// or without a body are hedged.
+	MaxBodyBuffer int64
+
+	// ErrorBodyLimit is how many bytes of a failing response's body (a 5xx, 429 or 408) are
+	// read into memory before the attempt reports its failure. Reading it frees the
+	// connection for reuse, and keeps the response usable when it is the one returned to the
+	// caller after every attempt failed. 0 means 64 KiB; negative is an error.
+	ErrorBodyLimit int64
+}
+
+// Transport is an [http.RoundTripper] that hedges and retries requests under one
+// [hedge.Policy] per host. Build it with [NewTransport] (the zero value is not usable),
+// once, and share it: like
+// http.Transport, its value is in what it keeps between requests (here the policies and
+// their latency estimates), and a Transport built per request never hedges. It is safe for
+// concurrent use.
+//
+// Each attempt is a clone of the caller's request with its own context. The winner's context
+// stays alive until the caller closes the response body (or reads it to the end); every
+// losing response body is closed; a failing response (5xx but 501, 429, 408) never wins and
+// is returned only when every attempt failed, as the response of the last one that answered.
+type Transport struct {
+	cfg        Config
+	next       http.RoundTripper
+	classify   func(error) hedge.Outcome
+	maxBuffer  int64
+	errorLimit int64
+
+	// hosts is read on every request and written once per new host: copy-on-write maps
+	// behind an atomic pointer keep the read path free of shared writes (an RWMutex's
+	// reader count is one more contended cache line per request on every core).
+	hosts atomic.Pointer[hostMaps]
+	mu    sync.Mutex // serialises writers of hosts
+}
+
+type hostMaps struct {
+	byURL  map[urlKey]*host // default keying: one lookup without building a string
+	byName map[string]*host
+}
+
+// urlKey is the default key before normalisation: looking it up allocates nothing.
+type urlKey struct{ scheme, host string }
+
+// host is one dependency: its name, its policy and its replicas.
+type host struct {
+	name   string
+	policy *hedge.Policy
+}
+
+// NewTransport returns a [Transport] for cfg. It returns an error wrapping [ErrConfig] that
+// names the field and the rule when cfg is invalid, including when cfg.Policy is (the
+// policy template is checked by building one policy from it).
+func NewTransport(cfg Config) (*Transport, error) {
+	if cfg.ErrorBodyLimit < 0 {
+		return nil, fmt.Errorf("%w: Config.ErrorBodyLimit must be >= 0, got %d", ErrConfig, cfg.ErrorBodyLimit)
+	}
+	t := &Transport{
+		cfg:        cfg,
+		next:       cfg.Next,
+		classify:   cfg.Policy.Classify,
+		maxBuffer:  cfg.MaxBodyBuffer,
+		errorLimit: cfg.ErrorBodyLimit,
+	}
+	t.hosts.Store(&hostMaps{byURL: map[urlKey]*host{}, byName: map[string]*host{}})
+	if t.next == nil {
+		t.next = http.DefaultTransport
+	}
+	if t.classify == nil {
+		t.classify = Classify
+	}
+	if t.maxBuffer == 0 {
+		t.maxBuffer = 1 << 20
+	}
+	if t.errorLimit == 0 {
+		t.errorLimit = 64 << 10
+	}
+	if _, err := hedge.New(t.policyConfig("")); err != nil {
+		return nil, fmt.Errorf("%w: Config.Policy: %w", ErrConfig, err)
+	}
+	return t, nil
+}
+
+// policyConfig is the template with this Transport's classifier and the host's observer.
+func (t *Transport) policyConfig(name string) hedge.Config {
+	pc := t.cfg.Policy
+	pc.Classify = t.classify
+	if obs := t.cfg.Observer; obs != nil {
+		inner := pc.Observer
+		pc.Observer = func(e hedge.Event) {
+			if inner != nil {
+				inner(e)
+			}
+			obs(name, e)
+		}
+	}
+	return pc
+}
+
+// hostFor returns the host req calls, creating it (and its policy) on first use.
+func (t *Transport) hostFor(req *http.Request) (*host, error) {
+	hm := t.hosts.Load()
+	if t.cfg.Key != nil {
+		name := t.cfg.Key(req)
+		if h := hm.byName[name]; h != nil {
+			return h, nil
+		}
+		return t.newHost(name, urlKey{}, false)
+	}
+	k := urlKey{req.URL.Scheme, req.URL.Host}
+	if h := hm.byURL[k]; h != nil {
+		return h, nil
+	}
+	return t.newHost(canonicalName(req), k, true)
+}
+
+// newHost adds a host (or, under the default keying, another spelling of a known one) by
+// publishing new copies of the maps.
+func (t *Transport) newHost(name string, k urlKey, byURL bool) (*host, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.hosts.Load()
+	h := old.byName[name]
+	if h != nil && (!byURL || old.byURL[k] == h) {
+		return h, nil
+	}
+	nm := &hostMaps{byURL: old.byURL, byName: old.byName}
+	if h == nil {
+		p, err := hedge.New(t.policyConfig(name))
+		if err != nil {
+			return nil, err // cannot happen: NewTransport built one from the same config
+		}
+		h = &host{name: name, policy: p}
+		nm.byName = maps.Clone(old.byName)
+		nm.byName[name] = h
+	}
+	if byURL {
+		nm.byURL = maps.Clone(old.byURL)
+		nm.byURL[k] = h
+	}
+	t.hosts.Store(nm)
+	return h, nil
+}
+
+// canonicalName is scheme://host:port with the default port made explicit.
+func canonicalName(req *http.Request) string {
+	u := req.URL
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "https":
+			port = "443"
+		default:
+			port = "80"
+		}
+	}
+	h := u.Hostname()
+	if strings.IndexByte(h, ':') >= 0 {
+		h = "[" + h + "]" // an IPv6 literal
+	}
+	return u.Scheme + "://" + h + ":" + port
+}
+
+// Policy returns the policy of the dependency named key (see Config.Key), or nil when no
+// request has gone to it yet.
+func (t *Transport) Policy(key string) *hedge.Policy {
+	if h := t.hosts.Load().byName[key]; h != nil {
+		return h.policy
+	}
+	return nil
+}
+
+// Measured returns each host's [hedge.Measured] figures, keyed by host name (see
+// Config.Key), for every host called so far.
+func (t *Transport) Measured() map[string]hedge.Measured {
+	hm := t.hosts.Load()
+	m := make(map[string]hedge.Measured, len(hm.byName))
+	now := time.Now()
+	for name, h := range hm.byName {
+		m[name] = h.policy.MeasuredAt(now)
+	}
+	return m
+}
+
+// CloseIdleConnections closes the idle connections of the next RoundTripper, when it has
+// such a method (http.Client.CloseIdleConnections calls this).
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// repeatableMethod reports whether a request with this method may be sent more than once
+// without being marked: the methods RFC 9110 calls idempotent.
+func repeatableMethod(m string) bool {
+	switch m {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// hasIdempotencyKey reports whether the request carries an idempotency key, the header
+// clients use to make a POST or PATCH safe to repeat (the same two net/http honours).
+func hasIdempotencyKey(h http.Header) bool {
+	_, a := h["Idempotency-Key"]
+	_, b := h["X-Idempotency-Key"]
+	return a || b
+}
+
+// RoundTrip sends req under its host's policy: hedged and retried when the request is
+// repeatable and the policy allows, sent exactly once otherwise. It returns the first
+// successful response; when every attempt failed it returns the last failing response the
+// server sent (a 503 is a response, not an error, to an HTTP client), or an error when no
+// server answered.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errors.New("hedgehttp: nil Request.URL")
+	}
+	if req.Header.Get("Upgrade") != "" {
+		// A protocol switch hands the connection to the caller: nothing to race or replay.
+		return t.next.RoundTrip(req)
+	}
+	h, err := t.hostFor(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	ctx := req.Context()
+	c := &call{t: t, req: req}
+	if t.cfg.Replicas != nil {
+		if c.replicas = t.cfg.Replicas(h.name); len(c.replicas) > 1 {
+			c.offset = int(cheapRand() % uint64(len(c.replicas)))
+		}
+	}
+
+	// Repeatability: the caller's explicit word wins; then the method or an idempotency key;
+	// then the body must be replayable.
+	rep := hedge.RepeatabilityFrom(ctx)
+	repeatable := rep == hedge.Repeatable ||
+		rep == hedge.RepeatableDefault && (repeatableMethod(req.Method) || hasIdempotencyKey(req.Header))
+	if repeatable && req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		if err := c.bufferBody(); err != nil {
+			return nil, err
+		}
+		repeatable = c.body != nil
+	}
+	if !repeatable && rep != hedge.NotRepeatable {
+		// Tell the core, whose gate then suppresses hedges and retries. (A repeatable call
+		// needs nothing: Do's default is repeatable.)
+		ctx = hedge.WithRepeatable(ctx, false)
+	}
+
+	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, discard)
+	if !c.primarySent.Load() && c.body == nil {
+		closeBody(req) // no attempt took ownership of the caller's body
+	}
+	if err == nil {
+		if resp.Body == nil || resp.Body == http.NoBody {
+			release()
+		} else {
+			resp.Body = &body{rc: resp.Body, release: release}
+		}
+		resp.Request = req // the caller's request, as http.Transport does, not the attempt's clone
+		return resp, nil
+	}
+	release()
+	if req.Context().Err() == nil {
+		if se := lastStatusError(err); se != nil {
+			se.Response.Request = req
+			return se.Response, nil
+		}
+	}
+	return nil, err
+}
+
+// lastStatusError returns the failing response of the last attempt that had one: err is
+// either a *StatusError itself (a permanent failure) or a *hedge.AttemptsError.
+func lastStatusError(err error) *StatusError {
+	var ae *hedge.AttemptsError
+	if errors.As(err, &ae) {
+		for i := len(ae.Attempts) - 1; i >= 0; i-- {
+			var se *StatusError
+			if errors.As(ae.Attempts[i], &se) {
+				return se
+			}
+		}
+		return nil
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+// discard closes the response of an attempt that answered after its call was decided. Its
+// context is already cancelled, so there is nothing left to drain.
+func discard(resp *http.Response, _ error) {
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// body is the winner's response body: closing it, or reading it to the end, releases the
+// winning attempt's context, which has to outlive RoundTrip for the body to be readable.
+type body struct {
+	rc      io.ReadCloser
+	release func()
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	err := b.rc.Close()
+	b.release()
+	return err
+}
