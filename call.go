@@ -117,6 +117,7 @@ type callState struct {
 	winner    int
 	err       error
 	ended     int
+	seq       int64 // this call's number in the policy, from 1
 }
 
 // NewCall returns a state machine for one call under p. Start it with Start.
@@ -205,7 +206,7 @@ func (c *Call) Start(now time.Time) []Action {
 	c.acts = c.acts[:0]
 	p := c.p
 	c.start = now
-	p.calls.Add(1)
+	c.seq = p.calls.Add(1)
 	p.bud.Deposit(now)
 	if p.brk != nil {
 		t, err := p.brk.Acquire(now)

@@ -166,12 +166,14 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 			break
 		}
 		if timerSet && !armed {
-			// Most calls answer well before any hedge is due. Give the first attempt one
-			// chance to run before paying for a timer: when it answers at once, as a cache
-			// hit does, the call finishes with no timer at all.
-			if !yielded && len(answers) == 0 {
+			// Most calls answer well before any hedge is due. Where the first attempt
+			// usually answers at once (a cache hit), giving it one chance to run before
+			// paying for a timer saves the timer. Where it waits for I/O, yielding only adds
+			// a thread wake-up, so the policy learns which kind of dependency it has.
+			if !yielded && len(answers) == 0 && p.yieldPays(c.seq) {
 				yielded = true
 				runtime.Gosched()
+				p.yielded(len(answers) > 0)
 			}
 			if len(answers) == 0 {
 				arm(timerAt.Sub(now))

@@ -31,6 +31,7 @@ type Policy struct {
 	observe  func(Event)
 
 	overloadUntil atomic.Int64 // unix nanoseconds; hedging pauses until then
+	yieldScore    atomic.Int32 // whether Do's yield before arming a timer tends to pay
 
 	calls         atomic.Int64
 	hedgesStarted atomic.Int64
@@ -163,6 +164,26 @@ func (p *Policy) noteOverload(now time.Time, retryAfter time.Duration) {
 		if cur >= until || p.overloadUntil.CompareAndSwap(cur, until) {
 			return
 		}
+	}
+}
+
+const yieldScoreBound = 8
+
+// yieldPays reports whether Do should yield before arming the hedge timer of call number
+// seq: while yielding has paid off recently, and on one call in 64 otherwise, to notice when
+// it starts paying again.
+func (p *Policy) yieldPays(seq int64) bool {
+	return p.yieldScore.Load() >= 0 || seq%64 == 0
+}
+
+// yielded records whether a yield found the answer ready.
+func (p *Policy) yielded(paid bool) {
+	s := p.yieldScore.Load()
+	switch {
+	case paid && s < yieldScoreBound:
+		p.yieldScore.Add(1)
+	case !paid && s > -yieldScoreBound:
+		p.yieldScore.Add(-1)
 	}
 }
 
