@@ -1,0 +1,25 @@
+package hedge
+
+import "testing"
+
+func TestYieldIsLearntPerPolicy(t *testing.T) {
+	p := MustNew(Config{Trigger: After(1)})
+	if !p.yieldPays(1) {
+		t.Fatal("a new policy does not try yielding")
+	}
+	for range 20 {
+		p.yielded(false) // the answer was never ready: an I/O-bound dependency
+	}
+	if p.yieldPays(1) || p.yieldPays(63) {
+		t.Fatal("still yielding after 20 yields that did not pay")
+	}
+	if !p.yieldPays(64) {
+		t.Fatal("never probes again: one call in 64 should")
+	}
+	for range 20 {
+		p.yielded(true)
+	}
+	if !p.yieldPays(1) || p.yieldScore.Load() != yieldScoreBound {
+		t.Fatalf("after yields that paid: score %d, want %d and yielding", p.yieldScore.Load(), yieldScoreBound)
+	}
+}
