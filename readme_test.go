@@ -20,7 +20,7 @@ func TestReadmeExamplesMatchExampleFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	bodies := exampleBodies(t)
-	re := regexp.MustCompile("(?s)<!-- example: (\\w+) -->\\s*```go\\n(.*?)```")
+	re := regexp.MustCompile("(?s)<!-- example: ([\\w.]+) -->\\s*```go\\n(.*?)```")
 	matches := re.FindAllStringSubmatch(string(readme), -1)
 	if len(matches) == 0 {
 		t.Fatal("README.md has no marked examples")
@@ -39,8 +39,21 @@ func TestReadmeExamplesMatchExampleFunctions(t *testing.T) {
 }
 
 func exampleBodies(t *testing.T) map[string][]string {
-	files, _ := filepath.Glob("*_test.go")
 	bodies := map[string][]string{}
+	for _, dir := range []string{".", "hedgehttp"} {
+		exampleBodiesIn(t, dir, bodies)
+	}
+	return bodies
+}
+
+// exampleBodiesIn adds the Example functions of the package in dir, named "pkg.ExampleX"
+// outside the root package.
+func exampleBodiesIn(t *testing.T, dir string, bodies map[string][]string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	prefix := ""
+	if dir != "." {
+		prefix = filepath.Base(dir) + "."
+	}
 	fset := token.NewFileSet()
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -61,10 +74,9 @@ func exampleBodies(t *testing.T) map[string][]string {
 			for _, l := range strings.Split(strings.Trim(text, "\n"), "\n") {
 				lines = append(lines, strings.TrimPrefix(l, "\t"))
 			}
-			bodies[fn.Name.Name] = lines
+			bodies[prefix+fn.Name.Name] = lines
 		}
 	}
-	return bodies
 }
 
 func containsRun(body, run []string) bool {
