@@ -367,3 +367,45 @@ func TestRefusedHedgeLeavesTheRunningAttemptAlone(t *testing.T) {
 		t.Fatalf("the first attempt did not win after the refusal: %v", acts)
 	}
 }
+
+func TestLimitAndBreakerChangesAreEvents(t *testing.T) {
+	var kinds []hedge.EventKind
+	var states []string
+	var limits []int
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget, Attempts: 2,
+		Breaker: &breaker.Config{ConsecutiveFailures: 2}, Limit: &limit.Config{},
+		Observer: func(e hedge.Event) {
+			switch e.Kind {
+			case hedge.LimitChanged:
+				kinds, limits = append(kinds, e.Kind), append(limits, e.Limit)
+			case hedge.BreakerChanged:
+				kinds, states = append(kinds, e.Kind), append(states, e.State)
+			}
+		}})
+	now := t0
+	// Fast, steady calls with enough of them in flight grow the limit.
+	var open []*hedge.Call
+	for i := range 400 {
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		open = append(open, c)
+		if len(open) == 15 {
+			for _, c := range open {
+				c.AttemptDone(now.Add(time.Millisecond), 0, hedge.Outcome{})
+			}
+			open = open[:0]
+		}
+		now = now.Add(time.Duration(i%3) * time.Microsecond)
+	}
+	if len(limits) == 0 || limits[len(limits)-1] <= 20 {
+		t.Fatalf("LimitChanged events %v; want the limit to rise above 20", limits)
+	}
+	if m := p.MeasuredAt(now); m.Limit != limits[len(limits)-1] {
+		t.Errorf("Measured limit %d, last event %d", m.Limit, limits[len(limits)-1])
+	}
+	failCall(p.NewCall(hedge.CallOptions{}), now.Add(time.Second))
+	failCall(p.NewCall(hedge.CallOptions{}), now.Add(2*time.Second))
+	if len(states) != 1 || states[0] != "open" {
+		t.Fatalf("BreakerChanged states %v, want [open]", states)
+	}
+}

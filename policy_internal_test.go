@@ -1,6 +1,9 @@
 package hedge
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestYieldIsLearntPerPolicy(t *testing.T) {
 	p := MustNew(Config{Trigger: After(1)})
@@ -21,5 +24,20 @@ func TestYieldIsLearntPerPolicy(t *testing.T) {
 	}
 	if !p.yieldPays(1) || p.yieldScore.Load() != yieldScoreBound {
 		t.Fatalf("after yields that paid: score %d, want %d and yielding", p.yieldScore.Load(), yieldScoreBound)
+	}
+}
+
+func TestSchedulerProbeReadsRuntimeMetrics(t *testing.T) {
+	probe := newSchedulerProbe()
+	probe() // the first reading is against nothing
+	done := make(chan struct{})
+	for range 100 { // give the scheduler something to measure
+		go func() { done <- struct{}{} }()
+	}
+	for range 100 {
+		<-done
+	}
+	if d := probe(); d < 0 || d > time.Hour {
+		t.Fatalf("scheduler latency p99 = %v, want a duration in [0, 1h]", d)
 	}
 }
