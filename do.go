@@ -23,7 +23,9 @@ import (
 // once. An attempt that ignores its context keeps running after Do returns, and its answer is
 // dropped: that goroutine is the one Do can leave behind, so attempts should honour their
 // context. A panic in an attempt is carried to the caller: Do panics with a *[PanicError]
-// in the calling goroutine.
+// in the calling goroutine. A panic in an attempt whose answer is no longer awaited (a loser
+// that panics after the call was decided) is recovered and dropped: no goroutine Do started
+// can crash the process.
 //
 // Do is safe for concurrent use; all state lives in p.
 func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
@@ -265,7 +267,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // attemptCtx is an attempt's context: the caller's context plus the attempt's identity and
 // its own cancellation. It is written by hand rather than built with context.WithCancel and
 // WithValue because it is one allocation instead of three on the path every call takes; the
-// caller's cancellation reaches it through Do, which watches ctx.Done() while attempts run.
+// caller's cancellation reaches it through Do, which watches ctx.Done() while attempts run (so
+// for the moment between the caller's context ending and Do noticing, an attempt's Err is
+// still nil, as with any context that is cancelled a little later than its parent).
 type attemptCtx struct {
 	parent   context.Context
 	info     AttemptInfo
