@@ -439,3 +439,27 @@ func TestDoStartsEachAttemptOnce(t *testing.T) {
 		}
 	})
 }
+
+func TestPanicInAnAbandonedLoserIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: noBudget})
+		var panicked atomic.Bool
+		v, err := hedge.Do(t.Context(), p, func(ctx context.Context) (int, error) {
+			if info, _ := hedge.AttemptFrom(ctx); info.Hedge {
+				return 1, nil
+			}
+			time.Sleep(50 * time.Millisecond) // ignores its context, then panics
+			panicked.Store(true)
+			panic("late")
+		})
+		if err != nil || v != 1 {
+			t.Fatalf("Do = %v, %v; want the hedge's answer", v, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if !panicked.Load() {
+			t.Fatal("the loser never ran to its panic")
+		}
+		// Reaching this line means the panic did not crash the test binary.
+	})
+}
