@@ -231,26 +231,10 @@ func fsBlockPrimary(exec failsafe.Execution[int]) (int, error) {
 // outside the loop: its cheapest documented use.
 func BenchmarkFailsafe(b *testing.B) {
 	b.Run("hedge-no-fire", func(b *testing.B) {
-		ex := failsafe.With(hedgepolicy.NewBuilderWithDelay[int](noFireDelay).Build())
-		b.ReportAllocs()
-		for b.Loop() {
-			v, err := ex.Get(fsAnswer)
-			if err != nil || v != 1 {
-				b.Fatalf("Get = %d, %v", v, err)
-			}
-			sink += v
-		}
+		benchFailsafe(b, failsafe.With(hedgepolicy.NewBuilderWithDelay[int](noFireDelay).Build()), fsAnswer)
 	})
 	b.Run("hedge-no-fire-yield", func(b *testing.B) {
-		ex := failsafe.With(hedgepolicy.NewBuilderWithDelay[int](noFireDelay).Build())
-		b.ReportAllocs()
-		for b.Loop() {
-			v, err := ex.Get(fsYieldOnce)
-			if err != nil || v != 1 {
-				b.Fatalf("Get = %d, %v", v, err)
-			}
-			sink += v
-		}
+		benchFailsafe(b, failsafe.With(hedgepolicy.NewBuilderWithDelay[int](noFireDelay).Build()), fsYieldOnce)
 	})
 	b.Run("quantile-no-fire", func(b *testing.B) {
 		// failsafe-go's own quantile delay: p95 of a moving window of 1000
@@ -259,14 +243,7 @@ func BenchmarkFailsafe(b *testing.B) {
 		for range 200 {
 			ex.Get(fsAnswer)
 		}
-		b.ReportAllocs()
-		for b.Loop() {
-			v, err := ex.Get(fsAnswer)
-			if err != nil || v != 1 {
-				b.Fatalf("Get = %d, %v", v, err)
-			}
-			sink += v
-		}
+		benchFailsafe(b, ex, fsAnswer)
 	})
 	b.Run("hedge-fires", func(b *testing.B) {
 		var hedges int
@@ -282,6 +259,18 @@ func BenchmarkFailsafe(b *testing.B) {
 		}
 		b.ReportMetric(float64(hedges)/float64(b.N), "hedges/op")
 	})
+}
+
+// benchFailsafe measures ex.Get(fn), which must answer 1.
+func benchFailsafe(b *testing.B, ex failsafe.Executor[int], fn func() (int, error)) {
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := ex.Get(fn)
+		if err != nil || v != 1 {
+			b.Fatalf("Get = %d, %v", v, err)
+		}
+		sink += v
+	}
 }
 
 // hedgeTransport is a minimal HTTP adapter over hedge.DoDetached written here
