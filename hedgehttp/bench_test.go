@@ -232,3 +232,18 @@ func BenchmarkOverhead(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkNoTrigger is a control: the Transport with a policy that never hedges (no timer is
+// armed), so that beside BenchmarkPlain and BenchmarkHedged it separates the cost of the
+// attempt goroutine and the transport's own work from the cost of hedging.
+func BenchmarkNoTrigger(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		benchSerialRT(b, func(b *testing.B, base http.RoundTripper) http.RoundTripper {
+			tr, err := NewTransport(Config{Policy: hedge.Config{}, Next: base})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return tr
+		})
+	})
+}
