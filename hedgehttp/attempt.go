@@ -72,7 +72,19 @@ type prefixed struct {
 // own replica.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	info, _ := hedge.AttemptFrom(ctx)
-	r := c.req.Clone(ctx)
+	// The request runs on a context of its own that follows the caller's. The core cancels
+	// the attempt's context the moment the attempt loses: until the response has arrived,
+	// that stops the request at once; once it has, the loser is drained instead (see
+	// Transport.discard), so that its connection goes back to the pool rather than being
+	// torn down.
+	reqCtx, cancelReq := context.WithCancel(c.req.Context())
+	var answered atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		if !answered.Load() {
+			cancelReq()
+		}
+	})
+	r := c.req.Clone(reqCtx)
 	switch {
 	case c.body != nil:
 		r.Body, _ = c.getBody()
@@ -99,13 +111,55 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r.URL.Host = c.replicas[(c.offset+info.Index)%n]
 	}
 	resp, err := c.t.next.RoundTrip(r)
+	answered.Store(true)
 	if err != nil {
+		stop()
+		cancelReq()
 		return nil, err
 	}
 	if se := c.t.failure(resp); se != nil {
+		stop()
+		cancelReq() // the failing body is in memory: the request is over
 		return nil, se
 	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		stop()
+		cancelReq()
+		return resp, nil
+	}
+	resp.Body = &attemptBody{ReadCloser: resp.Body, stop: stop, cancel: cancelReq}
 	return resp, nil
+}
+
+// attemptBody is a successful attempt's response body: closing it ends the attempt's
+// request context.
+type attemptBody struct {
+	io.ReadCloser
+	stop   func() bool
+	cancel context.CancelFunc
+}
+
+func (b *attemptBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.stop()
+	b.cancel()
+	return err
+}
+
+// drainTimeout bounds how long a losing response's body is read before its request is
+// cancelled: draining is worth a connection, not a wait.
+const drainTimeout = 250 * time.Millisecond
+
+// drainAndClose reads what is left of a losing response's body, up to limit bytes and for
+// at most drainTimeout, and closes it. A body read to its end lets net/http put the
+// connection back in the pool; one closed early makes it close the connection.
+func drainAndClose(rc io.ReadCloser, limit int64) {
+	if b, ok := rc.(*attemptBody); ok {
+		t := time.AfterFunc(drainTimeout, b.cancel)
+		defer t.Stop()
+	}
+	io.CopyN(io.Discard, rc, limit)
+	rc.Close()
 }
 
 func cheapRand() uint64 { return rand.Uint64() }

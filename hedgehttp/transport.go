@@ -46,7 +46,9 @@ type Config struct {
 	// Observer for events with it.
 	Policy hedge.Config
 
-	// Next sends each attempt. nil means [http.DefaultTransport].
+	// Next sends each attempt. nil means [http.DefaultTransport]. Each attempt's request
+	// carries a context derived from the caller's (so its values and deadline), and hedged
+	// attempts carry the AttemptHeader.
 	Next http.RoundTripper
 
 	// Key names the dependency a request calls; each name gets its own policy. nil means
@@ -82,7 +84,8 @@ type Config struct {
 	// ErrorBodyLimit is how many bytes of a failing response's body (a 5xx, 429 or 408) are
 	// read into memory before the attempt reports its failure. Reading it frees the
 	// connection for reuse, and keeps the response usable when it is the one returned to the
-	// caller after every attempt failed. 0 means 64 KiB; negative is an error.
+	// caller after every attempt failed. It also bounds how much of a losing response's body
+	// is read, and thrown away, to keep its connection. 0 means 64 KiB; negative is an error.
 	ErrorBodyLimit int64
 }
 
@@ -94,8 +97,10 @@ type Config struct {
 // concurrent use.
 //
 // Each attempt is a clone of the caller's request with its own context. The winner's context
-// stays alive until the caller closes the response body (or reads it to the end); every
-// losing response body is closed; a failing response (5xx but 501, 429, 408) never wins and
+// stays alive until the caller closes the response body (or reads it to the end); a losing
+// attempt still waiting for its response is cancelled, and one whose response had already
+// arrived is drained (up to ErrorBodyLimit bytes, for at most 250ms) and closed, so that its
+// connection is reused; a failing response (5xx but 501, 429, 408) never wins and
 // is returned only when every attempt failed, as the response of the last one that answered.
 type Transport struct {
 	cfg        Config
@@ -329,7 +334,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx = hedge.WithRepeatable(ctx, false)
 	}
 
-	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, discard)
+	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discard)
 	if !c.primarySent.Load() && c.body == nil {
 		closeBody(req) // no attempt took ownership of the caller's body
 	}
@@ -372,11 +377,12 @@ func lastStatusError(err error) *StatusError {
 	return nil
 }
 
-// discard closes the response of an attempt that answered after its call was decided. Its
-// context is already cancelled, so there is nothing left to drain.
-func discard(resp *http.Response, _ error) {
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
+// discard drains and closes, in a goroutine of its own, the response of an attempt that
+// answered after its call was decided, so that its connection is reused. The goroutine ends
+// once ErrorBodyLimit bytes are read or drainTimeout has passed, whichever comes first.
+func (t *Transport) discard(resp *http.Response, _ error) {
+	if resp != nil && resp.Body != nil && resp.Body != http.NoBody {
+		go drainAndClose(resp.Body, t.errorLimit)
 	}
 }
 
