@@ -77,13 +77,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// that stops the request at once; once it has, the loser is drained instead (see
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
-	reqCtx, cancelReq := context.WithCancel(c.req.Context())
-	var answered atomic.Bool
-	stop := context.AfterFunc(ctx, func() {
-		if !answered.Load() {
-			cancelReq()
-		}
-	})
+	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx)
 	r := c.req.Clone(reqCtx)
 	switch {
 	case c.body != nil:
@@ -111,38 +105,85 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r.URL.Host = c.replicas[(c.offset+info.Index)%n]
 	}
 	resp, err := c.t.next.RoundTrip(r)
-	answered.Store(true)
+	ar.answered.Store(true)
 	if err != nil {
-		stop()
-		cancelReq()
+		ar.end()
 		return nil, err
 	}
 	if se := c.t.failure(resp); se != nil {
-		stop()
-		cancelReq() // the failing body is in memory: the request is over
+		ar.end() // the failing body is in memory: the request is over
 		return nil, se
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
-		stop()
-		cancelReq()
+		ar.end()
 		return resp, nil
 	}
-	resp.Body = &attemptBody{ReadCloser: resp.Body, stop: stop, cancel: cancelReq}
+	resp.Body = &attemptBody{ReadCloser: resp.Body, ar: ar}
 	return resp, nil
 }
 
-// attemptBody is a successful attempt's response body: closing it ends the attempt's
-// request context.
+// attemptRequest ties an attempt's request context to the attempt: while no response has
+// arrived, the attempt losing cancels the request.
+type attemptRequest struct {
+	cancel   context.CancelFunc
+	stop     func() bool
+	answered atomic.Bool
+}
+
+// newAttemptRequest returns the request context of the attempt whose context is attempt.
+// It is kept out of line: its frame would otherwise sit on the attempt goroutine's stack
+// under every call the attempt makes, and a goroutine that outgrows its first stack pays
+// for a copy on every attempt.
+//
+//go:noinline
+func newAttemptRequest(parent, attempt context.Context) (context.Context, *attemptRequest) {
+	ar := new(attemptRequest)
+	ctx, cancel := context.WithCancel(parent)
+	ar.cancel = cancel
+	ar.stop = afterFunc(attempt, ar.lost)
+	return ctx, ar
+}
+
+func (ar *attemptRequest) lost() {
+	if !ar.answered.Load() {
+		ar.cancel()
+	}
+}
+
+// end unhooks the request from the attempt and cancels it.
+func (ar *attemptRequest) end() {
+	ar.stop()
+	ar.cancel()
+}
+
+// afterFunc is context.AfterFunc, calling the attempt context's own AfterFunc directly when
+// it has one (the core's does): the context package's general path costs allocations.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
+}
+
+// attemptBody is a successful attempt's response body: reading it to the end or closing it
+// ends the attempt's request context and unhooks it from the attempt's, before the core
+// cancels that one.
 type attemptBody struct {
 	io.ReadCloser
-	stop   func() bool
-	cancel context.CancelFunc
+	ar *attemptRequest
+}
+
+func (b *attemptBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ar.stop()
+	}
+	return n, err
 }
 
 func (b *attemptBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.stop()
-	b.cancel()
+	b.ar.end()
 	return err
 }
 
@@ -155,7 +196,7 @@ const drainTimeout = 250 * time.Millisecond
 // connection back in the pool; one closed early makes it close the connection.
 func drainAndClose(rc io.ReadCloser, limit int64) {
 	if b, ok := rc.(*attemptBody); ok {
-		t := time.AfterFunc(drainTimeout, b.cancel)
+		t := time.AfterFunc(drainTimeout, b.ar.cancel)
 		defer t.Stop()
 	}
 	io.CopyN(io.Discard, rc, limit)
