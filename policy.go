@@ -1,7 +1,6 @@
 package hedge
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -257,9 +256,6 @@ func (p *Policy) MeasuredAt(now time.Time) Measured {
 	}
 	if u := p.overloadUntil.Load(); u != 0 {
 		m.OverloadUntil = time.Unix(0, u)
-	}
-	if math.IsNaN(m.Budget) {
-		m.Budget = 0
 	}
 	return m
 }
