@@ -409,3 +409,19 @@ func TestLimitAndBreakerChangesAreEvents(t *testing.T) {
 		t.Fatalf("BreakerChanged states %v, want [open]", states)
 	}
 }
+
+func TestHedgeRefusedByTheLimitSpendsNoBudget(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond),
+		Limit: &limit.Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}})
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(t0)
+	before := p.MeasuredAt(t0).Budget
+	if acts := c.TimerFired(t0.Add(20 * time.Millisecond)); has(acts, hedge.StartAttempt) {
+		t.Fatal("a hedge beyond the limit started")
+	}
+	m := p.MeasuredAt(t0.Add(20 * time.Millisecond))
+	if m.Budget != before || m.Suppressed[hedge.ReasonLimit] != 1 || m.InFlight != 1 {
+		t.Errorf("budget %v → %v, suppressed(limit) %d, in flight %d; want the budget untouched, 1, 1",
+			before, m.Budget, m.Suppressed[hedge.ReasonLimit], m.InFlight)
+	}
+}
