@@ -231,30 +231,21 @@ func (c *Call) Start(now time.Time) []Action {
 // startAttempt takes a limit permit and records a new attempt. It reports false when the
 // limit refused.
 func (c *Call) startAttempt(now time.Time, hedge, retry bool) bool {
-	permit, ok := c.acquire(now)
-	if !ok {
-		return false
+	p := c.p
+	var permit limit.Permit
+	if p.lim != nil {
+		var ok bool
+		if permit, ok = p.lim.Acquire(now); !ok {
+			return false
+		}
 	}
-	c.addAttempt(now, hedge, retry, permit)
-	return true
-}
-
-// acquire takes a permit from the adaptive limit, if the policy has one.
-func (c *Call) acquire(now time.Time) (limit.Permit, bool) {
-	if c.p.lim == nil {
-		return limit.Permit{}, true
-	}
-	return c.p.lim.Acquire(now)
-}
-
-// addAttempt records a new attempt holding permit and tells the driver to start it.
-func (c *Call) addAttempt(now time.Time, hedge, retry bool, permit limit.Permit) {
 	k := len(c.attempts)
-	c.attempts = append(c.attempts, attempt{start: now, hedge: hedge, retry: retry, permit: permit, hasPermit: c.p.lim != nil})
+	c.attempts = append(c.attempts, attempt{start: now, hedge: hedge, retry: retry, permit: permit, hasPermit: p.lim != nil})
 	c.inflight++
 	c.lastStart = now
 	c.act(Action{Kind: StartAttempt, Attempt: k, Hedge: hedge, Retry: retry})
 	c.emit(Event{Kind: AttemptStarted, Time: now, Attempt: k, Hedge: hedge, Retry: retry})
+	return true
 }
 
 // maybeHedge sends every hedge that is due at now and arms the timer for the next one.
@@ -318,16 +309,12 @@ func (c *Call) tryHedge(now time.Time) {
 	p := c.p
 	reason := c.gate(now)
 	if reason == ReasonNone {
-		// The permit first: a hedge the limit refuses must not spend the budget.
-		if permit, ok := c.acquire(now); !ok {
-			reason = ReasonLimit
-		} else if !p.bud.TryWithdraw(now) {
+		if !p.bud.TryWithdraw(now) {
 			reason = ReasonBudget
-			if p.lim != nil {
-				p.lim.Release(now, permit, limit.Ignored)
-			}
-		} else {
-			c.addAttempt(now, true, false, permit)
+		} else if !c.startAttempt(now, true, false) {
+			// The limit sits inside the hedge: the hedge was funded, and its attempt refused.
+			// The withdrawal stands; a client whose limit is full should hedge less, not more.
+			reason = ReasonLimit
 		}
 	}
 	if reason != ReasonNone {

@@ -410,7 +410,11 @@ func TestLimitAndBreakerChangesAreEvents(t *testing.T) {
 	}
 }
 
-func TestHedgeRefusedByTheLimitSpendsNoBudget(t *testing.T) {
+// The limit sits inside the hedge: the gates fund a hedge from the budget, then its attempt
+// asks the limit for a permit and is refused at once. The budget stays spent, which is what
+// keeps a saturated client from hedging more: in the simulator, refunding it made the p99 at
+// 95 % load worse (256 ms against 203 ms with "hedge, default budget, adaptive limit").
+func TestHedgeRefusedByTheLimitIsFundedThenRefused(t *testing.T) {
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond),
 		Limit: &limit.Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}})
 	c := p.NewCall(hedge.CallOptions{})
@@ -420,8 +424,8 @@ func TestHedgeRefusedByTheLimitSpendsNoBudget(t *testing.T) {
 		t.Fatal("a hedge beyond the limit started")
 	}
 	m := p.MeasuredAt(t0.Add(20 * time.Millisecond))
-	if m.Budget != before || m.Suppressed[hedge.ReasonLimit] != 1 || m.InFlight != 1 {
-		t.Errorf("budget %v → %v, suppressed(limit) %d, in flight %d; want the budget untouched, 1, 1",
+	if m.Budget != before-1 || m.Suppressed[hedge.ReasonLimit] != 1 || m.InFlight != 1 {
+		t.Errorf("budget %v → %v, suppressed(limit) %d, in flight %d; want one withdrawal, 1, 1",
 			before, m.Budget, m.Suppressed[hedge.ReasonLimit], m.InFlight)
 	}
 }
