@@ -21,8 +21,12 @@ const (
 type Criticality uint8
 
 const (
+	// CriticalityDefault is a call that says nothing about its criticality.
 	CriticalityDefault Criticality = iota
+	// Critical is a call the user is waiting on; it is hedged as any other.
 	Critical
+	// Sheddable is a call that may be dropped under pressure (prefetches, batch work): with
+	// Config.Criticality set it is never hedged.
 	Sheddable
 )
 
