@@ -1,9 +1,12 @@
 // Package hedgetest helps test code that uses hedging policies: a clock that
 // moves only when the test says so, to drive the explicit-time methods of the
-// hedge packages (which take now time.Time) through exact scenarios.
+// hedge packages (which take now time.Time) through exact scenarios, and
+// scripted attempt functions that answer when and how a test says, for
+// running hedge.Do inside a testing/synctest bubble.
 //
-// It imports nothing from the rest of the module, so any package's tests can
-// use it.
+// It imports the root package hedge (for [Script]), so the internal tests of
+// package hedge and of the packages it imports cannot use it; their explicit-time
+// methods take plain times instead.
 package hedgetest
 
 import (

@@ -1,9 +1,11 @@
 package hedgetest_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/hedgetest"
 )
 
@@ -31,4 +33,17 @@ func ExampleNewManualClock() {
 	fmt.Println(clock.Now().Format(time.StampMilli))
 	// Output:
 	// Mar  1 09:00:01.200
+}
+
+// Script plays a scenario as Do's attempt function: here the first attempt hangs and the
+// hedge answers. In a testing/synctest bubble the waits take no real time.
+func ExampleScript() {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(5 * time.Millisecond)})
+	var lg hedge.Log
+	v, err := hedge.Do(hedge.WithLog(context.Background(), &lg), p, hedgetest.Script(
+		hedgetest.Answer[string]{Stuck: true},
+		hedgetest.Answer[string]{Value: "from the hedge"},
+	))
+	fmt.Println(v, err, len(lg.Attempts), "attempts")
+	// Output: from the hedge <nil> 2 attempts
 }

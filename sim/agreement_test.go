@@ -10,6 +10,7 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/hedgetest"
 	"github.com/hedgekit/hedge/sim"
 )
 
@@ -69,25 +70,16 @@ func TestDriversAgree(t *testing.T) {
 
 // scriptedAttempt plays script s as an attempt function for Do.
 func scriptedAttempt(s sim.Script) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
-		info, _ := hedge.AttemptFrom(ctx)
-		k := info.Index
-		if k >= len(s.Latencies) || s.Latencies[k] < 0 {
-			<-ctx.Done()
-			return "", ctx.Err()
-		}
-		select {
-		case <-time.After(s.Latencies[k]):
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
+	answers := make([]hedgetest.Answer[string], len(s.Latencies))
+	for k, d := range s.Latencies {
+		a := hedgetest.Answer[string]{After: d, Value: fmt.Sprint("attempt ", k), Stuck: d < 0}
 		if k < len(s.Outcomes) && s.Outcomes[k].Class != hedge.Success {
-			err := s.Outcomes[k].Err
+			a.Value, a.Err = "", s.Outcomes[k].Err
 			if s.Outcomes[k].Class == hedge.Permanent {
-				err = hedge.MarkPermanent(err)
+				a.Err = hedge.MarkPermanent(a.Err)
 			}
-			return "", err
 		}
-		return fmt.Sprint("attempt ", k), nil
+		answers[k] = a
 	}
+	return hedgetest.Script(answers...)
 }

@@ -1,0 +1,52 @@
+package hedgetest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/hedgetest"
+)
+
+func TestScriptPlaysEachAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Attempts: 3,
+			Budget: budget.Config{Unlimited: true}})
+		fail := errors.New("503")
+		start := time.Now()
+		var lg hedge.Log
+		v, err := hedge.Do(hedge.WithLog(t.Context(), &lg), p, hedgetest.Script(
+			hedgetest.Answer[string]{After: 100 * time.Millisecond, Value: "primary"},
+			hedgetest.Answer[string]{After: time.Millisecond, Err: fail},
+			hedgetest.Answer[string]{After: 2 * time.Millisecond, Value: "second hedge"},
+		))
+		if err != nil || v != "second hedge" {
+			t.Fatalf("Do = %q, %v", v, err)
+		}
+		// hedge 1 at 10ms fails at 11ms; hedge 2 one threshold after hedge 1 started, at 20ms,
+		// answers at 22ms.
+		if got := time.Since(start); got != 22*time.Millisecond {
+			t.Errorf("answered after %v, want 22ms", got)
+		}
+		if want := "3 attempts over 22ms: hedge failed (1ms), at 10ms, hedge Ok (2ms), at 20ms, discarded (22ms)"; lg.String() != want {
+			t.Errorf("log %q, want %q", lg, want)
+		}
+	})
+}
+
+func TestScriptStuckAttemptsWaitForTheirContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+		defer cancel()
+		fn := hedgetest.Script[int]() // every attempt is beyond the script: stuck
+		start := time.Now()
+		_, err := fn(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 30*time.Millisecond {
+			t.Fatalf("stuck attempt returned %v after %v; want DeadlineExceeded at 30ms", err, time.Since(start))
+		}
+	})
+}
