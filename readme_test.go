@@ -12,8 +12,8 @@ import (
 )
 
 // TestReadmeExamplesMatchExampleFunctions keeps README.md honest: every code block marked
-// <!-- example: Name --> must appear, line for line, in the body of the Example function Name,
-// which go test compiles and runs.
+// <!-- example: Name --> must appear, line for line, in the body of the Example function (or
+// TestReadme… function) Name, which go test compiles and runs.
 func TestReadmeExamplesMatchExampleFunctions(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -40,7 +40,7 @@ func TestReadmeExamplesMatchExampleFunctions(t *testing.T) {
 
 func exampleBodies(t *testing.T) map[string][]string {
 	bodies := map[string][]string{}
-	for _, dir := range []string{".", "hedgehttp"} {
+	for _, dir := range []string{".", "hedgehttp", "hedgetest"} {
 		exampleBodiesIn(t, dir, bodies)
 	}
 	return bodies
@@ -66,7 +66,7 @@ func exampleBodiesIn(t *testing.T, dir string, bodies map[string][]string) {
 		}
 		for _, d := range file.Decls {
 			fn, ok := d.(*ast.FuncDecl)
-			if !ok || !strings.HasPrefix(fn.Name.Name, "Example") {
+			if !ok || !strings.HasPrefix(fn.Name.Name, "Example") && !strings.HasPrefix(fn.Name.Name, "TestReadme") {
 				continue
 			}
 			text := string(src[fset.Position(fn.Body.Lbrace).Offset+1 : fset.Position(fn.Body.Rbrace).Offset])

@@ -50,3 +50,19 @@ func TestScriptStuckAttemptsWaitForTheirContext(t *testing.T) {
 		}
 	})
 }
+
+// TestReadmeSnippet is the README's example of testing Do in a bubble, checked.
+func TestReadmeSnippet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond)})
+		start := time.Now()
+		v, _ := hedge.Do(t.Context(), p, hedgetest.Script(
+			hedgetest.Answer[string]{Stuck: true},                          // the primary hangs
+			hedgetest.Answer[string]{After: time.Millisecond, Value: "ok"}, // the hedge answers
+		))
+		// v == "ok", time.Since(start) == 11ms
+		if v != "ok" || time.Since(start) != 11*time.Millisecond {
+			t.Fatalf("v = %q after %v; want ok after 11ms", v, time.Since(start))
+		}
+	})
+}
