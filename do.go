@@ -52,15 +52,11 @@ func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) 
 	return v, func() { stop(); w.cancel(context.Canceled) }, err
 }
 
-// driver is the reusable part of a call in Do: its state machine. Only the goroutine in Do
-// touches it, so it can return to the pool when Do returns, whatever losing attempts are still
-// doing. Timers and channels are not pooled: each belongs to the testing/synctest bubble that
-// made it, and a pooled one would cross bubbles.
-type driver struct {
-	call Call
-}
-
-var drivers = sync.Pool{New: func() any { return new(driver) }}
+// calls pools the state machines Do drives. Only the goroutine in Do touches a Call, so it can
+// return to the pool when Do returns, whatever losing attempts are still doing. Timers and
+// channels are not pooled: each belongs to the testing/synctest bubble that made it, and a
+// pooled one would cross bubbles.
+var calls = sync.Pool{New: func() any { return new(Call) }}
 
 // wakeUp is the attempt index a timer sends on the answers channel. One slot of the channel is
 // kept for it, and the send never blocks: a second wake-up while one is pending adds nothing.
@@ -107,8 +103,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		return zero, nil, err
 	}
 	opts := optionsFrom(ctx)
-	d := drivers.Get().(*driver)
-	c := &d.call
+	c := calls.Get().(*Call)
 	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
 	// The channel carries attempt indexes, not answers: an element without pointers keeps
 	// the channel to one allocation.
@@ -245,7 +240,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	}
 	err := c.Err()
 	c.drop()
-	drivers.Put(d)
+	calls.Put(c)
 	if pan != nil {
 		panic(pan)
 	}

@@ -75,7 +75,7 @@ func TestLosingResponseIsDrainedAndItsConnectionReused(t *testing.T) {
 			t.Fatalf("call %d: body of %d bytes, want %d", i, len(b), len(body))
 		}
 	}
-	if m := tr.Measured()[canonicalName(mustReq(t, srv.URL))]; m.HedgesStarted != calls {
+	if m := tr.Measured()[canonicalURL(t, srv.URL)]; m.HedgesStarted != calls {
 		t.Fatalf("hedges started %d, want %d (every call hedged)", m.HedgesStarted, calls)
 	}
 	n := newConns.Load()
@@ -83,12 +83,4 @@ func TestLosingResponseIsDrainedAndItsConnectionReused(t *testing.T) {
 	if n > calls/2 {
 		t.Errorf("%d new connections for %d calls: losing responses are not drained, their connections are torn down", n, calls)
 	}
-}
-
-func mustReq(t *testing.T, url string) *http.Request {
-	r, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
