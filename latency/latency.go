@@ -208,7 +208,10 @@ func (e *Estimator) Config() Config { return e.cfg }
 // that claims a stale slot zeroes it, and a sample another goroutine adds to
 // that slot at the same moment may be zeroed with the old ones. This loses at
 // most a few samples per slot width, which a quantile of a window does not
-// notice, and avoids a lock on every sample.
+// notice, and avoids a lock on every sample. For the same reason a sample from
+// a recorder a whole Window behind the others (descheduled between checking
+// the slot and adding to it) can land in the slot's newer epoch; in practice
+// concurrent recorders are microseconds apart, never a Window.
 func (e *Estimator) Record(now time.Time, d time.Duration) {
 	rel := e.offset(now)
 	ep := floorDiv(rel, e.slotWidth)

@@ -349,10 +349,13 @@ func TestConcurrentAcrossSlots(t *testing.T) {
 	end := base.Add(each * 100 * time.Microsecond)
 	// The window at end holds the last 15 slots of 10ms, 100 records per
 	// slot per goroutine. Resets racing with recorders lose some (more
-	// under the race detector, which slows the reset loop down), but none
-	// are invented.
-	if n := e.Count(end); n > goroutines*1500 || n < goroutines*1500/2 {
-		t.Errorf("Count at end = %d, want at most %d and not much less", n, goroutines*1500)
+	// under the race detector, which slows the reset loop down). These
+	// goroutines run up to a whole window apart, so when a slot rolls over,
+	// each of the others may have one older sample in flight that lands in
+	// the new epoch: at most (goroutines-1) per slot, 15 slots.
+	slack := (goroutines - 1) * 15
+	if n := e.Count(end); n > goroutines*1500+slack || n < goroutines*1500/2 {
+		t.Errorf("Count at end = %d, want at most %d+%d and not much less", n, goroutines*1500, slack)
 	}
 	if d, ok := e.Threshold(); !ok || d < 900*time.Microsecond || d > 1100*time.Microsecond {
 		t.Errorf("Threshold = %v, %v; want about 1ms", d, ok)
