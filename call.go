@@ -367,7 +367,7 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	a.endSeq = c.ended
 	dur := now.Sub(a.start)
 	if o.Class == Success {
-		a.result = Ok
+		a.result = OK
 		c.release(now, a, limit.Success)
 		p.recordLatency(now, dur)
 		c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})

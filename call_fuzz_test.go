@@ -107,10 +107,10 @@ func FuzzCall(f *testing.F) {
 			lg := c.Log()
 			ok := false
 			for _, a := range lg.Attempts {
-				ok = ok || (a.Index == w && a.Result == hedge.Ok)
+				ok = ok || (a.Index == w && a.Result == hedge.OK)
 			}
 			if !ok {
-				t.Fatalf("winner %d is not Ok in the log %s", w, lg)
+				t.Fatalf("winner %d is not OK in the log %s", w, lg)
 			}
 		} else if c.Err() == nil {
 			t.Fatal("no winner and no error")

@@ -67,7 +67,7 @@ func TestCallStateMachineScript(t *testing.T) {
 	if !c.Done() || c.Winner() != 2 || c.Err() != nil {
 		t.Fatalf("done %v winner %d err %v", c.Done(), c.Winner(), c.Err())
 	}
-	want := "3 attempts over 45ms: hedge failed (2ms), at 20ms, hedge Ok (5ms), at 40ms, discarded (45ms)"
+	want := "3 attempts over 45ms: hedge failed (2ms), at 20ms, hedge OK (5ms), at 40ms, discarded (45ms)"
 	if got := c.Log().String(); got != want {
 		t.Errorf("log %q\nwant %q", got, want)
 	}
@@ -88,7 +88,7 @@ func TestCallRetryScript(t *testing.T) {
 	if got := actions(c.AttemptDone(ms(40), 1, hedge.Outcome{Class: hedge.Success})); got != "finish 1" {
 		t.Fatalf("success: %q", got)
 	}
-	if got, want := c.Log().String(), "2 attempts over 40ms: failed (2ms), retry Ok (8ms), at 32ms"; got != want {
+	if got, want := c.Log().String(), "2 attempts over 40ms: failed (2ms), retry OK (8ms), at 32ms"; got != want {
 		t.Errorf("log %q, want %q", got, want)
 	}
 }

@@ -48,7 +48,7 @@ func TestSlowPrimaryIsAnsweredByTheHedgeAtTheRightTime(t *testing.T) {
 		if got := time.Since(start); got != 41*time.Millisecond {
 			t.Errorf("answered after %v, want 41ms (hedge at 40ms + 1ms)", got)
 		}
-		if want := "2 attempts over 41ms: hedge Ok (1ms), at 40ms, discarded (41ms)"; lg.String() != want {
+		if want := "2 attempts over 41ms: hedge OK (1ms), at 40ms, discarded (41ms)"; lg.String() != want {
 			t.Errorf("log = %q, want %q", lg.String(), want)
 		}
 		m := p.Measured()

@@ -39,7 +39,7 @@ func ExampleAfter() {
 	fmt.Println(len(lg.Attempts), "attempts; first to end:", lg.Attempts[0].Result, "hedge:", lg.Attempts[0].Hedge)
 	// Output:
 	// from the hedge <nil>
-	// 2 attempts; first to end: Ok hedge: true
+	// 2 attempts; first to end: OK hedge: true
 }
 
 // AtQuantile learns the threshold from the calls themselves. It stays silent until it has
@@ -115,7 +115,7 @@ func ExampleConfig_observer() {
 	// HedgeStarted after 20ms
 	// HedgeWon attempt 1 ran 3ms
 	// HedgeDiscarded attempt 0 ran 23ms
-	// 2 attempts over 23ms: hedge Ok (3ms), at 20ms, discarded (23ms)
+	// 2 attempts over 23ms: hedge OK (3ms), at 20ms, discarded (23ms)
 	// HedgeSuppressed not repeatable
 }
 

@@ -11,7 +11,7 @@ type Result uint8
 
 const (
 	Running   Result = iota // still in flight (only in a log taken mid-call)
-	Ok                      // answered with success; the winner
+	OK                      // answered with success; the winner
 	Failed                  // answered with a failure
 	Discarded               // lost the race and was cancelled
 	Cancelled               // cancelled because the caller gave up
@@ -21,8 +21,8 @@ func (r Result) String() string {
 	switch r {
 	case Running:
 		return "running"
-	case Ok:
-		return "Ok"
+	case OK:
+		return "OK"
 	case Failed:
 		return "failed"
 	case Discarded:
@@ -52,7 +52,7 @@ type Log struct {
 
 // String renders the log on one line, for example
 //
-//	2 attempts over 41ms: hedge Ok (1ms), at 40ms, discarded (41ms)
+//	2 attempts over 41ms: hedge OK (1ms), at 40ms, discarded (41ms)
 //
 // Attempts appear in the order they ended; each says whether it was a hedge or a retry, how
 // it ended, how long it ran and, when it did not start with the call, when it started.

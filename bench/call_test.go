@@ -11,7 +11,7 @@ import (
 // BenchmarkCall is the decision state machine alone, driven with explicit
 // times and no goroutines, timers or channels: the share of Do's cost that is
 // hedging logic rather than concurrency plumbing. One op = Reset, Start, the
-// first attempt answering Ok, as in BenchmarkDo/*-no-fire.
+// first attempt answering OK, as in BenchmarkDo/*-no-fire.
 func BenchmarkCall(b *testing.B) {
 	b.Logf("sizeof(hedge.Call) = %d bytes", unsafe.Sizeof(hedge.Call{}))
 	for _, c := range []struct {

@@ -32,7 +32,7 @@ func TestScriptPlaysEachAttempt(t *testing.T) {
 		if got := time.Since(start); got != 22*time.Millisecond {
 			t.Errorf("answered after %v, want 22ms", got)
 		}
-		if want := "3 attempts over 22ms: hedge failed (1ms), at 10ms, hedge Ok (2ms), at 20ms, discarded (22ms)"; lg.String() != want {
+		if want := "3 attempts over 22ms: hedge failed (1ms), at 10ms, hedge OK (2ms), at 20ms, discarded (22ms)"; lg.String() != want {
 			t.Errorf("log %q, want %q", lg, want)
 		}
 	})

@@ -23,19 +23,19 @@ func TestScriptCall(t *testing.T) {
 		wantErr error
 	}{
 		{"fast primary, no hedge", hedge.Config{Trigger: hedge.After(20 * ms), Budget: unlimited},
-			Script{Latencies: []time.Duration{10 * ms}}, "1 attempt over 10ms: Ok (10ms)", nil},
+			Script{Latencies: []time.Duration{10 * ms}}, "1 attempt over 10ms: OK (10ms)", nil},
 		{"hedge wins", hedge.Config{Trigger: hedge.After(20 * ms), Budget: unlimited},
-			Script{Latencies: []time.Duration{100 * ms, 5 * ms}}, "2 attempts over 25ms: hedge Ok (5ms), at 20ms, discarded (25ms)", nil},
+			Script{Latencies: []time.Duration{100 * ms, 5 * ms}}, "2 attempts over 25ms: hedge OK (5ms), at 20ms, discarded (25ms)", nil},
 		{"primary wins the race", hedge.Config{Trigger: hedge.After(20 * ms), Budget: unlimited},
-			Script{Latencies: []time.Duration{30 * ms, 50 * ms}}, "2 attempts over 30ms: Ok (30ms), hedge discarded (10ms), at 20ms", nil},
+			Script{Latencies: []time.Duration{30 * ms, 50 * ms}}, "2 attempts over 30ms: OK (30ms), hedge discarded (10ms), at 20ms", nil},
 		{"three attempts", hedge.Config{Trigger: hedge.After(20 * ms), Attempts: 3, MaximumConcurrent: 3, Budget: unlimited},
-			Script{Latencies: []time.Duration{100 * ms, 100 * ms, 1 * ms}}, "3 attempts over 41ms: hedge Ok (1ms), at 40ms, discarded (41ms), hedge discarded (21ms), at 20ms", nil},
+			Script{Latencies: []time.Duration{100 * ms, 100 * ms, 1 * ms}}, "3 attempts over 41ms: hedge OK (1ms), at 40ms, discarded (41ms), hedge discarded (21ms), at 20ms", nil},
 		{"no trigger", hedge.Config{},
-			Script{Latencies: []time.Duration{100 * ms}}, "1 attempt over 100ms: Ok (100ms)", nil},
+			Script{Latencies: []time.Duration{100 * ms}}, "1 attempt over 100ms: OK (100ms)", nil},
 		{"tied: the first to start service cancels the other", hedge.Config{Trigger: hedge.Tied(), Budget: unlimited},
-			Script{Latencies: []time.Duration{7 * ms, 3 * ms}, ReportService: true}, "2 attempts over 7ms: hedge discarded (0s), Ok (7ms)", nil},
+			Script{Latencies: []time.Duration{7 * ms, 3 * ms}, ReportService: true}, "2 attempts over 7ms: hedge discarded (0s), OK (7ms)", nil},
 		{"tied without service reports: a plain race", hedge.Config{Trigger: hedge.Tied(), Budget: unlimited},
-			Script{Latencies: []time.Duration{7 * ms, 3 * ms}}, "2 attempts over 3ms: hedge Ok (3ms), discarded (3ms)", nil},
+			Script{Latencies: []time.Duration{7 * ms, 3 * ms}}, "2 attempts over 3ms: hedge OK (3ms), discarded (3ms)", nil},
 		{"never answers", hedge.Config{},
 			Script{}, "1 attempt over 0s: running (0s)", ErrUnfinished},
 	} {
@@ -69,7 +69,7 @@ func TestScriptRetry(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	// The retry starts after the default 10ms backoff (no jitter), 4ms into the call.
-	if want := "2 attempts over 20ms: failed (4ms), retry Ok (6ms), at 14ms"; log.String() != want {
+	if want := "2 attempts over 20ms: failed (4ms), retry OK (6ms), at 14ms"; log.String() != want {
 		t.Errorf("log %q\nwant %q", log.String(), want)
 	}
 }

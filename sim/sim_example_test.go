@@ -57,5 +57,5 @@ func ExampleScriptCall() {
 	start := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	log, err := sim.ScriptCall(p, start, []time.Duration{100 * time.Millisecond, 5 * time.Millisecond})
 	fmt.Println(log, err)
-	// Output: 2 attempts over 25ms: hedge Ok (5ms), at 20ms, discarded (25ms) <nil>
+	// Output: 2 attempts over 25ms: hedge OK (5ms), at 20ms, discarded (25ms) <nil>
 }
