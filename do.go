@@ -107,7 +107,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
 	// The channel carries attempt indexes, not answers: an element without pointers keeps
 	// the channel to one allocation.
-	answers := make(chan int32, p.cfg.attempts+1)
+	answers := make(chan int32, 2*p.cfg.attempts+1) // every attempt, every resend, a wake-up
 	var inline [inlineAttempts]*attemptRun[T]
 	atts := inline[:0]
 	var (
@@ -141,7 +141,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 			switch a.Kind {
 			case StartAttempt:
 				r := &attemptRun[T]{fn: fn, answers: answers, discard: discard}
-				r.parent, r.info = ctx, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry}
+				r.parent, r.info = ctx, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}
 				atts = append(atts, r)
 				go r.run()
 			case CancelAttempt:
