@@ -111,9 +111,10 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	c := calls.Get().(*Call)
 	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
 	// The channel carries attempt indexes, not answers: an element without pointers keeps
-	// the channel to one allocation. It has a slot for each attempt's answer, one for each
-	// attempt's start signal and one for the timer, so no send on it ever blocks.
-	answers := make(chan int32, 2*p.cfg.attempts+1)
+	// the channel to one allocation. It has a slot for each attempt's answer and one for each
+	// attempt's start signal — attempts, plus as many resends of attempts that never reached
+	// the dependency — and one for the timer, so no send on it ever blocks.
+	answers := make(chan int32, 4*p.cfg.attempts+1)
 	var inline [inlineAttempts]*attemptRun[T]
 	atts := inline[:0]
 	var (
@@ -147,7 +148,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 			switch a.Kind {
 			case StartAttempt:
 				r := &attemptRun[T]{fn: fn, discard: discard}
-				r.parent, r.answers, r.info = ctx, answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry}
+				r.parent, r.answers, r.info = ctx, answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}
 				atts = append(atts, r)
 				go r.run()
 			case CancelAttempt:
