@@ -368,11 +368,51 @@ type unaryCall struct {
 	i      *Interceptor
 	method string
 	req    any
-	reply  proto.Message
+	reply  protoreflect.MessageType // the caller's reply type; attempts never touch the reply
 	cc     *grpc.ClientConn
 	invk   grpc.UnaryInvoker
 	co     callOptions
 	answer atomic.Int32 // order in which attempts answered
+
+	// The caller's request is read by attempts until they return: the interceptor waits for
+	// the (already cancelled) losers before it returns, so that the caller may reuse the
+	// request at once, as it may after a plain call.
+	mu     sync.Mutex
+	active int
+	closed bool
+	idle   chan struct{}
+}
+
+// enter reports whether an attempt may still use the call's request.
+func (c *unaryCall) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.active++
+	return true
+}
+
+func (c *unaryCall) leave() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active--; c.active == 0 && c.idle != nil {
+		close(c.idle)
+	}
+}
+
+// close waits until no attempt uses the request any more, and keeps new ones from starting.
+func (c *unaryCall) close() {
+	c.mu.Lock()
+	c.closed = true
+	if c.active == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.idle = make(chan struct{})
+	c.mu.Unlock()
+	<-c.idle
 }
 
 // UnaryClient is a grpc.UnaryClientInterceptor: it sends the call under its method's policy,
@@ -384,12 +424,13 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 		return invoker(ctx, fullMethod, req, reply, cc, opts...) // cannot be copied per attempt
 	}
 	m := i.method(fullMethod)
-	c := &unaryCall{routeCtx: routeCtx{Context: ctx}, i: i, method: fullMethod, req: req, reply: rm, cc: cc, invk: invoker, co: splitOptions(opts)}
+	c := &unaryCall{routeCtx: routeCtx{Context: ctx}, i: i, method: fullMethod, req: req, reply: rm.ProtoReflect().Type(), cc: cc, invk: invoker, co: splitOptions(opts)}
 	dctx := context.Context(&c.routeCtx)
 	if !m.repeatableFor(ctx) && hedge.RepeatabilityFrom(ctx) != hedge.NotRepeatable {
 		dctx = hedge.WithRepeatable(dctx, false)
 	}
 	r, err := hedge.Do(dctx, m.policy, c.attempt)
+	c.close()
 	if err == nil {
 		proto.Reset(rm)
 		proto.Merge(rm, r.reply)
@@ -401,7 +442,11 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 
 // attempt sends one attempt with its own reply message and its own header, trailer and peer.
 func (c *unaryCall) attempt(ctx context.Context) (*attemptResult, error) {
-	r := &attemptResult{reply: c.reply.ProtoReflect().New().Interface()}
+	if !c.enter() {
+		return nil, context.Canceled // the call is over: this attempt lost before it began
+	}
+	defer c.leave()
+	r := &attemptResult{reply: c.reply.New().Interface()}
 	// A slice of its own: attempts run at once, and must not append to a shared one.
 	r.opts = make([]grpc.CallOption, 0, len(c.co.rest)+3)
 	r.opts = append(r.opts, c.co.rest...)

@@ -516,6 +516,16 @@ func TestRepliesAreNotShared(t *testing.T) {
 	if p.Addr == nil || header == nil {
 		t.Fatalf("peer %v, header %v: not filled from the winner", p.Addr, header)
 	}
+	// The caller may reuse its request and reply as soon as the call returns, as after a
+	// plain call: no losing attempt touches them any more (the race detector checks).
+	req := &healthpb.HealthCheckRequest{}
+	for i := range 20 {
+		if err := cc.Invoke(t.Context(), checkMethod, req, reply); err != nil {
+			t.Fatal(err)
+		}
+		req.Service = fmt.Sprint(i)
+		reply.Status = healthpb.HealthCheckResponse_UNKNOWN
+	}
 }
 
 func TestCallerCancellation(t *testing.T) {

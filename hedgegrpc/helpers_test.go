@@ -66,6 +66,7 @@ type backend struct {
 	calls     atomic.Int32
 	cancelled atomic.Int32 // handlers that returned because their context was done
 	check     func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error)
+	dialer    func(context.Context, string) (net.Conn, error) // bufconn only
 	watch     func(b *backend, req *healthpb.HealthCheckRequest, s grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error
 }
 
@@ -206,9 +207,8 @@ func startBufconn(t *testing.T, hi *Interceptor, be *backend, opts ...grpc.Serve
 	healthpb.RegisterHealthServer(srv, be)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
-	dopts := append(hi.DialOptions(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	be.dialer = func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }
+	dopts := append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
 	cc, err := grpc.NewClient("passthrough:///bufconn", dopts...)
 	if err != nil {
 		t.Fatal(err)

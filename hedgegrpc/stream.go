@@ -67,6 +67,10 @@ func (s *hedgedStream) SendMsg(m any) error {
 	if s.started {
 		return errors.New("hedgegrpc: SendMsg on a server-streaming call after its request")
 	}
+	if pm, ok := m.(proto.Message); ok {
+		// Attempts send it later, some after the caller may have reused its own.
+		m = proto.Clone(pm)
+	}
 	s.req = m
 	return nil
 }
@@ -156,6 +160,7 @@ func (s *hedgedStream) race(typ proto.Message) {
 	if !m.repeatableFor(s.ctx) && hedge.RepeatabilityFrom(s.ctx) != hedge.NotRepeatable {
 		ctx = hedge.WithRepeatable(ctx, false)
 	}
+	mt := typ.ProtoReflect().Type() // read here: attempts must not touch the caller's message
 	attempt := func(ctx context.Context) (*streamAttempt, error) {
 		if info, _ := hedge.AttemptFrom(ctx); info.Index > 0 {
 			ctx = metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(info.Index))
@@ -172,7 +177,7 @@ func (s *hedgedStream) race(typ proto.Message) {
 		if err := cs.CloseSend(); err != nil {
 			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
 		}
-		first := typ.ProtoReflect().New().Interface()
+		first := mt.New().Interface()
 		switch err := cs.RecvMsg(first); err {
 		case nil:
 			a.first = first
