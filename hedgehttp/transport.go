@@ -102,6 +102,13 @@ type Config struct {
 // arrived is drained (up to ErrorBodyLimit bytes, for at most 250ms) and closed, so that its
 // connection is reused; a failing response (5xx but 501, 429, 408) never wins and
 // is returned only when every attempt failed, as the response of the last one that answered.
+//
+// Every attempt asks the server for a start signal ([StartSignalHeader]); a [Queue] answers
+// with an informational [StartedStatus] response when a worker starts the request, and the
+// Transport passes it on to the policy with [hedge.StartedService], through an
+// httptrace.ClientTrace joined to any trace the caller set on the request's context. With
+// [hedge.Tied], the first copy to start cancels the others. A server that sends no such
+// response changes nothing: the policy hedges on latency alone.
 type Transport struct {
 	cfg        Config
 	next       http.RoundTripper
