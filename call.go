@@ -15,7 +15,8 @@ type ActionKind uint8
 
 const (
 	// StartAttempt: send attempt Action.Attempt to the dependency (Action.Hedge says it is a
-	// concurrent copy; Action.Retry a sequential retry).
+	// concurrent copy; Action.Retry a sequential retry; Action.Resend that it replaces an
+	// attempt that never reached the dependency, and should go to another replica).
 	StartAttempt ActionKind = iota + 1
 	// CancelAttempt: stop waiting for attempt Action.Attempt and cancel it; its answer, if it
 	// still comes, is discarded.
@@ -46,6 +47,7 @@ type Action struct {
 	Attempt int
 	Hedge   bool
 	Retry   bool
+	Resend  bool
 	At      time.Time
 }
 
@@ -70,6 +72,9 @@ type attempt struct {
 	permit    limit.Permit
 	hasPermit bool
 	inService bool
+	resend    bool // replaces an attempt that never reached the dependency
+	unsent    bool // failed without reaching the dependency
+	local     bool // failed in a way that is one replica's, not the dependency's
 	permanent bool // failed with a Permanent outcome
 	endSeq    int
 }
@@ -118,6 +123,7 @@ type callState struct {
 	winner    int
 	err       error
 	ended     int
+	unsent    int   // attempts that never reached the dependency, resent at once
 	seq       int64 // this call's number in the policy, from 1
 	permanent bool  // an attempt failed Permanent: no new attempts start
 	won       int   // the attempt that succeeded, kept when a panic takes the win away; -1 if none
@@ -164,8 +170,13 @@ func (c *Call) Winner() int { return c.winner }
 // Err is the call's error: nil when an attempt won.
 func (c *Call) Err() error { return c.err }
 
-// Attempts is how many attempts have started.
+// Attempts is how many attempts have started, counting those that never reached the
+// dependency.
 func (c *Call) Attempts() int { return len(c.attempts) }
+
+// sent is how many attempts count against Config.Attempts: those that reached, or may still
+// reach, the dependency.
+func (c *Call) sent() int { return len(c.attempts) - c.unsent }
 
 // Log returns the record of the call's attempts, in the order they ended (those still
 // running last).
@@ -296,7 +307,7 @@ func (c *Call) startAttempt(now time.Time, hedge, retry bool) bool {
 
 // maybeHedge sends every hedge that is due at now and arms the timer for the next one.
 func (c *Call) maybeHedge(now time.Time) {
-	for c.hedging && !c.done && c.inflight > 0 && len(c.attempts) < c.p.cfg.attempts && c.inflight < c.p.cfg.maxConcurrent {
+	for c.hedging && !c.done && c.inflight > 0 && c.sent() < c.p.cfg.attempts && c.inflight < c.p.cfg.maxConcurrent {
 		if c.warm {
 			if at := c.lastStart.Add(c.threshold); at.After(now) {
 				c.arm(timerHedge, at)
@@ -420,6 +431,10 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	c.ended++
 	a.endSeq = c.ended
 	dur := now.Sub(a.start)
+	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts {
+		c.resend(now, k, o)
+		return c.acts
+	}
 	if o.Class == Success {
 		a.result = OK
 		c.release(now, a, limit.Success)
@@ -439,6 +454,8 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	}
 	a.result = Failed
 	a.err = o.Err
+	a.unsent = o.Unsent
+	a.local = o.Unsent || o.Ejected
 	a.permanent = o.Class == Permanent
 	if o.Overload {
 		c.release(now, a, limit.Dropped)
@@ -448,6 +465,14 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	}
 	c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur, Err: o.Err})
 	switch {
+	case o.Unsent:
+		// Resent as often as a call may: the dependency looks unreachable from here, and a
+		// retry after a backoff would only make the caller wait for the same answer.
+		if c.inflight > 0 {
+			c.maybeHedge(now)
+		} else {
+			c.fail(now, nil)
+		}
 	case o.Class == Permanent:
 		// The dependency gave a final answer: nothing new starts (no hedge, no retry). An
 		// attempt still running may yet succeed, and a success wins, so the call waits for
@@ -465,6 +490,28 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	return c.settle(now)
 }
 
+// resend replaces attempt k, which never reached the dependency, with a new attempt started
+// at once: nothing was sent, so sending it now is not a repeat (even for a call that is not
+// repeatable), spends no budget, and does not count against Attempts; the driver sends it to
+// another replica. The new attempt takes over k's limit permit and its place as a hedge or a
+// retry, and the next hedge is due one threshold after it. A call resends at most Attempts
+// times, so that a dependency none of whose replicas can be reached fails its calls fast.
+func (c *Call) resend(now time.Time, k int, o Outcome) {
+	a := &c.attempts[k]
+	a.result, a.err, a.unsent, a.local = Failed, o.Err, true, true
+	permit, hasPermit, hedge, retry := a.permit, a.hasPermit, a.hedge, a.retry
+	a.hasPermit = false
+	c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: hedge, Retry: retry, Duration: now.Sub(a.start), Err: o.Err})
+	c.unsent++
+	j := len(c.attempts)
+	c.attempts = append(c.attempts, attempt{start: now, hedge: hedge, retry: retry, resend: true, permit: permit, hasPermit: hasPermit})
+	c.inflight++
+	c.lastStart = now
+	c.act(Action{Kind: StartAttempt, Attempt: j, Hedge: hedge, Retry: retry, Resend: true})
+	c.emit(Event{Kind: AttemptStarted, Time: now, Attempt: j, Hedge: hedge, Retry: retry})
+	c.maybeHedge(now)
+}
+
 // retryOrFail schedules a sequential retry after a failure with nothing else in flight, or
 // ends the call when no retry may be made.
 func (c *Call) retryOrFail(now time.Time) {
@@ -472,7 +519,7 @@ func (c *Call) retryOrFail(now time.Time) {
 	switch {
 	case c.permanent:
 		c.fail(now, nil) // an attempt's final answer: no retry
-	case len(c.attempts) >= p.cfg.attempts:
+	case c.sent() >= p.cfg.attempts:
 		c.fail(now, nil)
 	case c.opts.Repeatable == NotRepeatable:
 		c.fail(now, nil)
@@ -597,13 +644,25 @@ func (c *Call) releasePermit(now time.Time, p limit.Permit, o limit.Outcome) {
 
 // fail ends the call with every attempt's error, naming the most informative one: a
 // Permanent failure (the dependency's own final answer) over retriable ones, and among
-// equals the last to answer.
+// equals the last to answer. The breaker protects the dependency, not one replica: a call
+// counts as a failure only when an attempt failed at a replica in good standing; one whose
+// attempts all failed before reaching the dependency, or at replicas that outlier detection
+// has ejected, says nothing about the dependency and is ignored. A call ended by a final
+// answer counts as a success: the dependency responded. When no attempt reached the
+// dependency, the cause is [ErrUnreachable].
 func (c *Call) fail(now time.Time, cause error) {
 	errs := make([]error, 0, len(c.attempts))
+	o, unsent := breaker.Ignored, 0
 	var main error
 	best := -1
 	for i := range c.attempts {
 		a := &c.attempts[i]
+		if a.result == Failed && !a.local {
+			o = breaker.Failure
+		}
+		if a.unsent {
+			unsent++
+		}
 		if a.err == nil {
 			continue
 		}
@@ -613,13 +672,15 @@ func (c *Call) fail(now time.Time, cause error) {
 			best, main = i, a.err
 		}
 	}
+	if cause == nil && unsent > 0 && unsent == len(errs) {
+		cause = ErrUnreachable
+	}
 	var err error
 	if len(errs) == 0 && cause != nil {
 		err = cause
 	} else {
 		err = &AttemptsError{Attempts: errs, Err: main, Cause: cause}
 	}
-	o := breaker.Failure
 	if c.permanent {
 		o = breaker.Success // a final answer from a responsive dependency
 	}

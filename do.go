@@ -81,12 +81,17 @@ var calls = sync.Pool{New: func() any { return new(Call) }}
 // kept for it, and the send never blocks: a second wake-up while one is pending adds nothing.
 const wakeUp = -1
 
+// startSignal is what an attempt sends on the answers channel when its server reports that it
+// started work on it (see [StartedService]): startSignal - k for attempt k, below wakeUp.
+// Each attempt sends it at most once, and the channel keeps one slot per attempt for it, so
+// the send never blocks either.
+const startSignal = -2
+
 // attemptRun is one attempt in Do: its context, what it runs, and its answer. One
 // allocation per attempt carries all of it.
 type attemptRun[T any] struct {
 	attemptCtx
 	fn      func(context.Context) (T, error)
-	answers chan<- int32 // the attempt's index, once v and err are set
 	discard func(T, error)
 	v       T
 	err     error
@@ -134,8 +139,10 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	c := calls.Get().(*Call)
 	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
 	// The channel carries attempt indexes, not answers: an element without pointers keeps
-	// the channel to one allocation.
-	answers := make(chan int32, p.cfg.attempts+1)
+	// the channel to one allocation. It has a slot for each attempt's answer and one for each
+	// attempt's start signal — attempts, plus as many resends of attempts that never reached
+	// the dependency — and one for the timer, so no send on it ever blocks.
+	answers := make(chan int32, 4*p.cfg.attempts+1)
 	var inline [inlineAttempts]*attemptRun[T]
 	atts := inline[:0]
 	var (
@@ -168,8 +175,8 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		for _, a := range acts {
 			switch a.Kind {
 			case StartAttempt:
-				r := &attemptRun[T]{fn: fn, answers: answers, discard: discard}
-				r.parent, r.info = ctx, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry}
+				r := &attemptRun[T]{fn: fn, discard: discard}
+				r.parent, r.answers, r.info = ctx, answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}
 				atts = append(atts, r)
 				go r.run()
 			case CancelAttempt:
@@ -220,6 +227,10 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				acts = c.TimerFired(now)
 				continue
 			}
+			if k < wakeUp {
+				acts = c.AttemptStartedService(now, int(startSignal-k))
+				continue
+			}
 			r := atts[k]
 			r.received = true
 			if r.lost {
@@ -251,8 +262,8 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	}
 	for pending > 0 {
 		k := <-answers
-		if k == wakeUp {
-			continue
+		if k < 0 {
+			continue // a timer or a start signal
 		}
 		pending--
 		r := atts[k] // an answer already on its way when its attempt was cancelled
@@ -311,7 +322,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 type attemptCtx struct {
 	parent   context.Context
 	info     AttemptInfo
+	answers  chan<- int32 // Do's event channel: the attempt's index, once its answer is set
 	state    atomic.Int32 // attemptRunning → attemptDelivered (answer sent) or attemptAbandoned
+	started  atomic.Bool  // the start signal was sent
 	lost     bool         // cancelled as a loser; owned by Do's goroutine
 	received bool         // Do has its answer; owned by Do's goroutine
 
@@ -339,10 +352,24 @@ func (a *attemptCtx) Err() error {
 }
 
 func (a *attemptCtx) Value(key any) any {
-	if key == (attemptInfoKey{}) {
+	switch key {
+	case attemptInfoKey{}:
 		return &a.info
+	case attemptKey{}:
+		return a
 	}
 	return a.parent.Value(key)
+}
+
+// attemptKey finds the attemptCtx under a context derived from it, for StartedService.
+type attemptKey struct{}
+
+// startedService sends the attempt's start signal to Do, once, while Do may still want it.
+func (a *attemptCtx) startedService() {
+	if a.answers == nil || a.state.Load() != attemptRunning || !a.started.CompareAndSwap(false, true) {
+		return
+	}
+	a.answers <- startSignal - int32(a.info.Index) // never blocks: one slot per attempt
 }
 
 func (a *attemptCtx) String() string { return "hedge.attemptCtx" }

@@ -25,6 +25,10 @@ var (
 	// ErrBudgetExhausted is the reason a failed call was not retried: the retry budget, shared
 	// with hedges, had nothing left.
 	ErrBudgetExhausted = errors.New("hedge: retry budget exhausted")
+	// ErrUnreachable is the cause of a failed call none of whose attempts reached the
+	// dependency (every one was refused, or failed its DNS lookup or TLS handshake, before
+	// anything was sent): the *[AttemptsError] that wraps it lists each attempt's error.
+	ErrUnreachable = errors.New("hedge: no attempt reached the dependency")
 )
 
 // sentinel is a sentinel error of this package that is also one of a sub-package's.
@@ -157,4 +161,22 @@ func MarkOverloaded(err error, retryAfter time.Duration) error {
 		return nil
 	}
 	return overloadError{err: err, retryAfter: retryAfter}
+}
+
+// unsentError marks an error as an attempt that never reached the dependency. See [MarkUnsent].
+type unsentError struct{ err error }
+
+func (e unsentError) Error() string { return e.err.Error() }
+func (e unsentError) Unwrap() error { return e.err }
+
+// MarkUnsent marks err as the failure of an attempt that never reached the dependency:
+// nothing of the request was sent (a connection refused, a DNS failure, a TLS handshake
+// failure). The default classifier sets [Outcome].Unsent for it, so the call resends the
+// attempt at once, without spending the budget, and the failure does not count against the
+// breaker. MarkUnsent(nil) is nil.
+func MarkUnsent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unsentError{err}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -109,10 +111,11 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
+	if r.Header == nil {
+		r.Header = make(http.Header)
+	}
+	r.Header[StartSignalHeader] = startSignalValue
 	if info.Index > 0 {
-		if r.Header == nil {
-			r.Header = make(http.Header)
-		}
 		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
 	}
 	if n := len(c.replicas); n > 0 {
@@ -142,12 +145,27 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return resp, nil
 }
 
+// startSignalValue is the value of StartSignalHeader on every attempt. The slice is shared:
+// nothing on the way to the wire changes a header value in place.
+var startSignalValue = []string{"1"}
+
 // attemptRequest ties an attempt's request context to the attempt: while no response has
-// arrived, the attempt losing cancels the request.
+// arrived, the attempt losing cancels the request; and a server's start signal reaches it.
 type attemptRequest struct {
 	cancel   context.CancelFunc
 	stop     func() bool
 	answered atomic.Bool
+	attempt  context.Context
+	trace    httptrace.ClientTrace
+}
+
+// got1xx passes the server's start signal ([StartedStatus]) on to the attempt. It runs on
+// the connection's reading goroutine and never blocks. Other 1xx responses are not ours.
+func (ar *attemptRequest) got1xx(code int, _ textproto.MIMEHeader) error {
+	if code == StartedStatus {
+		hedge.StartedService(ar.attempt)
+	}
+	return nil
 }
 
 // newAttemptRequest returns the request context of the attempt whose context is attempt.
@@ -157,11 +175,13 @@ type attemptRequest struct {
 //
 //go:noinline
 func newAttemptRequest(parent, attempt context.Context) (context.Context, *attemptRequest) {
-	ar := new(attemptRequest)
+	ar := &attemptRequest{attempt: attempt}
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
-	return ctx, ar
+	// The trace joins any the caller set on its request: WithClientTrace calls both.
+	ar.trace.Got1xxResponse = ar.got1xx
+	return httptrace.WithClientTrace(ctx, &ar.trace), ar
 }
 
 func (ar *attemptRequest) lost() {
