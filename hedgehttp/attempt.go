@@ -184,7 +184,22 @@ func newAttemptRequest(parent, attempt context.Context) (context.Context, *attem
 	return httptrace.WithClientTrace(ctx, &ar.trace), ar
 }
 
+// loserGrace is how long a losing attempt whose response has not arrived yet is given
+// before its request is cancelled. HTTP/1.1 can abort a request in flight only by closing its
+// connection, so cancelling a loser at once costs a connection (and a handshake for the next
+// request) even when its response was about to arrive; given a moment, a near-tie's response
+// arrives and is drained instead, and its connection is reused. It is short next to any hedge
+// delay, so a loser that is really stuck is still cancelled promptly (and a server queue
+// still sees it leave).
+const loserGrace = 5 * time.Millisecond
+
 func (ar *attemptRequest) lost() {
+	if !ar.answered.Load() {
+		time.AfterFunc(loserGrace, ar.cancelUnanswered)
+	}
+}
+
+func (ar *attemptRequest) cancelUnanswered() {
 	if !ar.answered.Load() {
 		ar.cancel()
 	}
