@@ -356,9 +356,9 @@ type attemptCtx struct {
 	lost     bool         // cancelled as a loser; owned by Do's goroutine
 	received bool         // Do has its answer; owned by Do's goroutine
 
-	mu    sync.Mutex
-	done  chan struct{} // created lazily
-	err   error
+	mu       sync.Mutex
+	done     chan struct{} // created lazily
+	err      error
 	after    []afterFunc // registered by AfterFunc, run on cancel
 	afterBuf [2]afterFunc
 	afterID  uint32
