@@ -90,7 +90,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
 	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx)
-	r := c.req.Clone(reqCtx)
+	r := c.clone(reqCtx, info.Index)
 	switch {
 	case c.body != nil:
 		r.Body, _ = c.getBody()
@@ -111,15 +111,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
-	if r.Header == nil {
-		r.Header = make(http.Header)
-	}
 	r.Header[StartSignalHeader] = startSignalValue
 	if info.Index > 0 {
 		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
-	}
-	if n := len(c.replicas); n > 0 {
-		r.URL.Host = c.replicas[(c.offset+info.Index)%n]
 	}
 	resp, err := c.t.next.RoundTrip(r)
 	ar.answered.Store(true)
@@ -143,6 +137,58 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp.Body = &attemptBody{ReadCloser: resp.Body, ar: ar}
 	return resp, nil
+}
+
+// clone is the attempt's copy of the caller's request, on ctx: what http.Request.Clone
+// makes, for less. The header map is new, with room for the headers an attempt adds (so
+// adding them does not grow it); the URL is copied only when the attempt goes to a replica;
+// the rest is shared, as nothing on the way to the wire changes it.
+func (c *call) clone(ctx context.Context, index int) *http.Request {
+	if c.req.Trailer != nil {
+		r := c.req.Clone(ctx) // trailers are written while the body is sent: copy everything
+		if r.Header == nil {
+			r.Header = make(http.Header, 2)
+		}
+		c.route(r, index)
+		return r
+	}
+	r := c.req.WithContext(ctx)
+	r.Header = cloneHeader(c.req.Header, 2)
+	c.route(r, index)
+	return r
+}
+
+// route sends attempt index to its replica, if the call has replicas.
+func (c *call) route(r *http.Request, index int) {
+	if n := len(c.replicas); n > 0 {
+		u := *c.req.URL
+		u.Host = c.replicas[(c.offset+index)%n]
+		r.URL = &u
+	}
+}
+
+// cloneHeader copies h into a map with room for extra more keys, its values in one slice
+// (as http.Header.Clone does).
+func cloneHeader(h http.Header, extra int) http.Header {
+	nv := 0
+	for _, vv := range h {
+		nv += len(vv)
+	}
+	var sv []string
+	if nv > 0 {
+		sv = make([]string, nv)
+	}
+	h2 := make(http.Header, len(h)+extra)
+	for k, vv := range h {
+		if vv == nil {
+			h2[k] = nil
+			continue
+		}
+		n := copy(sv, vv)
+		h2[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	return h2
 }
 
 // startSignalValue is the value of StartSignalHeader on every attempt. The slice is shared:
@@ -184,7 +230,22 @@ func newAttemptRequest(parent, attempt context.Context) (context.Context, *attem
 	return httptrace.WithClientTrace(ctx, &ar.trace), ar
 }
 
+// loserGrace is how long a losing attempt whose response has not arrived yet is given
+// before its request is cancelled. HTTP/1.1 can abort a request in flight only by closing its
+// connection, so cancelling a loser at once costs a connection (and a handshake for the next
+// request) even when its response was about to arrive; given a moment, a near-tie's response
+// arrives and is drained instead, and its connection is reused. It is short next to any hedge
+// delay, so a loser that is really stuck is still cancelled promptly (and a server queue
+// still sees it leave).
+const loserGrace = 5 * time.Millisecond
+
 func (ar *attemptRequest) lost() {
+	if !ar.answered.Load() {
+		time.AfterFunc(loserGrace, ar.cancelUnanswered)
+	}
+}
+
+func (ar *attemptRequest) cancelUnanswered() {
 	if !ar.answered.Load() {
 		ar.cancel()
 	}
@@ -208,18 +269,25 @@ func afterFunc(ctx context.Context, f func()) (stop func() bool) {
 // attemptBody is a successful attempt's response body: reading it to the end or closing it
 // ends the attempt's request context and unhooks it from the attempt's, before the core
 // cancels that one.
+//
+// The winner's body is the one RoundTrip returns: release, set then, also ends the winning
+// attempt's context in the core.
 type attemptBody struct {
 	io.ReadCloser
-	ar *attemptRequest
+	ar      *attemptRequest
+	release func() // the call's release, once this body is the winner's; nil before
 }
 
 func (b *attemptBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		// Read to the end: the request is over (net/http has already taken the connection
-		// back), so its context ends too, rather than staying registered with the
+		// back), so its context ends too, and nothing of the call stays attached to the
 		// caller's context until that one ends.
 		b.ar.end()
+		if b.release != nil {
+			b.release()
+		}
 	}
 	return n, err
 }
@@ -227,6 +295,9 @@ func (b *attemptBody) Read(p []byte) (int, error) {
 func (b *attemptBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.ar.end()
+	if b.release != nil {
+		b.release()
+	}
 	return err
 }
 
@@ -281,6 +352,9 @@ func (e *StatusError) Error() string {
 // that says it is overloaded must not be sent copies. Any other error is left to
 // [hedge.Classify]: a transport error is Retriable.
 func Classify(err error) hedge.Outcome {
+	if err == nil {
+		return hedge.Outcome{Class: hedge.Success}
+	}
 	var se *StatusError
 	if errors.As(err, &se) {
 		o := se.outcome
