@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +19,10 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/replica"
 )
+
+// errBodyTaken fails a first attempt that starts after its RoundTrip has returned: the
+// caller's body is closed, and must not be sent.
+var errBodyTaken = errors.New("hedgehttp: request body already closed: the call ended before the attempt started")
 
 // call is one RoundTrip: what every attempt of it shares.
 type call struct {
@@ -30,7 +37,10 @@ type call struct {
 	used    []int      // the replicas the call's attempts went to
 	usedBuf [4]int
 
-	primarySent atomic.Bool // attempt 0 took the caller's body
+	// bodyOwned is set by whoever takes the caller's body (when it was not buffered): the
+	// first attempt, to send it, or RoundTrip, to close it when no attempt took it. Exactly
+	// one of them does, so the body is closed once, by one goroutine.
+	bodyOwned atomic.Bool
 }
 
 // bufferBody reads the request body into memory, up to the Transport's MaxBodyBuffer, so
@@ -44,7 +54,9 @@ func (c *call) bufferBody() error {
 	}
 	var buf bytes.Buffer
 	if req.ContentLength > 0 {
-		buf.Grow(int(req.ContentLength))
+		// Trust the declared length only so far: a request that declares 200 MiB and
+		// sends 4 bytes must not cost 200 MiB. Past this, the buffer grows as bytes arrive.
+		buf.Grow(int(min(req.ContentLength, 64<<10)))
 	}
 	_, err := buf.ReadFrom(io.LimitReader(req.Body, limit+1))
 	if err != nil {
@@ -84,14 +96,18 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// that stops the request at once; once it has, the loser is drained instead (see
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
-	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx)
+	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h)
 	r := c.req.Clone(reqCtx)
 	switch {
 	case c.body != nil:
 		r.Body, _ = c.getBody()
 		r.GetBody = c.getBody
 	case info.Index == 0:
-		c.primarySent.Store(true)
+		if c.req.Body != nil && c.req.Body != http.NoBody && !c.bodyOwned.CompareAndSwap(false, true) {
+			// RoundTrip has already returned and closed the caller's body: this attempt
+			// started after the call was over.
+			return nil, errBodyTaken
+		}
 		if c.prefix != nil {
 			r.Body = prefixed{io.MultiReader(bytes.NewReader(c.prefix), c.req.Body), c.req.Body}
 		}
@@ -102,11 +118,12 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
+	if r.Header == nil {
+		r.Header = make(http.Header)
+	}
+	r.Header[StartSignalHeader] = startSignalValue
 	if info.Hedge || info.Retry {
 		// A copy, marked as one (a primary resent because it never left is not a copy).
-		if r.Header == nil {
-			r.Header = make(http.Header)
-		}
 		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
 	}
 	next, ri, again := c.t.next, -1, info.Hedge
@@ -114,14 +131,20 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		ri, again = c.pick()
 		r.URL.Host = c.pool.Addr(ri)
 	}
-	if again && info.Hedge && c.t.apart != nil && c.h.proto.Load() != 1 {
-		// A hedge to its primary's host, which may multiplex both on one connection:
-		// keep it off the primary's connections.
+	if again && info.Hedge && c.t.apart != nil && c.h.proto.Load() == 2 {
+		// A hedge to its primary's host, which multiplexes both on one connection: keep it
+		// off the primary's connections.
 		next = c.t.apart
 	}
 	resp, err := next.RoundTrip(r)
 	ar.answered.Store(true)
+	if err == nil && resp == nil {
+		err = fmt.Errorf("hedgehttp: Next (%T) returned a nil *Response with a nil error", c.t.next)
+	}
 	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
 		ar.end()
 		return nil, c.failed(ctx, ri, err)
 	}
@@ -226,12 +249,27 @@ type attemptError struct {
 func (e *attemptError) Error() string { return e.err.Error() }
 func (e *attemptError) Unwrap() error { return e.err }
 
+// startSignalValue is the value of StartSignalHeader on every attempt. The slice is shared:
+// nothing on the way to the wire changes a header value in place.
+var startSignalValue = []string{"1"}
+
 // attemptRequest ties an attempt's request context to the attempt: while no response has
-// arrived, the attempt losing cancels the request.
+// arrived, the attempt losing cancels the request; and a server's start signal reaches it.
 type attemptRequest struct {
 	cancel   context.CancelFunc
 	stop     func() bool
 	answered atomic.Bool
+	attempt  context.Context
+	trace    httptrace.ClientTrace
+}
+
+// got1xx passes the server's start signal ([StartedStatus]) on to the attempt. It runs on
+// the connection's reading goroutine and never blocks. Other 1xx responses are not ours.
+func (ar *attemptRequest) got1xx(code int, _ textproto.MIMEHeader) error {
+	if code == StartedStatus {
+		hedge.StartedService(ar.attempt)
+	}
+	return nil
 }
 
 // newAttemptRequest returns the request context of the attempt whose context is attempt.
@@ -240,12 +278,17 @@ type attemptRequest struct {
 // for a copy on every attempt.
 //
 //go:noinline
-func newAttemptRequest(parent, attempt context.Context) (context.Context, *attemptRequest) {
-	ar := new(attemptRequest)
+func newAttemptRequest(parent, attempt context.Context, h *host) (context.Context, *attemptRequest) {
+	ar := &attemptRequest{attempt: attempt}
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
-	return ctx, ar
+	// The trace joins any the caller set on its request: WithClientTrace calls both.
+	ar.trace.Got1xxResponse = ar.got1xx
+	if h.proto.Load() == 0 {
+		ar.trace.GotConn = h.gotConn // until the host's protocol is known
+	}
+	return httptrace.WithClientTrace(ctx, &ar.trace), ar
 }
 
 func (ar *attemptRequest) lost() {
@@ -280,7 +323,10 @@ type attemptBody struct {
 func (b *attemptBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
-		b.ar.stop()
+		// Read to the end: the request is over (net/http has already taken the connection
+		// back), so its context ends too, rather than staying registered with the
+		// caller's context until that one ends.
+		b.ar.end()
 	}
 	return n, err
 }
