@@ -131,7 +131,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		ri, again = c.pick()
 		r.URL.Host = c.pool.Addr(ri)
 	}
-	if again && info.Hedge && c.t.apart != nil && c.h.proto.Load() == 2 {
+	if again && info.Hedge && c.t.apart != nil && c.multiplexed(r) {
 		// A hedge to its primary's host, which multiplexes both on one connection: keep it
 		// off the primary's connections.
 		next = c.t.apart
@@ -148,8 +148,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		ar.end()
 		return nil, c.failed(ctx, ri, err)
 	}
-	if v := int32(resp.ProtoMajor); v > 0 && c.h.proto.Load() != v {
-		c.h.proto.Store(v)
+	if v := min(max(int32(resp.ProtoMajor), 1), 2); c.h.proto.Load() != v {
+		c.h.proto.Store(v) // not HTTP/2 (or a Next that does not say) counts as HTTP/1
 	}
 	if se := c.t.failure(resp); se != nil {
 		ar.end() // the failing body is in memory: the request is over
@@ -171,6 +171,19 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp.Body = &attemptBody{ReadCloser: resp.Body, ar: ar}
 	return resp, nil
+}
+
+// multiplexed reports whether r's host may carry r on the same connection as its primary:
+// it speaks HTTP/2, or its protocol is not known yet (the primary's connection may still be
+// on its way) and r goes over TLS, where HTTP/2 is negotiated.
+func (c *call) multiplexed(r *http.Request) bool {
+	switch c.h.proto.Load() {
+	case 2:
+		return true
+	case 0:
+		return r.URL.Scheme == "https"
+	}
+	return false
 }
 
 // pick chooses the replica of an attempt, away from those the call has used while a healthy
@@ -389,6 +402,9 @@ func (e *StatusError) Error() string {
 // at once to another replica. A failure at a replica that outlier detection has ejected
 // (see Config.Replicas) is marked Ejected, so it does not count against the breaker.
 func Classify(err error) hedge.Outcome {
+	if err == nil {
+		return hedge.Outcome{Class: hedge.Success}
+	}
 	var se *StatusError
 	if errors.As(err, &se) {
 		o := se.outcome
