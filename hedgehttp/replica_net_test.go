@@ -1,10 +1,16 @@
 package hedgehttp
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +23,10 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/budget"
 )
+
+var emptyBudget = budget.Config{Ratio: budget.Zero, MinPerSecond: budget.Zero}
 
 // refusingAddr returns a loopback address nothing listens on: connections to it are refused.
 func refusingAddr(t testing.TB) string {
@@ -274,5 +283,61 @@ func TestHedgeOffPrimaryConnection(t *testing.T) {
 				t.Errorf("%d server connections still open", open.Load())
 			}
 		})
+	}
+}
+
+// selfSigned returns a TLS certificate for 127.0.0.1 that no client trusts.
+func selfSigned(t testing.TB) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// A replica whose TLS handshake fails is, like one that refuses connections, never sent the
+// request: the attempt is resent at once to the other replica, and the budget is untouched.
+func TestTLSFailureResentToAnotherReplica(t *testing.T) {
+	checkGoroutines(t)
+	good, base, _ := startCountingServer(t, "HTTP/2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	var reached atomic.Int32
+	bad := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+	}))
+	bad.Config.ErrorLog = log.New(io.Discard, "", 0)
+	bad.TLS = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	bad.StartTLS()
+	defer bad.Close()
+	addrs := []string{bad.Listener.Addr().String(), good.Listener.Addr().String()}
+	tr := newTransport(t, Config{
+		// No budget at all: a resend must not need one.
+		Policy:   hedge.Config{Budget: emptyBudget},
+		Next:     base,
+		Key:      func(*http.Request) string { return "svc" },
+		Replicas: func(string) []string { return addrs },
+	})
+	defer tr.CloseIdleConnections()
+	ok, errs := runCalls(t, tr, good.URL, 20)
+	if ok != 20 {
+		t.Fatalf("%d of 20 calls succeeded; errors: %v", ok, errs)
+	}
+	if reached.Load() != 0 {
+		t.Fatalf("the replica with the untrusted certificate served %d requests", reached.Load())
+	}
+	if !tr.Replicas("svc").Set().Ejected(time.Now(), 0) {
+		t.Error("the replica whose handshakes fail is not ejected")
 	}
 }
