@@ -359,8 +359,25 @@ func (v *view) modelRows() [][2]string {
 	m := v.r.Model
 	var rows [][2]string
 	add := func(k, val string) { rows = append(rows, [2]string{k, val}) }
-	if m.Workers > 0 {
+	if m.Family != "" && m.Family != sim.FamilyReference {
+		about := m.Family
+		if f, err := sim.FamilyByName(m.Family); err == nil {
+			about += ": " + f.About
+		}
+		add("scenario family", about)
+	}
+	switch {
+	case m.Replicas > 1:
+		add("replicas", strconv.Itoa(m.Replicas)+" × "+strconv.Itoa(m.Workers)+
+			" workers, each replica with its own FIFO queue; balancer "+m.Balancer+"; a hedge goes to a replica its call has not used")
+	case m.Workers > 0:
 		add("workers", strconv.Itoa(m.Workers)+", one FIFO queue shared by every attempt of every call")
+	}
+	if m.Clients > 1 {
+		add("clients", strconv.Itoa(m.Clients)+" independent clients, each with its own policy; each call belongs to one at random")
+	}
+	if m.TieDelayMs > 0 {
+		add("cancellation delay", fmtFloat(m.TieDelayMs, -1)+" ms for a cancellation to reach the server")
 	}
 	if m.ServiceTime != "" || m.MeanServiceMs > 0 {
 		s := m.ServiceTime
