@@ -104,6 +104,7 @@ type sim struct {
 	svcMult              func(replica int, t int64) float64
 	pauseEvery, pauseLen int64
 	pausePhase           []int64 // per replica; -1 = this replica never pauses
+	wake                 []int64 // per replica: the end of the pause a wake-up event was pushed for
 	dist                 Distribution
 	calls                int // calls whose arrivals make the run; calls ≥ this index still arrive but are not measured
 	warm                 int // index of the first measured call
@@ -216,6 +217,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.q, s.freeW = s.q[:s.replicas], s.freeW[:s.replicas]
 	s.rlive = s.rlive[:0]
 	s.pausePhase = s.pausePhase[:0]
+	s.wake = s.wake[:0]
 	for r := range s.replicas {
 		s.q[r].reset()
 		s.rlive = append(s.rlive, 0)
@@ -224,6 +226,7 @@ func (s *sim) reset(p runParams, cl client) {
 			ph = int64(mix(streamKey(p.seed, streamPhase)+uint64(r)) % uint64(s.pauseEvery)) // unsynchronised
 		}
 		s.pausePhase = append(s.pausePhase, ph)
+		s.wake = append(s.wake, 0)
 	}
 	s.live = 0
 	s.reqs = s.reqs[:0]
@@ -444,6 +447,17 @@ func (s *sim) dispatch() {
 }
 
 func (s *sim) dispatchReplica(rp int) {
+	if s.pauseEvery > 0 && len(s.freeW[rp]) > 0 && s.rlive[rp] > 0 {
+		if end := s.pausedUntil(rp, s.now); end > 0 {
+			// A replica in a stop-the-world pause starts nothing (and says nothing) until it
+			// ends; wake the dispatcher then.
+			if s.wake[rp] != end {
+				s.wake[rp] = end
+				s.h.push(event{t: end, kind: evWake})
+			}
+			return
+		}
+	}
 	for len(s.freeW[rp]) > 0 && s.rlive[rp] > 0 {
 		r, _ := s.q[rp].pop()
 		req := &s.reqs[r]
@@ -476,6 +490,18 @@ func (s *sim) dispatchReplica(rp int) {
 			s.flush()
 		}
 	}
+}
+
+// pausedUntil is when the pause of replica rp in progress at t ends, or 0 when it is not paused.
+func (s *sim) pausedUntil(rp int, t int64) int64 {
+	ph := s.pausePhase[rp]
+	if ph < 0 || t < ph {
+		return 0
+	}
+	if end := ph + (t-ph)/s.pauseEvery*s.pauseEvery + s.pauseLen; t < end {
+		return end
+	}
+	return 0
 }
 
 // unpaused is when a service of svc ns that starts at t on replica rp ends, the replica's

@@ -46,6 +46,8 @@ func TestFamiliesRun(t *testing.T) {
 			lo, hi = 35, 49
 		case FamilyBrownout:
 			hi = 58
+		case FamilyReplicaSlow, FamilyReplicaDegrading: // the slow replica's work takes longer
+			hi = 65
 		case FamilyHeavyTailed:
 			lo, hi = 40, 60
 		}
@@ -138,7 +140,7 @@ func TestNoAllocationPerCallFamilies(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, name := range []string{FamilySeveralClients, FamilyBursty, FamilyBrownout, FamilyLoadStep, FamilyHeavyTailed} {
+	for _, name := range []string{FamilySeveralClients, FamilyBursty, FamilyBrownout, FamilyLoadStep, FamilyHeavyTailed, FamilyReplicaPausesAll, FamilyReplicaDegrading} {
 		f, _ := FamilyByName(name)
 		r := newRunner()
 		su := setup(t, SetupRecommended)
@@ -160,5 +162,20 @@ func TestNoAllocationPerCallFamilies(t *testing.T) {
 		if large > small+50 {
 			t.Errorf("%s: %d allocations for 10k calls, %d for 40k", name, small, large)
 		}
+	}
+}
+
+func TestPausedUntil(t *testing.T) {
+	ms := int64(time.Millisecond)
+	s := &sim{pauseEvery: 2000 * ms, pauseLen: 100 * ms, pausePhase: []int64{500 * ms, -1}}
+	for _, c := range []struct{ t, want int64 }{
+		{0, 0}, {499 * ms, 0}, {500 * ms, 600 * ms}, {599 * ms, 600 * ms}, {600 * ms, 0}, {2550 * ms, 2600 * ms},
+	} {
+		if got := s.pausedUntil(0, c.t); got != c.want {
+			t.Errorf("pausedUntil(%v) = %v, want %v", time.Duration(c.t), time.Duration(got), time.Duration(c.want))
+		}
+	}
+	if s.pausedUntil(1, 550*ms) != 0 {
+		t.Error("a replica that does not pause is paused")
 	}
 }

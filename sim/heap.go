@@ -8,6 +8,7 @@ const (
 	evDone                  // worker idx finishes its request (gen: the worker's generation)
 	evTimer                 // call slot idx's timer fires (gen: the slot's timer generation)
 	evCancel                // a cancellation of request idx reaches its server (gen: the request's generation)
+	evWake                  // a replica's pause ends: dispatch what waited for it
 )
 
 // event is one pending event. It is a small value: the heap stores events inline, so pushing

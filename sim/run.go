@@ -301,12 +301,17 @@ type SweepConfig struct {
 	Replicas int
 	Balancer string
 	TieDelay time.Duration
+	// Balancers, with Replicas > 1: run every setup under each of these balancers ("all" =
+	// every balancer). nil = {Balancer}. Whatever it says, a sweep with replicas also runs "no
+	// hedge" under random and under p2c: the baselines a hedging setup must beat.
+	Balancers []string
 }
 
 // plan is a validated SweepConfig.
 type plan struct {
 	params Params
 	setups []Setup
+	runs   []setupRun // setups × balancers, in report order
 	loads  []float64
 	modes  []string
 	seeds  []uint64
@@ -402,6 +407,45 @@ func (c SweepConfig) plan() (plan, error) {
 	for i, s := range pl.setups {
 		names[i] = s.Name
 	}
+	pl.runs = nil
+	if params.Replicas <= 1 {
+		for _, s := range pl.setups {
+			pl.runs = append(pl.runs, setupRun{s, params.Balancer})
+		}
+	} else {
+		bals := c.Balancers
+		if len(bals) == 0 {
+			bals = []string{params.Balancer}
+		}
+		if slices.Contains(bals, "all") {
+			bals = Balancers
+		}
+		for _, b := range bals {
+			if err := checkBalancer(b); err != nil {
+				return pl, err
+			}
+		}
+		bals = dedup(bals)
+		var nh Setup
+		for _, s := range Setups(delay) {
+			if s.Name == SetupNoHedge {
+				nh = s
+			}
+		}
+		has := func(name, b string) bool {
+			return slices.Contains(bals, b) && slices.ContainsFunc(pl.setups, func(s Setup) bool { return s.Name == name })
+		}
+		for _, b := range []string{BalancerRandom, BalancerP2C} { // the baselines, first
+			if !has(SetupNoHedge, b) {
+				pl.runs = append(pl.runs, setupRun{nh, b})
+			}
+		}
+		for _, s := range pl.setups {
+			for _, b := range bals {
+				pl.runs = append(pl.runs, setupRun{s, b})
+			}
+		}
+	}
 	pl.model = Model{
 		Workers:        params.Workers,
 		ServiceTime:    params.Service.String(),
@@ -420,6 +464,12 @@ func (c SweepConfig) plan() (plan, error) {
 		TieDelayMs:     float64(params.TieDelay) / 1e6,
 	}
 	return pl, nil
+}
+
+// setupRun is a setup under a balancer.
+type setupRun struct {
+	setup    Setup
+	balancer string
 }
 
 func dedup(s []string) []string {
@@ -443,13 +493,13 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 		return Report{}, err
 	}
 	type job struct {
-		setup Setup
-		load  float64
-		mode  string
-		seed  uint64
+		setupRun
+		load float64
+		mode string
+		seed uint64
 	}
 	var jobs []job
-	for _, s := range pl.setups {
+	for _, s := range pl.runs {
 		for _, l := range pl.loads {
 			for _, m := range pl.modes {
 				for _, sd := range pl.seeds {
@@ -481,7 +531,9 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 					return
 				}
 				j := jobs[i]
-				points[i], errs[i] = r.run(ctx, pl.params, j.setup, j.load, j.mode, j.seed)
+				p := pl.params
+				p.Balancer = j.balancer
+				points[i], errs[i] = r.run(ctx, p, j.setup, j.load, j.mode, j.seed)
 				if errs[i] != nil {
 					cancel()
 				}

@@ -174,7 +174,18 @@ const (
 	FamilyBursty             = "bursty"
 	FamilyBrownout           = "brownout"
 	FamilyLoadStep           = "load-step"
+	// Replica families: 4 replicas × 4 workers, each with its own queue, behind p2c.
+	FamilyReplicaPause     = "replica-pause"
+	FamilyReplicaPausesAll = "replica-pauses"
+	FamilyReplicaSlow      = "replica-slow"
+	FamilyReplicaDegrading = "replica-degrading"
 )
+
+// replicas4 is p on 4 replicas of 4 workers behind p2c.
+func replicas4(p Params) Params {
+	p.Replicas, p.Workers, p.Balancer = 4, 4, BalancerP2C
+	return p
+}
 
 func lognormal(median time.Duration, sigma float64) LogNormal {
 	return LogNormal{Median: median, Sigma: sigma}
@@ -201,6 +212,14 @@ func lognormal(median time.Duration, sigma float64) LogNormal {
 //   - brownout: every service time × 1.5 for 3 % of the run (about 10 s at 50 % load and
 //     200,000 calls), from 30 % of it.
 //   - load-step: half the load for the first 30 % of the run, then the full load.
+//
+// and four with replicas, each 4 replicas × 4 workers with their own queues behind a p2c
+// balancer, the reference mixture, a hedge going to a replica its call has not used:
+//
+//   - replica-pause: one replica stops the world for 100 ms every 2 s (a garbage collector).
+//   - replica-pauses: every replica does, at unsynchronised times.
+//   - replica-slow: one replica serves 3× slower throughout (a noisy neighbour, a cold cache).
+//   - replica-degrading: one replica becomes 4× slower half-way through the run.
 func Families() []Family {
 	ref := ReferenceMixture()
 	return []Family{
@@ -231,6 +250,18 @@ func Families() []Family {
 		{Name: FamilyLoadStep, About: "half the load for the first 30 % of the run, then the full load", Stragglers: 0.02, Params: Params{Arrivals: Arrivals{
 			StepAt: 0.3, StepFrom: 0.5,
 		}}},
+		{Name: FamilyReplicaPause, About: "4 replicas × 4 workers (p2c), one pausing 100 ms every 2 s", Stragglers: 0.02, Params: replicas4(Params{
+			Pauses: Pauses{Every: 2 * time.Second, Length: 100 * time.Millisecond, Replicas: 1},
+		})},
+		{Name: FamilyReplicaPausesAll, About: "4 replicas × 4 workers (p2c), each pausing 100 ms every 2 s, unsynchronised", Stragglers: 0.02, Params: replicas4(Params{
+			Pauses: Pauses{Every: 2 * time.Second, Length: 100 * time.Millisecond},
+		})},
+		{Name: FamilyReplicaSlow, About: "4 replicas × 4 workers (p2c), one 3× slower", Stragglers: 0.02, Params: replicas4(Params{
+			Slowdowns: []Slowdown{{Replica: 0, Factor: 3}},
+		})},
+		{Name: FamilyReplicaDegrading, About: "4 replicas × 4 workers (p2c), one 4× slower from half-way", Stragglers: 0.02, Params: replicas4(Params{
+			Slowdowns: []Slowdown{{Replica: 0, From: 0.5, Factor: 4}},
+		})},
 	}
 }
 

@@ -119,7 +119,7 @@ func (c config) sweepConfig() sim.SweepConfig {
 		Family:     c.family,
 		Clients:    c.clients,
 		Replicas:   c.replicas,
-		Balancer:   c.balancer,
+		Balancers:  c.balancers,
 		TieDelay:   c.tieDelay,
 	}
 	if c.family == "" || c.service.kind != "mixture" {

@@ -63,17 +63,30 @@ type view struct {
 func newView(r sim.Report) *view {
 	r = normalize(r)
 	v := &view{r: r, points: make(map[key]*sim.Point, len(r.Points))}
+	var bals []string
+	for _, p := range r.Points {
+		if p.Balancer != "" {
+			bals = appendUnique(bals, p.Balancer)
+		}
+	}
+	// With replicas, a sweep runs setups under several balancers: each setup × balancer is a row.
+	row := func(p *sim.Point) string { return p.Setup }
+	if len(bals) > 1 {
+		row = func(p *sim.Point) string { return p.Setup + " · " + p.Balancer }
+	}
 	v.modes = appendUnique(nil, r.Model.Cancellations...)
-	v.setups = appendUnique(nil, r.Model.Setups...)
+	if len(bals) <= 1 {
+		v.setups = appendUnique(nil, r.Model.Setups...)
+	}
 	v.loads = appendUnique(nil, r.Model.LoadsPct...)
 	v.seeds = appendUnique(nil, r.Model.Seeds...)
 	for i := range r.Points {
 		p := &r.Points[i]
 		v.modes = appendUnique(v.modes, p.Cancellation)
-		v.setups = appendUnique(v.setups, p.Setup)
+		v.setups = appendUnique(v.setups, row(p))
 		v.loads = appendUnique(v.loads, p.LoadPct)
 		v.seeds = appendUnique(v.seeds, p.Seed)
-		k := key{p.Setup, p.LoadPct, p.Cancellation, p.Seed}
+		k := key{row(p), p.LoadPct, p.Cancellation, p.Seed}
 		if _, dup := v.points[k]; !dup { // the first copy of a duplicated point wins
 			v.points[k] = p
 		}
