@@ -35,7 +35,8 @@ const (
 // after every other cleanup (servers stopped, connections closed).
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+	before := goleak.IgnoreCurrent() // goroutines of earlier tests are theirs to answer for
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 }
 
 // hedgeNow hedges every call after a millisecond, with no budget, so a test decides with its
@@ -216,3 +217,6 @@ func startBufconn(t *testing.T, hi *Interceptor, be *backend, opts ...grpc.Serve
 	t.Cleanup(func() { cc.Close() })
 	return cc
 }
+
+// TestMain checks, after every test and example has run, that none left a goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
