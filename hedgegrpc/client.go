@@ -575,7 +575,9 @@ func newError(err error) *Error {
 	}
 	var all *hedge.AttemptsError
 	switch {
-	case errors.As(err, &all):
+	case errors.As(err, &all) && all.Err != nil:
+		consider(all.Err) // the core's choice: final before retriable, then the last to answer
+	case all != nil:
 		for _, x := range all.Attempts {
 			consider(x)
 		}

@@ -289,15 +289,8 @@ func TestPushbackPausesHedging(t *testing.T) {
 				t.Errorf("hedging paused for %v more, want about %v", left, tc.pause)
 			}
 			close(release)
-			err := <-done
-			switch {
-			case tc.pushback == "-1" && !coreRacesPastPermanent():
-				// The core still ends a call at its first final failure (waiting for branch
-				// harden on main): the hedge's answer is final.
-				if status.Code(err) != codes.Unavailable {
-					t.Fatalf("first call: %v, want UNAVAILABLE", err)
-				}
-			case err != nil:
+			// Even after a final answer (negative pushback), the primary still running wins.
+			if err := <-done; err != nil {
 				t.Fatalf("first call: %v, want the primary's OK", err)
 			}
 
@@ -383,34 +376,6 @@ func TestStatusCodes(t *testing.T) {
 	}
 }
 
-// coreRacesPastPermanent reports whether the core keeps a call going after a final failure
-// while another attempt still runs (the team's decided rule; branch harden).
-func coreRacesPastPermanent() bool {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(0), Budget: budget.Config{Unlimited: true}})
-	hedgeDone := make(chan struct{})
-	_, err := hedge.Do(context.Background(), p, func(ctx context.Context) (int, error) {
-		if info, _ := hedge.AttemptFrom(ctx); info.Index == 1 {
-			defer close(hedgeDone)
-			return 0, hedge.MarkPermanent(errors.New("final"))
-		}
-		select {
-		case <-hedgeDone:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-		// The hedge has returned; give Do time to take its answer before this one.
-		t := time.NewTimer(20 * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return 1, nil
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	})
-	return err == nil
-}
-
 // A fast final failure from a hedge while the primary runs does not end the call: the
 // primary's OK still wins; when every attempt fails, the final failure is the one returned,
 // and between retriable failures, the last to answer.
@@ -468,9 +433,6 @@ func TestFinalFailureFromHedgeWhilePrimaryRuns(t *testing.T) {
 	}
 
 	t.Run("primary OK wins", func(t *testing.T) {
-		if !coreRacesPastPermanent() {
-			t.Skip("the core still ends a call at its first final failure (waiting for branch harden on main)")
-		}
 		if err := call("ok-after-not-found"); err != nil {
 			t.Fatalf("err = %v, want the primary's OK", err)
 		}

@@ -174,3 +174,45 @@ func TestStartSignal(t *testing.T) {
 		t.Fatalf("start signal reported for %+v, want attempt 0 through its context", info)
 	}
 }
+
+// End to end: with the Tied trigger both copies are sent at once to a server with one worker;
+// the worker's start signal reaches the client, whose core cancels the copy still queued,
+// and the Queue lets it go without running.
+func TestStartSignalCancelsQueuedCopy(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		// Answer once the other copy has left the queue.
+		if !waitFor(10*time.Second, func() bool { return q.Stats().Abandoned == 1 }) {
+			return nil, status.Error(codes.Internal, "the queued copy was not cancelled")
+		}
+		return serving(), nil
+	}}
+	pc := hedgeNow()
+	pc.Trigger = hedge.Tied()
+	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
+	// The worker's copy signals its start only once the other copy waits in the queue.
+	bothArrived := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !waitFor(10*time.Second, func() bool { return q.Stats().Queued == 1 }) {
+			return nil, status.Error(codes.Internal, "the second copy never queued")
+		}
+		return handler(ctx, req)
+	}
+	cc := startBufconn(t, hi, be, grpc.ChainUnaryInterceptor(q.UnaryServer, bothArrived, StartSignal))
+	var lg hedge.Log
+	if _, err := healthpb.NewHealthClient(cc).Check(hedge.WithLog(t.Context(), &lg), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := be.calls.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want 1", n)
+	}
+	if len(lg.Attempts) != 2 {
+		t.Fatalf("attempt log %v, want two copies", lg)
+	}
+	if s := q.Stats(); s.Admitted != 1 || s.Abandoned != 1 {
+		t.Fatalf("queue stats %+v, want one run and one abandoned", s)
+	}
+}
