@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/endpointsharding"
 	"google.golang.org/grpc/balancer/pickfirst"
@@ -95,20 +94,20 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	if r == nil || len(p.ready) == 1 {
 		return p.ready[n%uint32(len(p.ready))].picker.Pick(info)
 	}
-	a, _ := hedge.AttemptFrom(info.Ctx)
+	k := attemptIndex(info.Ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pick := int(n % uint32(len(p.ready)))
-	for k := range p.ready {
-		j := (pick + k) % len(p.ready)
-		if !r.usedByOther(a.Index, p.ready[j].addr) {
+	for step := range p.ready {
+		j := (pick + step) % len(p.ready)
+		if !r.usedByOther(k, p.ready[j].addr) {
 			pick = j
 			break
 		}
 	}
 	res, err := p.ready[pick].picker.Pick(info)
 	if err == nil {
-		r.use(a.Index, p.ready[pick].addr)
+		r.use(k, p.ready[pick].addr)
 	}
 	return res, err
 }

@@ -47,7 +47,13 @@ func StatsHandler() stats.Handler { return startSignal{report: startedService} }
 
 // startedService reports to the core that the server started work on the attempt whose
 // context is ctx (the RPC's context, derived from the attempt's).
-func startedService(ctx context.Context) { hedge.StartedService(ctx) }
+func startedService(ctx context.Context) {
+	if a, ok := ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
+		a.startedService() // a unary call, driven by the interceptor itself
+		return
+	}
+	hedge.StartedService(ctx) // a stream, driven by hedge.DoDetached
+}
 
 type startSignal struct {
 	report func(context.Context)
