@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/breaker"
 	"github.com/hedgekit/hedge/budget"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -557,5 +558,62 @@ func TestPerMethodPolicies(t *testing.T) {
 	}
 	if len(hi.Measured()) != 3 {
 		t.Errorf("Measured has %d methods, want 3", len(hi.Measured()))
+	}
+}
+
+// A panic further down the client's interceptor chain, in the first attempt (on the caller's
+// goroutine) or in a hedge (on its own), ends the call cleanly and reaches the caller as a
+// *hedge.PanicError; nothing is left running.
+func TestPanicInAttempt(t *testing.T) {
+	for _, which := range []int{0, 1} {
+		t.Run(fmt.Sprint("attempt ", which), func(t *testing.T) {
+			checkLeaks(t)
+			be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+				<-ctx.Done() // every attempt that reaches the server waits until cancelled
+				return nil, ctx.Err()
+			}}
+			boom := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if attemptIndex(ctx) == which {
+					panic("boom")
+				}
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}
+			hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}})
+			cc := startBufconnWith(t, hi, be, []grpc.DialOption{grpc.WithChainUnaryInterceptor(boom)})
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{})
+			}()
+			pe, ok := got.(*hedge.PanicError)
+			if !ok || pe.Value != "boom" {
+				t.Fatalf("recovered %v, want a *hedge.PanicError carrying boom", got)
+			}
+			if m := hi.Measured()[checkMethod]; m.InFlight != 0 {
+				t.Fatalf("%d attempts still in flight", m.InFlight)
+			}
+		})
+	}
+}
+
+func TestBreakerOpenFailsFast(t *testing.T) {
+	checkLeaks(t)
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		return nil, status.Error(codes.Unavailable, "down")
+	}}
+	pc := hedge.Config{Breaker: &breaker.Config{ConsecutiveFailures: 2}}
+	hi := newInterceptor(t, Config{Policy: pc})
+	client := healthpb.NewHealthClient(startBufconn(t, hi, be))
+	for range 2 {
+		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); status.Code(err) != codes.Unavailable {
+			t.Fatalf("err = %v, want UNAVAILABLE", err)
+		}
+	}
+	_, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{})
+	if !errors.Is(err, hedge.ErrBreakerOpen) || status.Code(err) != codes.Unavailable {
+		t.Fatalf("err = %v, want hedge.ErrBreakerOpen as UNAVAILABLE", err)
+	}
+	if n := be.calls.Load(); n != 2 {
+		t.Fatalf("the server saw %d calls, want 2", n)
 	}
 }
