@@ -676,9 +676,12 @@ func (c *Call) fail(now time.Time, cause error) {
 		cause = ErrUnreachable
 	}
 	var err error
-	if len(errs) == 0 && cause != nil {
+	switch {
+	case len(errs) == 0 && cause != nil:
 		err = cause
-	} else {
+	case c.permanent && len(errs) == 1 && cause == nil:
+		err = main // the dependency's own final answer, as it gave it
+	default:
 		err = &AttemptsError{Attempts: errs, Err: main, Cause: cause}
 	}
 	if c.permanent {

@@ -60,8 +60,10 @@ func (e *AttemptsError) Error() string {
 	if e.Cause != nil {
 		fmt.Fprintf(&b, " (%v)", e.Cause)
 	}
-	for i, err := range e.Attempts {
-		fmt.Fprintf(&b, "; attempt %d: %v", i, err)
+	if n > 1 || e.Err == nil {
+		for i, err := range e.Attempts {
+			fmt.Fprintf(&b, "; attempt %d: %v", i, err)
+		}
 	}
 	return b.String()
 }
