@@ -617,3 +617,31 @@ func TestBreakerOpenFailsFast(t *testing.T) {
 		t.Fatalf("the server saw %d calls, want 2", n)
 	}
 }
+
+// A backend that keeps failing is ejected by the core's outlier detection (package replica):
+// after five failures in a row the balancer stops sending it attempts while others are fit.
+func TestFailingBackendEjected(t *testing.T) {
+	checkLeaks(t)
+	bs := startBackends(t, 3, func(i int) *backend {
+		return &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if i == 0 {
+				return nil, status.Error(codes.Unavailable, "broken")
+			}
+			return serving(), nil
+		}}
+	})
+	hi := newInterceptor(t, Config{}) // every call sent once: the balancer alone decides
+	client := healthpb.NewHealthClient(dial(t, hi, bs))
+	failed := 0
+	for range 60 {
+		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+			failed++
+		}
+	}
+	if n := bs[0].calls.Load(); n != 5 || failed != 5 {
+		t.Fatalf("the failing backend got %d calls (%d failed), want 5: ejected after 5 failures", n, failed)
+	}
+	if n := bs[1].calls.Load() + bs[2].calls.Load(); n != 55 {
+		t.Fatalf("the healthy backends got %d calls, want 55", n)
+	}
+}
