@@ -39,7 +39,16 @@ func slowBackend0(i int) *backend {
 func TestHedgeBeatsSlowBackend(t *testing.T) {
 	checkLeaks(t)
 	bs := startBackends(t, 3, slowBackend0)
-	hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{"/grpc.health.v1.Health/"}})
+	var won atomic.Int32
+	hi := newInterceptor(t, Config{
+		Policy:     hedgeNow(),
+		Idempotent: []string{"/grpc.health.v1.Health/"},
+		Observer: func(method string, e hedge.Event) {
+			if e.Kind == hedge.HedgeWon && method == checkMethod {
+				won.Add(1)
+			}
+		},
+	})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
 	const calls = 30
 	for i := range calls {
@@ -62,6 +71,9 @@ func TestHedgeBeatsSlowBackend(t *testing.T) {
 	}
 	if !waitFor(5*time.Second, func() bool { return bs[0].cancelled.Load() == bs[0].calls.Load() }) {
 		t.Fatalf("slow backend: %d calls, %d saw their context cancelled", bs[0].calls.Load(), bs[0].cancelled.Load())
+	}
+	if m := hi.Measured()[checkMethod]; won.Load() == 0 || int64(won.Load()) != m.HedgesWon {
+		t.Fatalf("the observer saw %d hedges win for %s, the policy %d", won.Load(), checkMethod, m.HedgesWon)
 	}
 }
 

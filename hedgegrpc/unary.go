@@ -361,6 +361,11 @@ func (c *unaryCall) wait() (*attemptResult, error) {
 		c.mu.Lock()
 	}
 	r, err, pe := c.winner, c.err, c.panicked
+	for _, a := range c.atts {
+		if a != nil {
+			a.cancel() // the winner's too: its answer is in, and its context must not outlive the call
+		}
+	}
 	// No goroutine reaches the state machine any more: every access checks c.over first.
 	calls.Put(c.call)
 	c.call = nil
