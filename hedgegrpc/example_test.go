@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"time"
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/hedgegrpc"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 )
 
 // An Interceptor is built once and shared: each method it calls gets its own policy, which
@@ -54,6 +56,57 @@ func ExampleNewInterceptor() {
 	// Output:
 	// SERVING
 	// 1 call, warm: false
+}
+
+// slowFirst is a health service whose first attempts wait until their client cancels them,
+// and whose hedged copies (marked with the AttemptKey metadata) answer at once.
+type slowFirst struct {
+	healthpb.UnimplementedHealthServer
+}
+
+func (s *slowFirst) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if md, _ := metadata.FromIncomingContext(ctx); len(md.Get(hedgegrpc.AttemptKey)) == 0 {
+		<-ctx.Done() // the slow first attempt: it waits until it loses, and is cancelled
+		return nil, ctx.Err()
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+// When the first attempt is slow, the hedge answers, and the loser is cancelled on the server
+// too. The server tells a hedged copy by its AttemptKey metadata.
+func ExampleInterceptor_UnaryClient() {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, &slowFirst{})
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	hi, err := hedgegrpc.NewInterceptor(hedgegrpc.Config{
+		// A fixed delay, so the example hedges on its first call; AtQuantile learns one.
+		Policy:     hedge.Config{Trigger: hedge.After(5 * time.Millisecond)},
+		Idempotent: []string{"/grpc.health.v1.Health/"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	conn, err := grpc.NewClient(lis.Addr().String(), append(hi.DialOptions(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m := hi.Measured()["/grpc.health.v1.Health/Check"]
+	fmt.Println(resp.GetStatus(), "from the hedge; hedges won:", m.HedgesWon)
+	// Output:
+	// SERVING from the hedge; hedges won: 1
 }
 
 // On the server, a Queue bounds the handlers running at once, so that a losing copy that its
