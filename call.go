@@ -75,6 +75,7 @@ type attempt struct {
 	resend    bool // replaces an attempt that never reached the dependency
 	unsent    bool // failed without reaching the dependency
 	local     bool // failed in a way that is one replica's, not the dependency's
+	permanent bool // failed with a Permanent outcome
 	endSeq    int
 }
 
@@ -124,10 +125,16 @@ type callState struct {
 	ended     int
 	unsent    int   // attempts that never reached the dependency, resent at once
 	seq       int64 // this call's number in the policy, from 1
+	permanent bool  // an attempt failed Permanent: no new attempts start
+	won       int   // the attempt that succeeded, kept when a panic takes the win away; -1 if none
+	panicked  *PanicError
 }
 
 // NewCall returns a state machine for one call under p. Start it with Start.
 func (p *Policy) NewCall(opts CallOptions) *Call {
+	if p == nil || p.bud == nil {
+		panic("hedge: NewCall on a nil or zero *Policy (build it with hedge.New)")
+	}
 	c := new(Call)
 	c.Reset(p, opts)
 	return c
@@ -136,7 +143,7 @@ func (p *Policy) NewCall(opts CallOptions) *Call {
 // Reset prepares c for a new call under p, keeping its buffers.
 func (c *Call) Reset(p *Policy, opts CallOptions) {
 	c.drop()
-	c.callState = callState{p: p, opts: opts, winner: -1}
+	c.callState = callState{p: p, opts: opts, winner: -1, won: -1}
 	if cap(c.attempts) == 0 {
 		c.attempts = c.inline[:0]
 	}
@@ -151,7 +158,7 @@ func (c *Call) drop() {
 	clear(c.attempts)
 	c.attempts = c.attempts[:0]
 	c.acts = c.acts[:0]
-	c.p, c.err = nil, nil
+	c.p, c.err, c.panicked = nil, nil, nil
 }
 
 // Done reports whether the call is over.
@@ -207,8 +214,40 @@ func (c *Call) act(a Action) { c.acts = append(c.acts, a) }
 
 func (c *Call) emit(e Event) {
 	if c.p.observe != nil {
-		c.p.observe(e)
+		c.observe(e)
 	}
+}
+
+// observe calls the policy's Observer, containing a panic (see settle).
+func (c *Call) observe(e Event) {
+	defer c.contain()
+	c.p.observe(e)
+}
+
+// contain recovers a panic raised by user code the state machine calls (the Observer, or a
+// breaker or limit callback reached through it) and keeps the first one for settle. It is
+// deferred around each such call, so the step that called it finishes its bookkeeping
+// (permits, the breaker's ticket, the counters) whatever the callback did.
+func (c *Call) contain() {
+	if x := recover(); x != nil && c.panicked == nil {
+		c.panicked = newPanicError("Observer", x)
+	}
+}
+
+// settle ends each step of the state machine: when user code panicked during the step, the
+// call ends there, every running attempt is cancelled, and the call's error is the
+// *PanicError (Do panics with it in the caller's goroutine). Policy-wide state stays
+// consistent: every permit and the breaker's ticket are given back as for a cancelled call.
+func (c *Call) settle(now time.Time) []Action {
+	if c.panicked == nil || c.err == c.panicked {
+		return c.acts
+	}
+	if !c.done {
+		c.cancelAll(now)
+		c.finishWith(now, c.panicked, breaker.Ignored)
+	}
+	c.err, c.winner = c.panicked, -1
+	return c.acts
 }
 
 // Start begins the call at now: it starts the first attempt (or fails fast when the breaker
@@ -220,10 +259,10 @@ func (c *Call) Start(now time.Time) []Action {
 	c.seq = p.calls.Add(1)
 	p.bud.Deposit(now)
 	if p.brk != nil {
-		t, err := p.brk.Acquire(now)
+		t, err := c.acquireTicket(now)
 		if err != nil {
 			c.finish(now, ErrBreakerOpen)
-			return c.acts
+			return c.settle(now)
 		}
 		c.ticket, c.hasTicket = t, true
 	}
@@ -233,10 +272,17 @@ func (c *Call) Start(now time.Time) []Action {
 	}
 	if !c.startAttempt(now, false, false) {
 		c.finish(now, ErrLimitExceeded)
-		return c.acts
+		return c.settle(now)
 	}
 	c.maybeHedge(now)
-	return c.acts
+	return c.settle(now)
+}
+
+// acquireTicket asks the breaker for a ticket; a state change it makes (open to half-open)
+// reaches the Observer, whose panic is contained.
+func (c *Call) acquireTicket(now time.Time) (breaker.Ticket, error) {
+	defer c.contain()
+	return c.p.brk.Acquire(now)
 }
 
 // startAttempt takes a limit permit and records a new attempt. It reports false when the
@@ -280,7 +326,7 @@ func (c *Call) arm(purpose timerPurpose, at time.Time) {
 	c.act(Action{Kind: ArmTimer, At: at})
 }
 
-// gate asks the gates of DESIGN.md §2, in order, whether a hedge may start now, and
+// gate asks the gates (docs/design.md, "The gates"), in order, whether a hedge may start now, and
 // returns the first reason to refuse.
 func (c *Call) gate(now time.Time) Reason {
 	p := c.p
@@ -288,7 +334,7 @@ func (c *Call) gate(now time.Time) Reason {
 		return ReasonNotRepeatable
 	}
 	if p.brk != nil {
-		if c.ticket.Trial() || p.brk.State(now) != breaker.Closed {
+		if c.ticket.Trial() || c.breakerState(now) != breaker.Closed {
 			return ReasonBreaker
 		}
 		if rate, armed := p.brk.ErrorRate(now); armed && rate >= p.cfg.suppressAt*p.brk.TripPoint() {
@@ -311,6 +357,14 @@ func (c *Call) gate(now time.Time) Reason {
 		return ReasonOverload
 	}
 	return ReasonNone
+}
+
+// breakerState reads the breaker's state, which may turn it half-open; that change reaches
+// the Observer, whose panic is contained (the state then reads as open).
+func (c *Call) breakerState(now time.Time) (s breaker.State) {
+	s = breaker.Open
+	defer c.contain()
+	return c.p.brk.State(now)
 }
 
 // tryHedge starts a hedge if the gates, the limit and the budget allow; otherwise it
@@ -356,11 +410,11 @@ func (c *Call) TimerFired(now time.Time) []Action {
 	case timerRetry:
 		if !c.startAttempt(now, false, true) {
 			c.fail(now, ErrLimitExceeded)
-			return c.acts
+			return c.settle(now)
 		}
 		c.maybeHedge(now)
 	}
-	return c.acts
+	return c.settle(now)
 }
 
 // AttemptDone tells the call that attempt k answered at now with outcome o. Answers from
@@ -386,7 +440,7 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		c.release(now, a, limit.Success)
 		p.recordLatency(now, dur)
 		c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})
-		c.winner = k
+		c.winner, c.won = k, k
 		if a.hedge {
 			p.hedgesWon.Add(1)
 			if p.win != nil {
@@ -396,12 +450,13 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		}
 		c.discardOthers(now, true)
 		c.finish(now, nil)
-		return c.acts
+		return c.settle(now)
 	}
 	a.result = Failed
 	a.err = o.Err
 	a.unsent = o.Unsent
 	a.local = o.Unsent || o.Ejected
+	a.permanent = o.Class == Permanent
 	if o.Overload {
 		c.release(now, a, limit.Dropped)
 		p.noteOverload(now, o.RetryAfter)
@@ -419,15 +474,20 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 			c.fail(now, nil)
 		}
 	case o.Class == Permanent:
-		// The dependency answered, and the answer is final: nothing to race or retry.
-		c.discardOthers(now, true)
-		c.finish(now, o.Err)
+		// The dependency gave a final answer: nothing new starts (no hedge, no retry). An
+		// attempt still running may yet succeed, and a success wins, so the call waits for
+		// it; a fast final failure from one copy (a stale replica's 404) must not cancel a
+		// slower copy that would have answered.
+		c.permanent, c.hedging = true, false
+		if c.inflight == 0 {
+			c.fail(now, nil)
+		}
 	case c.inflight > 0:
 		c.maybeHedge(now)
 	default:
 		c.retryOrFail(now)
 	}
-	return c.acts
+	return c.settle(now)
 }
 
 // resend replaces attempt k, which never reached the dependency, with a new attempt started
@@ -457,6 +517,8 @@ func (c *Call) resend(now time.Time, k int, o Outcome) {
 func (c *Call) retryOrFail(now time.Time) {
 	p := c.p
 	switch {
+	case c.permanent:
+		c.fail(now, nil) // an attempt's final answer: no retry
 	case c.sent() >= p.cfg.attempts:
 		c.fail(now, nil)
 	case c.opts.Repeatable == NotRepeatable:
@@ -508,7 +570,7 @@ func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
 		}
 		c.hedging = false
 	}
-	return c.acts
+	return c.settle(now)
 }
 
 // Cancel tells the call its caller gave up at now, with cause (usually ctx.Err()). Every
@@ -518,6 +580,13 @@ func (c *Call) Cancel(now time.Time, cause error) []Action {
 	if c.done {
 		return c.acts
 	}
+	c.cancelAll(now)
+	c.finishWith(now, cause, breaker.Ignored)
+	return c.settle(now)
+}
+
+// cancelAll cancels every running attempt: the caller gave up.
+func (c *Call) cancelAll(now time.Time) {
 	for j := range c.attempts {
 		a := &c.attempts[j]
 		if a.result != Running {
@@ -530,8 +599,6 @@ func (c *Call) Cancel(now time.Time, cause error) []Action {
 		c.release(now, a, limit.Ignored)
 		c.act(Action{Kind: CancelAttempt, Attempt: j})
 	}
-	c.finishWith(now, cause, breaker.Ignored)
-	return c.acts
 }
 
 // discardOthers cancels every running attempt: the call has its answer.
@@ -564,38 +631,61 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 func (c *Call) release(now time.Time, a *attempt, o limit.Outcome) {
 	if a.hasPermit {
 		a.hasPermit = false
-		c.p.lim.Release(now, a.permit, o)
+		c.releasePermit(now, a.permit, o)
 	}
 }
 
-// fail ends the call with every attempt's error. The breaker protects the dependency, not
-// one replica: a call counts as a failure only when an attempt failed at a replica in good
-// standing; one whose attempts all failed before reaching the dependency, or at replicas that
-// outlier detection has ejected, says nothing about the dependency and is ignored. When no
-// attempt reached the dependency, the cause is [ErrUnreachable].
+// releasePermit gives a permit back; a limit change it causes reaches the Observer, whose
+// panic is contained.
+func (c *Call) releasePermit(now time.Time, p limit.Permit, o limit.Outcome) {
+	defer c.contain()
+	c.p.lim.Release(now, p, o)
+}
+
+// fail ends the call with every attempt's error, naming the most informative one: a
+// Permanent failure (the dependency's own final answer) over retriable ones, and among
+// equals the last to answer. The breaker protects the dependency, not one replica: a call
+// counts as a failure only when an attempt failed at a replica in good standing; one whose
+// attempts all failed before reaching the dependency, or at replicas that outlier detection
+// has ejected, says nothing about the dependency and is ignored. A call ended by a final
+// answer counts as a success: the dependency responded. When no attempt reached the
+// dependency, the cause is [ErrUnreachable].
 func (c *Call) fail(now time.Time, cause error) {
 	errs := make([]error, 0, len(c.attempts))
 	o, unsent := breaker.Ignored, 0
+	var main error
+	best := -1
 	for i := range c.attempts {
 		a := &c.attempts[i]
-		if a.err != nil {
-			errs = append(errs, a.err)
-		}
 		if a.result == Failed && !a.local {
 			o = breaker.Failure
 		}
 		if a.unsent {
 			unsent++
 		}
+		if a.err == nil {
+			continue
+		}
+		errs = append(errs, a.err)
+		if best < 0 || a.permanent && !c.attempts[best].permanent ||
+			a.permanent == c.attempts[best].permanent && a.endSeq > c.attempts[best].endSeq {
+			best, main = i, a.err
+		}
 	}
 	if cause == nil && unsent > 0 && unsent == len(errs) {
 		cause = ErrUnreachable
 	}
 	var err error
-	if len(errs) == 0 && cause != nil {
+	switch {
+	case len(errs) == 0 && cause != nil:
 		err = cause
-	} else {
-		err = &AttemptsError{Attempts: errs, Cause: cause}
+	case c.permanent && len(errs) == 1 && cause == nil:
+		err = main // the dependency's own final answer, as it gave it
+	default:
+		err = &AttemptsError{Attempts: errs, Err: main, Cause: cause}
+	}
+	if c.permanent {
+		o = breaker.Success // a final answer from a responsive dependency
 	}
 	c.finishWith(now, err, o)
 }
@@ -614,8 +704,15 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 	c.err = err
 	if c.hasTicket {
 		c.hasTicket = false
-		c.p.brk.Release(now, c.ticket, o)
+		c.releaseTicket(now, o)
 	}
 	c.act(Action{Kind: Finish, Attempt: c.winner})
 	c.emit(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+}
+
+// releaseTicket gives the breaker's ticket back; a state change it causes reaches the
+// Observer, whose panic is contained.
+func (c *Call) releaseTicket(now time.Time, o breaker.Outcome) {
+	defer c.contain()
+	c.p.brk.Release(now, c.ticket, o)
 }
