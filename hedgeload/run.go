@@ -171,6 +171,9 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		return 0
 	})
 
+	if progress != nil {
+		progress(0, len(jobs), Result{})
+	}
 	results := make([]Result, len(jobs))
 	ran := make([]bool, len(jobs))
 	errs := make([]error, len(jobs))
