@@ -431,9 +431,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	c.ended++
 	a.endSeq = c.ended
 	dur := now.Sub(a.start)
-	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts {
+	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts && !c.permanent {
 		c.resend(now, k, o)
-		return c.acts
+		return c.settle(now)
 	}
 	if o.Class == Success {
 		a.result = OK
@@ -676,9 +676,12 @@ func (c *Call) fail(now time.Time, cause error) {
 		cause = ErrUnreachable
 	}
 	var err error
-	if len(errs) == 0 && cause != nil {
+	switch {
+	case len(errs) == 0 && cause != nil:
 		err = cause
-	} else {
+	case c.permanent && len(errs) == 1 && cause == nil:
+		err = main // the dependency's own final answer, as it gave it
+	default:
 		err = &AttemptsError{Attempts: errs, Err: main, Cause: cause}
 	}
 	if c.permanent {

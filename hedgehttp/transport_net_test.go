@@ -597,7 +597,7 @@ func TestNoLeaksAfterManyHedgedCalls(t *testing.T) {
 				t.Errorf("the server saw %d requests, want %d", n, 2*calls)
 			}
 			// ...and once the client's idle connections are closed, no connection is left.
-			base.CloseIdleConnections()
+			tr.CloseIdleConnections() // Next's and the hedges' own
 			if !waitFor(10*time.Second, func() bool { return open.Load() == 0 }) {
 				t.Errorf("%d server connections still open", open.Load())
 			}
