@@ -32,8 +32,7 @@ import (
 // failure from one copy (a stale replica's not-found) does not beat a slower copy that
 // answers. Once no attempt is running the call ends; the *[AttemptsError] holds every
 // attempt's error in start order and names the most informative as its Err: a Permanent
-// failure over retriable ones, and among equals the last to answer. A call whose only failed
-// attempt gave a Permanent failure returns that error as the dependency gave it.
+// failure over retriable ones, and among equals the last to answer.
 //
 // # Panics
 //

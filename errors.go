@@ -48,8 +48,7 @@ func (e *sentinel) Unwrap() error { return e.err }
 // own final answer, such as a not-found) rather than a retriable one (a timeout, an
 // overloaded replica), and among equals the last to answer. A Permanent failure ends the
 // call only once no other attempt is running: a fast final failure from one copy does not
-// beat a slower copy that succeeds. A call whose only failed attempt gave a Permanent failure
-// returns that error itself, not an AttemptsError.
+// beat a slower copy that succeeds.
 type AttemptsError struct {
 	// Attempts holds one error per attempt that failed, in start order (attempts cancelled
 	// because the call ended have none).
