@@ -97,7 +97,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
 	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h)
-	r := c.req.Clone(reqCtx)
+	r := c.clone(reqCtx)
 	switch {
 	case c.body != nil:
 		r.Body, _ = c.getBody()
@@ -118,9 +118,6 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
-	if r.Header == nil {
-		r.Header = make(http.Header)
-	}
 	r.Header[StartSignalHeader] = startSignalValue
 	if info.Hedge || info.Retry {
 		// A copy, marked as one (a primary resent because it never left is not a copy).
@@ -129,7 +126,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	next, ri, again := c.t.next, -1, info.Hedge
 	if c.pool != nil {
 		ri, again = c.pick()
-		r.URL.Host = c.pool.Addr(ri)
+		u := *r.URL // the caller's URL is shared until here
+		u.Host = c.pool.Addr(ri)
+		r.URL = &u
 	}
 	if again && info.Hedge && c.t.apart != nil && c.multiplexed(r) {
 		// A hedge to its primary's host, which multiplexes both on one connection: keep it
@@ -171,6 +170,47 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp.Body = &attemptBody{ReadCloser: resp.Body, ar: ar}
 	return resp, nil
+}
+
+// clone is the attempt's copy of the caller's request, on ctx: what http.Request.Clone
+// makes, for less. The header map is new, with room for the headers an attempt adds (so
+// adding them does not grow it); the URL is shared (an attempt sent to a replica gets its
+// own copy then); the rest is shared, as nothing on the way to the wire changes it.
+func (c *call) clone(ctx context.Context) *http.Request {
+	if c.req.Trailer != nil {
+		r := c.req.Clone(ctx) // trailers are written while the body is sent: copy everything
+		if r.Header == nil {
+			r.Header = make(http.Header, 2)
+		}
+		return r
+	}
+	r := c.req.WithContext(ctx)
+	r.Header = cloneHeader(c.req.Header, 2)
+	return r
+}
+
+// cloneHeader copies h into a map with room for extra more keys, its values in one slice
+// (as http.Header.Clone does).
+func cloneHeader(h http.Header, extra int) http.Header {
+	nv := 0
+	for _, vv := range h {
+		nv += len(vv)
+	}
+	var sv []string
+	if nv > 0 {
+		sv = make([]string, nv)
+	}
+	h2 := make(http.Header, len(h)+extra)
+	for k, vv := range h {
+		if vv == nil {
+			h2[k] = nil
+			continue
+		}
+		n := copy(sv, vv)
+		h2[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	return h2
 }
 
 // multiplexed reports whether r's host may carry r on the same connection as its primary:
@@ -304,7 +344,22 @@ func newAttemptRequest(parent, attempt context.Context, h *host) (context.Contex
 	return httptrace.WithClientTrace(ctx, &ar.trace), ar
 }
 
+// loserGrace is how long a losing attempt whose response has not arrived yet is given
+// before its request is cancelled. HTTP/1.1 can abort a request in flight only by closing its
+// connection, so cancelling a loser at once costs a connection (and a handshake for the next
+// request) even when its response was about to arrive; given a moment, a near-tie's response
+// arrives and is drained instead, and its connection is reused. It is short next to any hedge
+// delay, so a loser that is really stuck is still cancelled promptly (and a server queue
+// still sees it leave).
+const loserGrace = 5 * time.Millisecond
+
 func (ar *attemptRequest) lost() {
+	if !ar.answered.Load() {
+		time.AfterFunc(loserGrace, ar.cancelUnanswered)
+	}
+}
+
+func (ar *attemptRequest) cancelUnanswered() {
 	if !ar.answered.Load() {
 		ar.cancel()
 	}
@@ -328,18 +383,25 @@ func afterFunc(ctx context.Context, f func()) (stop func() bool) {
 // attemptBody is a successful attempt's response body: reading it to the end or closing it
 // ends the attempt's request context and unhooks it from the attempt's, before the core
 // cancels that one.
+//
+// The winner's body is the one RoundTrip returns: release, set then, also ends the winning
+// attempt's context in the core.
 type attemptBody struct {
 	io.ReadCloser
-	ar *attemptRequest
+	ar      *attemptRequest
+	release func() // the call's release, once this body is the winner's; nil before
 }
 
 func (b *attemptBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		// Read to the end: the request is over (net/http has already taken the connection
-		// back), so its context ends too, rather than staying registered with the
+		// back), so its context ends too, and nothing of the call stays attached to the
 		// caller's context until that one ends.
 		b.ar.end()
+		if b.release != nil {
+			b.release()
+		}
 	}
 	return n, err
 }
@@ -347,6 +409,9 @@ func (b *attemptBody) Read(p []byte) (int, error) {
 func (b *attemptBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.ar.end()
+	if b.release != nil {
+		b.release()
+	}
 	return err
 }
 

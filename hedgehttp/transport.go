@@ -147,6 +147,7 @@ type Transport struct {
 	next       http.RoundTripper
 	apart      http.RoundTripper // sends hedges and retries to their primary's host; nil: next
 	classify   func(error) hedge.Outcome
+	discardFn  func(*http.Response, error) // t.discard, bound once rather than per request
 	maxBuffer  int64
 	errorLimit int64
 
@@ -229,6 +230,7 @@ func NewTransport(cfg Config) (*Transport, error) {
 		maxBuffer:  cfg.MaxBodyBuffer,
 		errorLimit: cfg.ErrorBodyLimit,
 	}
+	t.discardFn = t.discard
 	t.hosts.Store(&hostMaps{byURL: map[urlKey]*host{}, byName: map[string]*host{}})
 	if t.next == nil {
 		t.next = http.DefaultTransport
@@ -458,17 +460,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx = hedge.WithRepeatable(ctx, false)
 	}
 
-	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discard)
+	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discardFn)
 	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).
 		closeBody(req)
 	}
 	if err == nil {
-		if resp.Body == nil || resp.Body == http.NoBody {
+		switch b := resp.Body.(type) {
+		case nil:
 			release()
-		} else {
-			resp.Body = &body{rc: resp.Body, release: release}
+		case *attemptBody:
+			b.release = release // one wrapper for both: the attempt's and the call's
+		default:
+			if b == http.NoBody {
+				release()
+			} else {
+				resp.Body = &body{rc: b, release: release}
+			}
 		}
 		resp.Request = req // the caller's request, as http.Transport does, not the attempt's clone
 		return resp, nil
