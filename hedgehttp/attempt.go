@@ -267,8 +267,14 @@ func (c *call) failed(ctx context.Context, ri int, err error) error {
 		}
 		ejected = c.done(ri, res)
 	}
-	// A request whose body cannot be sent again is not resent, whatever happened.
+	// A request whose body cannot be sent again is not resent, whatever happened; nor is
+	// one that timed out (a dial or DNS timeout) when there is no other replica to try: the
+	// same host would make the caller wait as long again.
 	unsent = unsent && (c.body != nil || c.prefix == nil && (c.req.Body == nil || c.req.Body == http.NoBody || c.req.GetBody != nil))
+	var ne net.Error
+	if unsent && (c.pool == nil || c.pool.Len() < 2) && errors.As(err, &ne) && ne.Timeout() {
+		unsent = false
+	}
 	if unsent || ejected {
 		return &attemptError{err: err, unsent: unsent, ejected: ejected}
 	}
