@@ -48,6 +48,19 @@ func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: 
 // is simply MaximumConcurrent concurrent copies per call.
 func Tied() Trigger { return Trigger{kind: triggerTied} }
 
+// ReadsStartSignals reports whether the trigger decides anything from the servers' start
+// signals ([StartedService]): [Tied] does (and so does any trigger other than AtQuantile and
+// After); AtQuantile and After hedge on latency alone. A transport asks its servers for the
+// signal only when the trigger reads it: the signal costs every request a write on the
+// server and a wake-up on the client.
+func (t Trigger) ReadsStartSignals() bool {
+	switch t.kind {
+	case triggerNone, triggerQuantile, triggerAfter:
+		return false
+	}
+	return true
+}
+
 // String describes the trigger, e.g. "AtQuantile(0.95)".
 func (t Trigger) String() string {
 	switch t.kind {

@@ -79,7 +79,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// that stops the request at once; once it has, the loser is drained instead (see
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
-	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx)
+	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.t.signals)
 	r := c.req.Clone(reqCtx)
 	switch {
 	case c.body != nil:
@@ -97,12 +97,16 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
-	if r.Header == nil {
-		r.Header = make(http.Header)
-	}
-	r.Header[StartSignalHeader] = startSignalValue
-	if info.Index > 0 {
-		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
+	if info.Index > 0 || c.t.signals {
+		if r.Header == nil {
+			r.Header = make(http.Header)
+		}
+		if c.t.signals {
+			r.Header[StartSignalHeader] = startSignalValue
+		}
+		if info.Index > 0 {
+			r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
+		}
 	}
 	if n := len(c.replicas); n > 0 {
 		r.URL.Host = c.replicas[(c.offset+info.Index)%n]
@@ -136,7 +140,7 @@ type attemptRequest struct {
 	stop     func() bool
 	answered atomic.Bool
 	attempt  context.Context
-	trace    httptrace.ClientTrace
+	trace    *httptrace.ClientTrace // with start signals only
 }
 
 // got1xx passes the server's start signal ([StartedStatus]) on to the attempt. It runs on
@@ -148,20 +152,25 @@ func (ar *attemptRequest) got1xx(code int, _ textproto.MIMEHeader) error {
 	return nil
 }
 
-// newAttemptRequest returns the request context of the attempt whose context is attempt.
+// newAttemptRequest returns the request context of the attempt whose context is attempt;
+// with signals, one that also passes the server's start signal on to the attempt.
 // It is kept out of line: its frame would otherwise sit on the attempt goroutine's stack
 // under every call the attempt makes, and a goroutine that outgrows its first stack pays
 // for a copy on every attempt.
 //
 //go:noinline
-func newAttemptRequest(parent, attempt context.Context) (context.Context, *attemptRequest) {
+func newAttemptRequest(parent, attempt context.Context, signals bool) (context.Context, *attemptRequest) {
 	ar := &attemptRequest{attempt: attempt}
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
+	if !signals {
+		return ctx, ar
+	}
 	// The trace joins any the caller set on its request: WithClientTrace calls both.
+	ar.trace = new(httptrace.ClientTrace)
 	ar.trace.Got1xxResponse = ar.got1xx
-	return httptrace.WithClientTrace(ctx, &ar.trace), ar
+	return httptrace.WithClientTrace(ctx, ar.trace), ar
 }
 
 func (ar *attemptRequest) lost() {

@@ -97,6 +97,7 @@ func TestQueueStartSignalArrivesWhileTheHandlerRuns(t *testing.T) {
 			}), QueueConfig{Workers: 1})
 			srv, base := startConnServer(t, proto, q)
 			tr := newTransport(t, Config{Next: base})
+			tr.signals = true // as for a trigger that reads them, without its hedges
 
 			var codes []int
 			var firstByte atomic.Int32
@@ -188,6 +189,46 @@ func TestQueueStartSignalOnlyWhenAsked(t *testing.T) {
 			t.Errorf("an HTTP/1.0 client's first status line is %q (%v), want HTTP/1.0 200", status, err)
 		}
 	})
+}
+
+// TestTransportAsksForStartSignalsOnlyWhenItsTriggerReadsThem: Tied reads them, so every
+// attempt asks; AtQuantile does not, so no request carries the header and no server writes
+// a 1xx for it.
+func TestTransportAsksForStartSignalsOnlyWhenItsTriggerReadsThem(t *testing.T) {
+	for _, c := range []struct {
+		trigger hedge.Trigger
+		want    string
+	}{{hedge.Tied(), "1"}, {hedge.AtQuantile(0.95), ""}} {
+		t.Run(c.trigger.String(), func(t *testing.T) {
+			checkGoroutines(t)
+			var mu sync.Mutex
+			var seen []string
+			srv, base := startConnServer(t, "HTTP/1.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen = append(seen, r.Header.Get(StartSignalHeader))
+				mu.Unlock()
+				io.WriteString(w, "ok")
+			}))
+			tr := newTransport(t, Config{Next: base, Policy: hedge.Config{Trigger: c.trigger, Budget: budget.Config{Unlimited: true}}})
+			resp, err := tr.RoundTrip(mustRequest(t, "GET", srv.URL, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := readAll(t, resp); b != "ok" {
+				t.Fatalf("body %q", b)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 {
+				t.Fatal("no request reached the server")
+			}
+			for _, v := range seen {
+				if v != c.want {
+					t.Errorf("%s: the server saw %s %q, want %q", c.trigger, StartSignalHeader, v, c.want)
+				}
+			}
+		})
+	}
 }
 
 // tiedReplicas is two replicas behind Queues of one worker each. The test holds each
