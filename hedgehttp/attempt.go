@@ -98,15 +98,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r.Body = b
 	}
 	if info.Index > 0 || c.t.signals {
-		if r.Header == nil {
-			r.Header = make(http.Header)
-		}
-		if c.t.signals {
-			r.Header[StartSignalHeader] = startSignalValue
-		}
-		if info.Index > 0 {
-			r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
-		}
+		c.t.mark(r, info.Index)
 	}
 	if n := len(c.replicas); n > 0 {
 		r.URL.Host = c.replicas[(c.offset+info.Index)%n]
@@ -129,6 +121,23 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return resp, nil
 }
 
+// mark sets the headers of attempt k's request: the attempt's index on a hedge or a retry, and
+// the request for a start signal when the trigger reads them. It is kept out of line, like
+// newAttemptRequest, so that its frame does not sit under the whole round trip.
+//
+//go:noinline
+func (t *Transport) mark(r *http.Request, k int) {
+	if r.Header == nil {
+		r.Header = make(http.Header)
+	}
+	if t.signals {
+		r.Header[StartSignalHeader] = startSignalValue
+	}
+	if k > 0 {
+		r.Header[AttemptHeader] = []string{strconv.Itoa(k)}
+	}
+}
+
 // startSignalValue is the value of StartSignalHeader on every attempt. The slice is shared:
 // nothing on the way to the wire changes a header value in place.
 var startSignalValue = []string{"1"}
@@ -139,15 +148,20 @@ type attemptRequest struct {
 	cancel   context.CancelFunc
 	stop     func() bool
 	answered atomic.Bool
-	attempt  context.Context
-	trace    *httptrace.ClientTrace // with start signals only
+}
+
+// startListener passes a server's start signal on to the attempt, through the trace on the
+// attempt's request context. Only attempts that ask for the signal have one.
+type startListener struct {
+	attempt context.Context
+	trace   httptrace.ClientTrace
 }
 
 // got1xx passes the server's start signal ([StartedStatus]) on to the attempt. It runs on
 // the connection's reading goroutine and never blocks. Other 1xx responses are not ours.
-func (ar *attemptRequest) got1xx(code int, _ textproto.MIMEHeader) error {
+func (l *startListener) got1xx(code int, _ textproto.MIMEHeader) error {
 	if code == StartedStatus {
-		hedge.StartedService(ar.attempt)
+		hedge.StartedService(l.attempt)
 	}
 	return nil
 }
@@ -160,7 +174,7 @@ func (ar *attemptRequest) got1xx(code int, _ textproto.MIMEHeader) error {
 //
 //go:noinline
 func newAttemptRequest(parent, attempt context.Context, signals bool) (context.Context, *attemptRequest) {
-	ar := &attemptRequest{attempt: attempt}
+	ar := new(attemptRequest)
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
@@ -168,9 +182,9 @@ func newAttemptRequest(parent, attempt context.Context, signals bool) (context.C
 		return ctx, ar
 	}
 	// The trace joins any the caller set on its request: WithClientTrace calls both.
-	ar.trace = new(httptrace.ClientTrace)
-	ar.trace.Got1xxResponse = ar.got1xx
-	return httptrace.WithClientTrace(ctx, ar.trace), ar
+	l := &startListener{attempt: attempt}
+	l.trace.Got1xxResponse = l.got1xx
+	return httptrace.WithClientTrace(ctx, &l.trace), ar
 }
 
 func (ar *attemptRequest) lost() {
