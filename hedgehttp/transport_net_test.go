@@ -592,8 +592,9 @@ func TestNoLeaksAfterManyHedgedCalls(t *testing.T) {
 				t.Errorf("the server saw %d requests, want %d", n, 2*calls)
 			}
 			// ...and once the client's idle connections are closed, no connection is left.
-			base.CloseIdleConnections()
-			if !waitFor(10*time.Second, func() bool { return open.Load() == 0 }) {
+			// (Closed more than once: a connection whose body was just closed may reach the
+			// idle pool a moment later.)
+			if !waitFor(10*time.Second, func() bool { base.CloseIdleConnections(); return open.Load() == 0 }) {
 				t.Errorf("%d server connections still open", open.Load())
 			}
 		})
