@@ -96,6 +96,10 @@ type AttemptInfo struct {
 	Index int  // 0 for the first attempt, then 1, 2, … in start order
 	Hedge bool // a concurrent copy sent because the call was slow
 	Retry bool // a sequential retry after a failure
+	// Resend: the attempt replaces one that never reached the dependency (see
+	// [Outcome].Unsent); it keeps that one's Hedge and Retry, and should go to another
+	// replica.
+	Resend bool
 }
 
 type attemptInfoKey struct{}

@@ -84,7 +84,9 @@ type QueueConfig struct {
 	// Observer, when non-nil, is called once for every queue event, on the
 	// request's own goroutine, outside the queue's lock. It must be fast and
 	// must not block: it runs on every request. nil means no events (Stats
-	// still counts).
+	// still counts). A panic in it goes where a handler's panic goes (net/http
+	// recovers it), and the queue stays consistent: a worker's slot is always
+	// given back.
 	Observer func(QueueEvent)
 }
 
@@ -325,8 +327,7 @@ func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.running++
 		q.stats.Admitted++
 		q.mu.Unlock()
-		q.emit(QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r)}, 0)
-		q.run(w, r, isHedged(r))
+		q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r)}, 0)
 		return
 	case q.first.n+q.hedged.n >= q.capacity:
 		if hedged || q.hedged.n == 0 {
@@ -402,14 +403,15 @@ func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	queued := q.first.n + q.hedged.n
 	q.mu.Unlock()
-	q.emit(QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r), Wait: wait}, queued)
-	q.run(w, r, isHedged(r))
+	q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r), Wait: wait}, queued)
 }
 
-// run calls the handler on a slot the caller holds and releases the slot when
-// the handler returns, even if it panics (net/http recovers handler panics,
-// so a slot lost to one would never come back).
-func (q *Queue) run(w http.ResponseWriter, r *http.Request, hedged bool) {
+// run reports the admission, calls the handler on a slot the caller holds and
+// releases the slot when the handler returns, even if it or the observer
+// panics (net/http recovers handler panics, so a slot lost to one would never
+// come back).
+func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent, queued int) {
+	hedged := admitted.Hedged
 	var start time.Time
 	if q.observer != nil {
 		start = time.Now()
@@ -426,6 +428,7 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, hedged bool) {
 			q.emit(QueueEvent{Kind: QueueFinished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, -1)
 		}
 	}()
+	q.emit(admitted, queued)
 	if q.signal && wantsStartSignal(r) {
 		// The client learns that this request is in service, not queued: a copy of it
 		// elsewhere can now be cancelled (tied requests), and a hedge of it is a hedge of a

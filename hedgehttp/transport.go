@@ -59,6 +59,16 @@ type Config struct {
 	// so keys must come from a bounded set.
 	Key func(*http.Request) string
 
+	// PolicyFor, when not nil, configures each dependency on its own (per-operation
+	// configuration files build it): it is called once per key (see Key), when the key is
+	// first called, and returns the key's policy configuration, used in place of Policy, and
+	// whether the key's requests may be sent more than once: hedge.Repeatable or
+	// hedge.NotRepeatable for every request, or hedge.RepeatableDefault to decide by method
+	// and idempotency key. A context marked with [hedge.WithRepeatable] still wins. The
+	// configuration's Observer and Classify are treated as Policy's. An invalid
+	// configuration fails the requests to that key with its error.
+	PolicyFor func(key string) (hedge.Config, hedge.Repeatability)
+
 	// Replicas, when not nil, returns the addresses (host:port) of the replicas behind the
 	// dependency named key, or nil to send every attempt to the request's own URL. Attempt i
 	// of a call goes to replicas[(s+i) % len(replicas)], s random per call, so with two or
@@ -134,10 +144,12 @@ type hostMaps struct {
 // urlKey is the default key before normalisation: looking it up allocates nothing.
 type urlKey struct{ scheme, host string }
 
-// host is one dependency: its name, its policy and its replicas.
+// host is one dependency: its name, its policy, and whether its requests are repeatable
+// (Config.PolicyFor).
 type host struct {
 	name   string
 	policy *hedge.Policy
+	repeat hedge.Repeatability
 }
 
 // NewTransport returns a [Transport] for cfg. It returns an error wrapping [ErrConfig] that
@@ -177,7 +189,15 @@ func NewTransport(cfg Config) (*Transport, error) {
 // policyConfig is the template with this Transport's classifier and the host's observer.
 func (t *Transport) policyConfig(name string) hedge.Config {
 	pc := t.cfg.Policy
-	pc.Classify = t.classify
+	return t.withHooks(name, pc)
+}
+
+// withHooks gives a host's policy configuration this Transport's classifier (unless it has
+// its own) and the host's observer.
+func (t *Transport) withHooks(name string, pc hedge.Config) hedge.Config {
+	if pc.Classify == nil {
+		pc.Classify = t.classify
+	}
 	if obs := t.cfg.Observer; obs != nil {
 		inner := pc.Observer
 		pc.Observer = func(e hedge.Event) {
@@ -219,11 +239,15 @@ func (t *Transport) newHost(name string, k urlKey, byURL bool) (*host, error) {
 	}
 	nm := &hostMaps{byURL: old.byURL, byName: old.byName}
 	if h == nil {
-		p, err := hedge.New(t.policyConfig(name))
-		if err != nil {
-			return nil, err // cannot happen: NewTransport built one from the same config
+		pc, repeat := t.cfg.Policy, hedge.RepeatableDefault
+		if t.cfg.PolicyFor != nil {
+			pc, repeat = t.cfg.PolicyFor(name)
 		}
-		h = &host{name: name, policy: p}
+		p, err := hedge.New(t.withHooks(name, pc))
+		if err != nil {
+			return nil, fmt.Errorf("%w: Config.PolicyFor(%q): %w", ErrConfig, name, err)
+		}
+		h = &host{name: name, policy: p, repeat: repeat}
 		nm.byName = maps.Clone(old.byName)
 		nm.byName[name] = h
 	}
@@ -303,9 +327,15 @@ func hasIdempotencyKey(h http.Header) bool {
 
 // RoundTrip sends req under its host's policy: hedged and retried when the request is
 // repeatable and the policy allows, sent exactly once otherwise. It returns the first
-// successful response; when every attempt failed it returns the last failing response the
-// server sent (a 503 is a response, not an error, to an HTTP client), or an error when no
-// server answered.
+// successful response: a fast failing response from one attempt (a 503, or a 404 from a
+// stale replica) never beats a slower success from another. When every attempt failed it
+// returns a failing response the server sent (a 503 is a response, not an error, to an HTTP
+// client): a final one (a 4xx) over a retriable one (a 5xx), and among equals the last to
+// arrive; or an error when no server answered.
+//
+// A panic in Config.Observer, Config.Policy.Observer or Config.Policy.Classify ends the call
+// (every attempt cancelled, every response closed) and reaches the caller of RoundTrip as a
+// *[hedge.PanicError].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		closeBody(req)
@@ -328,9 +358,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	// Repeatability: the caller's explicit word wins; then the method or an idempotency key;
+	// Repeatability: the caller's explicit word wins; then the operation's (PolicyFor); then
+	// the method or an idempotency key;
 	// then the body must be replayable.
-	rep := hedge.RepeatabilityFrom(ctx)
+	said := hedge.RepeatabilityFrom(ctx)
+	rep := said
+	if rep == hedge.RepeatableDefault {
+		rep = h.repeat
+	}
 	repeatable := rep == hedge.Repeatable ||
 		rep == hedge.RepeatableDefault && (repeatableMethod(req.Method) || hasIdempotencyKey(req.Header))
 	if repeatable && req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
@@ -339,15 +374,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		repeatable = c.body != nil
 	}
-	if !repeatable && rep != hedge.NotRepeatable {
+	if !repeatable && said != hedge.NotRepeatable {
 		// Tell the core, whose gate then suppresses hedges and retries. (A repeatable call
 		// needs nothing: Do's default is repeatable.)
 		ctx = hedge.WithRepeatable(ctx, false)
 	}
 
 	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discard)
-	if !c.primarySent.Load() && c.body == nil {
-		closeBody(req) // no attempt took ownership of the caller's body
+	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
+		// No attempt took the caller's body, and none can take it now: close it here
+		// (an attempt starting late, after the caller gave up, finds it taken and fails).
+		closeBody(req)
 	}
 	if err == nil {
 		if resp.Body == nil || resp.Body == http.NoBody {
@@ -368,11 +405,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
-// lastStatusError returns the failing response of the last attempt that had one: err is
-// either a *StatusError itself (a permanent failure) or a *hedge.AttemptsError.
+// lastStatusError returns the failing response to give the caller when every attempt
+// failed: the one the core names as the most informative (a permanent 4xx over a 5xx, then
+// the last to answer), else the last failing response of any attempt. err is a
+// *hedge.AttemptsError, or a *StatusError itself.
 func lastStatusError(err error) *StatusError {
 	var ae *hedge.AttemptsError
 	if errors.As(err, &ae) {
+		var se *StatusError
+		if errors.As(ae.Err, &se) {
+			return se
+		}
 		for i := len(ae.Attempts) - 1; i >= 0; i-- {
 			var se *StatusError
 			if errors.As(ae.Attempts[i], &se) {
@@ -413,6 +456,8 @@ type body struct {
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
+		// The body is done: net/http has already put the connection back, and nothing of
+		// the call may stay attached to the caller's context until it ends.
 		b.release()
 	}
 	return n, err
