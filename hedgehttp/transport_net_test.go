@@ -594,7 +594,7 @@ func TestNoLeaksAfterManyHedgedCalls(t *testing.T) {
 			// ...and once the client's idle connections are closed, no connection is left.
 			// (Closed more than once: a connection whose body was just closed may reach the
 			// idle pool a moment later.)
-			if !waitFor(10*time.Second, func() bool { base.CloseIdleConnections(); return open.Load() == 0 }) {
+			if !waitFor(10*time.Second, func() bool { tr.CloseIdleConnections(); return open.Load() == 0 }) {
 				t.Errorf("%d server connections still open", open.Load())
 			}
 		})
