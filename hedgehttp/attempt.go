@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -150,12 +151,19 @@ func (t *Transport) mark(r *http.Request, k int) {
 	if r.Header == nil {
 		r.Header = make(http.Header)
 	}
-	if t.signals {
+	if t.signals && !expectsContinue(r.Header) {
 		r.Header[StartSignalHeader] = startSignalValue
 	}
 	if k > 0 {
 		r.Header[AttemptHeader] = []string{strconv.Itoa(k)}
 	}
+}
+
+// expectsContinue reports whether a request waits for 100 Continue before sending its body:
+// it must not ask for a start signal (see StartSignalHeader).
+func expectsContinue(h http.Header) bool {
+	v := h["Expect"]
+	return len(v) > 0 && strings.EqualFold(v[0], "100-continue")
 }
 
 // startSignalValue is the value of StartSignalHeader on every attempt. The slice is shared:

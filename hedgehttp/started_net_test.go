@@ -446,3 +446,63 @@ func TestStartSignalLeavesQuantileHedgingAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestStartSignalWithExpectContinue: a request that waits for 100 Continue before sending its
+// body does not ask for the start signal (over HTTP/2, Go's server would then never send the
+// 100, see StartSignalHeader), and is answered without waiting out its ExpectContinueTimeout.
+// A client that asks anyway over HTTP/1.1 gets the 102 first, keeps waiting, and sends its
+// body on the 100 that reading it triggers: there the two 1xx mix well.
+func TestStartSignalWithExpectContinue(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			checkGoroutines(t)
+			q := mustQueue(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				if err != nil {
+					t.Errorf("reading the body: %v", err)
+				}
+				fmt.Fprintf(w, "got %s", b)
+			}), QueueConfig{Workers: 1})
+			srv, base := startConnServer(t, proto, q)
+			base.ExpectContinueTimeout = 5 * time.Second // long: only the server's 100 sends the body
+			tr := newTransport(t, Config{Next: base})
+			tr.signals = true
+			var mu sync.Mutex
+			var codes []int
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+					mu.Lock()
+					codes = append(codes, code)
+					mu.Unlock()
+					return nil
+				},
+			})
+			req := mustRequest(t, "PUT", srv.URL, strings.NewReader("payload")).WithContext(ctx)
+			req.Header.Set("Expect", "100-continue")
+			if proto == "HTTP/1.1" {
+				req.Header.Set(StartSignalHeader, "1") // asked by hand: the Transport would not
+			}
+			start := time.Now()
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := readAll(t, resp); b != "got payload" {
+				t.Fatalf("answer %q", b)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("the call took %v: the body waited for the Expect timeout, not for 100 Continue", d)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := fmt.Sprint([]int{StartedStatus, http.StatusContinue})
+			if proto == "HTTP/2" {
+				want = fmt.Sprint([]int{http.StatusContinue})
+			}
+			if fmt.Sprint(codes) != want {
+				t.Errorf("1xx responses %v, want %s", codes, want)
+			}
+			checkConnsClosed(t, tr, srv)
+		})
+	}
+}
