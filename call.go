@@ -431,9 +431,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	c.ended++
 	a.endSeq = c.ended
 	dur := now.Sub(a.start)
-	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts {
+	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts && !c.permanent {
 		c.resend(now, k, o)
-		return c.acts
+		return c.settle(now)
 	}
 	if o.Class == Success {
 		a.result = OK
@@ -679,8 +679,6 @@ func (c *Call) fail(now time.Time, cause error) {
 	switch {
 	case len(errs) == 0 && cause != nil:
 		err = cause
-	case c.permanent && len(errs) == 1 && cause == nil:
-		err = main // the dependency's own final answer, as it gave it
 	default:
 		err = &AttemptsError{Attempts: errs, Err: main, Cause: cause}
 	}
