@@ -210,7 +210,11 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	var choose []chooser
 	if p.Replicas > 1 {
 		for c := range p.Clients {
-			choose = append(choose, newLocalSet(p.Balancer, p.Replicas, mix(streamKey(seed, streamChoose)+uint64(c))))
+			rs, err := newReplicaSet(p.Balancer, p.Replicas, mix(streamKey(seed, streamChoose)+uint64(c)))
+			if err != nil {
+				return Point{}, fmt.Errorf("sim: %w", err)
+			}
+			choose = append(choose, rs)
 		}
 	}
 	pauses := p.Pauses.Replicas
