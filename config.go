@@ -96,7 +96,7 @@ type Config struct {
 
 	// Attempts is the most calls that reach the dependency for one call, whatever their shape:
 	// the first, hedges and sequential retries all count. 0 = 2 with a Trigger, 1 without.
-	// Hedging needs at least 2.
+	// Hedging needs at least 2; at most [MaxAttempts].
 	Attempts int
 	// MaximumConcurrent bounds how many attempts of one call are in flight at once, counting
 	// the first. 0 = min(2, Attempts). Must not exceed Attempts.
@@ -157,6 +157,11 @@ type Config struct {
 	Observer func(Event)
 }
 
+// MaxAttempts is the largest Config.Attempts: each attempt costs the dependency a call and
+// the caller memory, and past a handful more attempts only multiply load on a dependency
+// that is failing (gRPC caps its retry and hedging policies at 5).
+const MaxAttempts = 10
+
 // ErrInvalidConfig is wrapped by every configuration error New returns.
 var ErrInvalidConfig = errors.New("hedge: invalid config")
 
@@ -187,8 +192,8 @@ func (c Config) resolve() (resolved, error) {
 			return r, configError("Trigger: After(d) needs d >= 0, got %v", c.Trigger.delay)
 		}
 	}
-	if c.Attempts < 0 {
-		return r, configError("Attempts must be >= 0 (0 = default), got %d", c.Attempts)
+	if c.Attempts < 0 || c.Attempts > MaxAttempts {
+		return r, configError("Attempts must be in [0, %d] (0 = default), got %d", MaxAttempts, c.Attempts)
 	}
 	r.attempts = c.Attempts
 	if r.attempts == 0 {

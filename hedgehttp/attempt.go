@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
 )
+
+// errBodyTaken fails a first attempt that starts after its RoundTrip has returned: the
+// caller's body is closed, and must not be sent.
+var errBodyTaken = errors.New("hedgehttp: request body already closed: the call ended before the attempt started")
 
 // call is one RoundTrip: what every attempt of it shares.
 type call struct {
@@ -23,7 +30,10 @@ type call struct {
 	replicas []string // where attempts go (nil: the request's own URL)
 	offset   int      // the replica of attempt 0
 
-	primarySent atomic.Bool // attempt 0 took the caller's body
+	// bodyOwned is set by whoever takes the caller's body (when it was not buffered): the
+	// first attempt, to send it, or RoundTrip, to close it when no attempt took it. Exactly
+	// one of them does, so the body is closed once, by one goroutine.
+	bodyOwned atomic.Bool
 }
 
 // bufferBody reads the request body into memory, up to the Transport's MaxBodyBuffer, so
@@ -37,7 +47,9 @@ func (c *call) bufferBody() error {
 	}
 	var buf bytes.Buffer
 	if req.ContentLength > 0 {
-		buf.Grow(int(req.ContentLength))
+		// Trust the declared length only so far: a request that declares 200 MiB and
+		// sends 4 bytes must not cost 200 MiB. Past this, the buffer grows as bytes arrive.
+		buf.Grow(int(min(req.ContentLength, 64<<10)))
 	}
 	_, err := buf.ReadFrom(io.LimitReader(req.Body, limit+1))
 	if err != nil {
@@ -84,7 +96,11 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r.Body, _ = c.getBody()
 		r.GetBody = c.getBody
 	case info.Index == 0:
-		c.primarySent.Store(true)
+		if c.req.Body != nil && c.req.Body != http.NoBody && !c.bodyOwned.CompareAndSwap(false, true) {
+			// RoundTrip has already returned and closed the caller's body: this attempt
+			// started after the call was over.
+			return nil, errBodyTaken
+		}
 		if c.prefix != nil {
 			r.Body = prefixed{io.MultiReader(bytes.NewReader(c.prefix), c.req.Body), c.req.Body}
 		}
@@ -95,10 +111,11 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
+	if r.Header == nil {
+		r.Header = make(http.Header)
+	}
+	r.Header[StartSignalHeader] = startSignalValue
 	if info.Index > 0 {
-		if r.Header == nil {
-			r.Header = make(http.Header)
-		}
 		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
 	}
 	if n := len(c.replicas); n > 0 {
@@ -106,7 +123,13 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp, err := c.t.next.RoundTrip(r)
 	ar.answered.Store(true)
+	if err == nil && resp == nil {
+		err = fmt.Errorf("hedgehttp: Next (%T) returned a nil *Response with a nil error", c.t.next)
+	}
 	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
 		ar.end()
 		return nil, err
 	}
@@ -122,12 +145,27 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return resp, nil
 }
 
+// startSignalValue is the value of StartSignalHeader on every attempt. The slice is shared:
+// nothing on the way to the wire changes a header value in place.
+var startSignalValue = []string{"1"}
+
 // attemptRequest ties an attempt's request context to the attempt: while no response has
-// arrived, the attempt losing cancels the request.
+// arrived, the attempt losing cancels the request; and a server's start signal reaches it.
 type attemptRequest struct {
 	cancel   context.CancelFunc
 	stop     func() bool
 	answered atomic.Bool
+	attempt  context.Context
+	trace    httptrace.ClientTrace
+}
+
+// got1xx passes the server's start signal ([StartedStatus]) on to the attempt. It runs on
+// the connection's reading goroutine and never blocks. Other 1xx responses are not ours.
+func (ar *attemptRequest) got1xx(code int, _ textproto.MIMEHeader) error {
+	if code == StartedStatus {
+		hedge.StartedService(ar.attempt)
+	}
+	return nil
 }
 
 // newAttemptRequest returns the request context of the attempt whose context is attempt.
@@ -137,11 +175,13 @@ type attemptRequest struct {
 //
 //go:noinline
 func newAttemptRequest(parent, attempt context.Context) (context.Context, *attemptRequest) {
-	ar := new(attemptRequest)
+	ar := &attemptRequest{attempt: attempt}
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
-	return ctx, ar
+	// The trace joins any the caller set on its request: WithClientTrace calls both.
+	ar.trace.Got1xxResponse = ar.got1xx
+	return httptrace.WithClientTrace(ctx, &ar.trace), ar
 }
 
 func (ar *attemptRequest) lost() {
@@ -176,7 +216,10 @@ type attemptBody struct {
 func (b *attemptBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
-		b.ar.stop()
+		// Read to the end: the request is over (net/http has already taken the connection
+		// back), so its context ends too, rather than staying registered with the
+		// caller's context until that one ends.
+		b.ar.end()
 	}
 	return n, err
 }

@@ -112,6 +112,13 @@ type Config struct {
 // arrived is drained (up to ErrorBodyLimit bytes, for at most 250ms) and closed, so that its
 // connection is reused; a failing response (5xx but 501, 429, 408) never wins and
 // is returned only when every attempt failed, as the response of the last one that answered.
+//
+// Every attempt asks the server for a start signal ([StartSignalHeader]); a [Queue] answers
+// with an informational [StartedStatus] response when a worker starts the request, and the
+// Transport passes it on to the policy with [hedge.StartedService], through an
+// httptrace.ClientTrace joined to any trace the caller set on the request's context. With
+// [hedge.Tied], the first copy to start cancels the others. A server that sends no such
+// response changes nothing: the policy hedges on latency alone.
 type Transport struct {
 	cfg        Config
 	next       http.RoundTripper
@@ -316,9 +323,15 @@ func hasIdempotencyKey(h http.Header) bool {
 
 // RoundTrip sends req under its host's policy: hedged and retried when the request is
 // repeatable and the policy allows, sent exactly once otherwise. It returns the first
-// successful response; when every attempt failed it returns the last failing response the
-// server sent (a 503 is a response, not an error, to an HTTP client), or an error when no
-// server answered.
+// successful response: a fast failing response from one attempt (a 503, or a 404 from a
+// stale replica) never beats a slower success from another. When every attempt failed it
+// returns a failing response the server sent (a 503 is a response, not an error, to an HTTP
+// client): a final one (a 4xx) over a retriable one (a 5xx), and among equals the last to
+// arrive; or an error when no server answered.
+//
+// A panic in Config.Observer, Config.Policy.Observer or Config.Policy.Classify ends the call
+// (every attempt cancelled, every response closed) and reaches the caller of RoundTrip as a
+// *[hedge.PanicError].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		closeBody(req)
@@ -364,8 +377,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discard)
-	if !c.primarySent.Load() && c.body == nil {
-		closeBody(req) // no attempt took ownership of the caller's body
+	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
+		// No attempt took the caller's body, and none can take it now: close it here
+		// (an attempt starting late, after the caller gave up, finds it taken and fails).
+		closeBody(req)
 	}
 	if err == nil {
 		if resp.Body == nil || resp.Body == http.NoBody {
@@ -386,11 +401,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
-// lastStatusError returns the failing response of the last attempt that had one: err is
-// either a *StatusError itself (a permanent failure) or a *hedge.AttemptsError.
+// lastStatusError returns the failing response to give the caller when every attempt
+// failed: the one the core names as the most informative (a permanent 4xx over a 5xx, then
+// the last to answer), else the last failing response of any attempt. err is a
+// *hedge.AttemptsError, or a *StatusError itself.
 func lastStatusError(err error) *StatusError {
 	var ae *hedge.AttemptsError
 	if errors.As(err, &ae) {
+		var se *StatusError
+		if errors.As(ae.Err, &se) {
+			return se
+		}
 		for i := len(ae.Attempts) - 1; i >= 0; i-- {
 			var se *StatusError
 			if errors.As(ae.Attempts[i], &se) {
@@ -431,6 +452,8 @@ type body struct {
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
+		// The body is done: net/http has already put the connection back, and nothing of
+		// the call may stay attached to the caller's context until it ends.
 		b.release()
 	}
 	return n, err

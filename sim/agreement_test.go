@@ -47,6 +47,10 @@ func TestDriversAgree(t *testing.T) {
 		{"permanent failure ends the call", hedge.Config{Trigger: hedge.After(ms(10))},
 			sim.Script{Latencies: []time.Duration{ms(40), ms(5)},
 				Outcomes: []hedge.Outcome{{}, {Class: hedge.Permanent, Err: fail}}}},
+		{"tied: the first to start cancels its copy", hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Unlimited: true}},
+			sim.Script{Latencies: []time.Duration{ms(30), ms(10)}, ReportService: true}},
+		{"tied, three copies", hedge.Config{Trigger: hedge.Tied(), Attempts: 3, MaximumConcurrent: 3, Budget: budget.Config{Unlimited: true}},
+			sim.Script{Latencies: []time.Duration{ms(12), ms(4), ms(8)}, ReportService: true}},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -73,6 +77,11 @@ func scriptedAttempt(s sim.Script) func(context.Context) (string, error) {
 	answers := make([]hedgetest.Answer[string], len(s.Latencies))
 	for k, d := range s.Latencies {
 		a := hedgetest.Answer[string]{After: d, Value: fmt.Sprint("attempt ", k), Stuck: d < 0}
+		if s.ReportService {
+			// The simulator reports starts in attempt order at the instant they are sent;
+			// Do's attempts run concurrently, so a nanosecond apiece keeps that order.
+			a.Starts, a.StartAfter = true, time.Duration(k)
+		}
 		if k < len(s.Outcomes) && s.Outcomes[k].Class != hedge.Success {
 			a.Value, a.Err = "", s.Outcomes[k].Err
 			if s.Outcomes[k].Class == hedge.Permanent {

@@ -62,7 +62,7 @@ func (hc *hedgeClient) apply(s *sim, si int32, c *hedge.Call, acts []hedge.Actio
 		case hedge.ArmTimer:
 			s.armTimer(si, int64(a.At.Sub(epoch)))
 		case hedge.Finish:
-			s.finish(si, c.Err() != nil)
+			s.finish(si, c.Err())
 		}
 	}
 }

@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/hedgekit/hedge"
 )
 
 // This file is the discrete-event engine: virtual time, the event heap, the shared FIFO queue
@@ -137,7 +140,8 @@ type sim struct {
 	lat       []int64
 	measuredN int // measured calls that arrived (all of them unless the run collapsed)
 	finishedN int
-	rejected  int
+	rejected  int // failed calls refused before reaching the server (limit, breaker)
+	failed    int // every failed call, rejected ones included
 	reached   int64
 	serverNs  int64
 	wastedNs  int64
@@ -214,7 +218,7 @@ func (s *sim) reset(p runParams, cl client) {
 		s.lat = make([]int64, 0, p.calls)
 	}
 	s.lat = s.lat[:0]
-	s.measuredN, s.finishedN, s.rejected = 0, 0, 0
+	s.measuredN, s.finishedN, s.rejected, s.failed = 0, 0, 0, 0
 	s.reached, s.serverNs, s.wastedNs, s.waitNs, s.waitN = 0, 0, 0, 0, 0
 	s.hedges, s.wins = 0, 0
 }
@@ -500,9 +504,11 @@ func (s *sim) armTimer(si int32, at int64) {
 	s.h.push(event{t: at, kind: evTimer, idx: si, gen: sl.timerGen})
 }
 
-// finish records the end of the call in slot si. rejected: the call ended with an error.
-// Attempts still attached are discarded (the client normally cancels them itself first).
-func (s *sim) finish(si int32, rejected bool) {
+// finish records the end of the call in slot si; err is the call's error (nil: it succeeded).
+// A call refused before reaching the server (the adaptive limit, an open breaker) counts as
+// rejected; every failed call counts as failed. Attempts still attached are discarded (the
+// client normally cancels them itself first).
+func (s *sim) finish(si int32, err error) {
 	sl := s.slots[si]
 	if sl.finished {
 		return
@@ -511,8 +517,11 @@ func (s *sim) finish(si int32, rejected bool) {
 	if sl.measured {
 		s.outstanding--
 		s.finishedN++
-		if rejected {
-			s.rejected++
+		if err != nil {
+			s.failed++
+			if errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen) {
+				s.rejected++
+			}
 		} else {
 			s.lat = append(s.lat, s.now-sl.arrive)
 		}
@@ -534,11 +543,13 @@ func (s *sim) measure(p *Point) {
 		p.Calls = s.calls
 	}
 	p.Events = s.events
-	if !s.collapse && len(s.lat) > 0 {
+	if !s.collapse && len(s.lat)+s.failed > 0 {
 		slices.Sort(s.lat)
-		p.P50Ms = quantileMs(s.lat, 0.50)
-		p.P99Ms = quantileMs(s.lat, 0.99)
-		p.P999Ms = quantileMs(s.lat, 0.999)
+		p.P50Ms = quantileMs(s.lat, s.failed, 0.50)
+		p.P99Ms = quantileMs(s.lat, s.failed, 0.99)
+		p.P999Ms = quantileMs(s.lat, s.failed, 0.999)
+	}
+	if !s.collapse && len(s.lat) > 0 {
 		var sum float64
 		for _, v := range s.lat {
 			sum += float64(v)
@@ -551,6 +562,7 @@ func (s *sim) measure(p *Point) {
 		p.RequestsPerCall = float64(s.reached) / float64(n)
 		p.HedgeRate = float64(s.hedges) / float64(n)
 		p.RejectedPct = 100 * float64(s.rejected) / float64(n)
+		p.FailedPct = 100 * float64(s.failed) / float64(n)
 	}
 	if s.hedges > 0 {
 		p.HedgeWinRate = float64(s.wins) / float64(s.hedges)
@@ -566,10 +578,16 @@ func (s *sim) measure(p *Point) {
 	}
 }
 
-// quantileMs is the exact q-quantile of sorted (nearest rank: the smallest value with at least
-// q of the values at or below it), in milliseconds.
-func quantileMs(sorted []int64, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	i = max(0, min(i, len(sorted)-1))
+// quantileMs is the exact q-quantile (nearest rank: the smallest value with at least q of the
+// values at or below it), in milliseconds, of every measured call: the successes' latencies in
+// sorted, then failed calls, each slower than any success (SIMULATION.md, "Counting every
+// call"). A quantile that lands on a failed call is [Failed] (+Inf).
+func quantileMs(sorted []int64, failed int, q float64) float64 {
+	n := len(sorted) + failed
+	i := int(math.Ceil(q*float64(n))) - 1
+	i = max(0, min(i, n-1))
+	if i >= len(sorted) {
+		return Failed
+	}
 	return float64(sorted[i]) / float64(time.Millisecond)
 }

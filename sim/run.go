@@ -110,9 +110,12 @@ func newRunner() *runner { return &runner{s: newSim()} }
 // Reaches) and seed. The same arguments give the same Point.
 //
 // What the figures mean:
-//   - latencies (P50Ms, P99Ms, P999Ms, MeanMs) are exact order statistics (nearest rank) of the
-//     measured calls that succeeded; rejected calls fail fast and are counted in RejectedPct
-//     instead. They are 0 when Collapse is set.
+//   - the percentiles (P50Ms, P99Ms, P999Ms) are exact order statistics (nearest rank) of every
+//     measured call, a failed call (rejected by the limit, refused by an open breaker, every
+//     attempt failed) counting as slower than any success: a percentile that lands on a failed
+//     call is [Failed]. FailedPct counts every failed call, RejectedPct those refused before
+//     reaching the server. MeanMs is the mean of the successful calls. All four are 0 when
+//     Collapse is set.
 //   - RequestsPerCall is the attempts that reached the server per measured call. An attempt
 //     reached the server when a worker started it or, in "ignored" mode, when it was queued
 //     (the server will serve it whatever the client does). In "reaches" mode an attempt

@@ -28,7 +28,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.calls != 20000 || !slices.Equal(cfg.seeds, []uint64{1}) ||
+	if cfg.calls != 200000 || !slices.Equal(cfg.seeds, []uint64{1, 2}) ||
 		!slices.Equal(cfg.loads, []float64{30, 50, 70, 85, 95}) || !slices.Equal(cfg.setups, testNames) ||
 		!slices.Equal(cfg.modes, []string{"ignored", "reaches"}) || cfg.out != "hedgesim-report" ||
 		cfg.workers != 16 || cfg.service.kind != "mixture" || cfg.hedgeDelay != 20*time.Millisecond ||

@@ -72,6 +72,7 @@ func ExampleWriteJSON() {
 	//       "hedge_rate": 0.05,
 	//       "hedge_win_rate": 0.61,
 	//       "rejected_pct": 0,
+	//       "failed_pct": 0,
 	//       "utilisation_pct": 0,
 	//       "wasted_work_pct": 0,
 	//       "suppressed": {},
@@ -118,6 +119,12 @@ func ExampleWriteMarkdownTables() {
 	// | setup    |   50% |   95% |
 	// | -------- | ----: | ----: |
 	// | no hedge | 1.000 | 1.000 |
+	//
+	// ### Failed calls (%)
+	//
+	// | setup    |  50% |  95% |
+	// | -------- | ---: | ---: |
+	// | no hedge | 0.00 | 0.00 |
 	//
 	// ### Rejected calls (%)
 	//

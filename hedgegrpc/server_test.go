@@ -1,0 +1,176 @@
+package hedgegrpc
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// blockUntil is a backend whose handler waits for release (or its context), counting calls.
+func blockUntil(release chan struct{}) *backend {
+	return &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		select {
+		case <-release:
+			return serving(), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Second): // a bound, never reached when the test passes
+			return nil, status.Error(codes.Internal, "never released")
+		}
+	}}
+}
+
+func TestQueue(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 1, Queue: 1, Pushback: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	be := blockUntil(release)
+	hi := newInterceptor(t, Config{}) // no hedging: the test drives each call
+	cc := startBufconn(t, hi, be, grpc.ChainUnaryInterceptor(q.UnaryServer))
+	client := healthpb.NewHealthClient(cc)
+	results := make(chan error, 2)
+	call := func(ctx context.Context) {
+		_, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+		results <- err
+	}
+
+	// The first call runs, the second waits, and a third finds the queue full.
+	go call(t.Context())
+	if !waitFor(10*time.Second, func() bool { return q.Stats().Running == 1 }) {
+		t.Fatal("the first call never ran")
+	}
+	waiting, cancel := context.WithCancel(t.Context())
+	go call(waiting)
+	if !waitFor(10*time.Second, func() bool { return q.Stats().Queued == 1 }) {
+		t.Fatal("the second call never queued")
+	}
+	var trailer metadata.MD
+	_, err = client.Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer))
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("queue full: err = %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if got := trailer.Get(PushbackKey); len(got) != 1 || got[0] != "1500" {
+		t.Fatalf("queue full: pushback trailer %v, want 1500", got)
+	}
+
+	// The waiting call is cancelled: it leaves the queue without running.
+	cancel()
+	if err := <-results; status.Code(err) != codes.Canceled {
+		t.Fatalf("cancelled waiter: err = %v, want CANCELED", err)
+	}
+	if !waitFor(10*time.Second, func() bool { return q.Stats().Abandoned == 1 }) {
+		t.Fatalf("stats %+v, want one abandoned call", q.Stats())
+	}
+	close(release)
+	if err := <-results; err != nil {
+		t.Fatalf("running call: %v", err)
+	}
+	if n := be.calls.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want 1", n)
+	}
+	s := q.Stats()
+	if s.Admitted != 1 || s.Rejected != 1 || s.Abandoned != 1 || s.Running != 0 || s.Queued != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+
+	// With the slot free, calls run again; a waiter granted a slot runs in FIFO order.
+	if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestQueueHandsSlotToWaiter(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	be := blockUntil(release)
+	cc := startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
+	client := healthpb.NewHealthClient(cc)
+	results := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{})
+			results <- err
+		}()
+	}
+	if !waitFor(10*time.Second, func() bool { s := q.Stats(); return s.Running == 1 && s.Queued == 1 }) {
+		t.Fatalf("stats %+v, want one running and one queued", q.Stats())
+	}
+	close(release)
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := q.Stats(); s.Admitted != 2 || s.Running != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestQueueConfigErrors(t *testing.T) {
+	for _, cfg := range []QueueConfig{{Workers: -1}, {Pushback: -time.Second}} {
+		if _, err := NewQueue(cfg); !errors.Is(err, ErrQueueConfig) {
+			t.Errorf("NewQueue(%+v) = %v, want an error wrapping ErrQueueConfig", cfg, err)
+		}
+	}
+}
+
+// The server sends the start signal when the handler starts, and the client's stats handler
+// reports it with the attempt's context while the handler is still running.
+func TestStartSignal(t *testing.T) {
+	checkLeaks(t)
+	started := make(chan hedge.AttemptInfo, 4)
+	release := make(chan struct{})
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		select {
+		case <-release: // only once the client has seen the signal
+			return serving(), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Second): // a bound, never reached when the test passes
+			return nil, status.Error(codes.Internal, "no start signal reached the client")
+		}
+	}}
+	q, err := NewQueue(QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi := newInterceptor(t, Config{Idempotent: []string{checkMethod}})
+	cc := startBufconn(t, hi, be, grpc.ChainUnaryInterceptor(q.UnaryServer, StartSignal))
+	// The same connection, with a stats handler that records the signal.
+	sig := startSignal{report: func(ctx context.Context) {
+		info, ok := hedge.AttemptFrom(ctx)
+		if !ok {
+			info.Index = -1
+		}
+		started <- info
+		close(release)
+	}}
+	cc2, err := grpc.NewClient(cc.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(be.dialer), grpc.WithUnaryInterceptor(hi.UnaryClient), grpc.WithStatsHandler(sig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc2.Close()
+	if _, err := healthpb.NewHealthClient(cc2).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if info := <-started; info.Index != 0 {
+		t.Fatalf("start signal reported for %+v, want attempt 0 through its context", info)
+	}
+}
