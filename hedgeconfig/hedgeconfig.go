@@ -302,3 +302,40 @@ func (m matcher) grpcScore(fullMethod string) int {
 	}
 	return -1
 }
+
+// GRPCMethods is a file's gRPC operations in the shape hedgegrpc.Config takes them:
+//
+//	g := policies.GRPC()
+//	interceptor, err := hedgegrpc.NewInterceptor(hedgegrpc.Config{
+//		Policy: g.Policy, Methods: g.Methods, Idempotent: g.Idempotent,
+//	})
+//
+// (This package does not import hedgegrpc, so that a service that only speaks HTTP does not
+// build gRPC.)
+type GRPCMethods struct {
+	// Policy is the defaults' policy, for every method no operation names.
+	Policy hedge.Config
+	// Methods holds one policy per gRPC operation, keyed as in the file: "/pkg.Service/Method"
+	// or "/pkg.Service/" for every method of a service (hedgegrpc picks the most specific).
+	Methods map[string]hedge.Config
+	// Idempotent lists the gRPC operations whose idempotent is true (or inherited true from
+	// the defaults). hedgegrpc sends every other method once unless its protobuf descriptor
+	// says it is idempotent: idempotent: false cannot overrule the descriptor, and
+	// idempotent: true in the defaults reaches only the methods the file names.
+	Idempotent []string
+}
+
+// GRPC returns the file's gRPC operations for a hedgegrpc interceptor.
+func (f *File) GRPC() GRPCMethods {
+	g := GRPCMethods{Policy: f.Defaults.Policy, Methods: map[string]hedge.Config{}}
+	for _, op := range f.Operations {
+		if !op.match.grpc {
+			continue
+		}
+		g.Methods[op.Name] = op.Policy
+		if op.Repeatable == hedge.Repeatable {
+			g.Idempotent = append(g.Idempotent, op.Name)
+		}
+	}
+	return g
+}

@@ -296,3 +296,7 @@ func TestMarshalProgrammaticFile(t *testing.T) {
 		t.Error("no match after parsing")
 	}
 }
+
+func parseString(src string) (*hedgeconfig.File, error) {
+	return hedgeconfig.Parse("test.yaml", []byte(src))
+}

@@ -6,9 +6,13 @@
 //	p, err := hedgeotel.NewPolicy(provider, "users", hedge.Config{Trigger: hedge.AtQuantile(0.95)})
 //	tr, err := hedgeotel.NewTransport(provider, hedgehttp.Config{Policy: ...})
 //
-// Any other integration that reports events with a name (a gRPC method, a queue) and can list
-// its policies' [hedge.Measured] figures is wired with [Metrics.KeyedObserver] and
-// [Metrics.Watch].
+// Any other integration that reports events with a name and can list its policies'
+// [hedge.Measured] figures is wired with [Metrics.KeyedObserver] and [Metrics.Watch]; for
+// hedgegrpc's per-method policies:
+//
+//	cfg.Observer = metrics.KeyedObserver()
+//	interceptor, err := hedgegrpc.NewInterceptor(cfg)
+//	stop, err := metrics.Watch(interceptor.Measured)
 //
 // # Instruments
 //

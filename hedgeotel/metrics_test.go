@@ -274,6 +274,7 @@ func TestScriptedCalls(t *testing.T) {
 
 // TestTransport wires a hedgehttp.Transport in one call and reads its per-host figures.
 func TestTransport(t *testing.T) {
+	checkGoroutines(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/fail" {
 			w.WriteHeader(http.StatusInternalServerError)
