@@ -26,8 +26,9 @@ type config struct {
 	workers    int
 	service    service
 	hedgeDelay time.Duration
-	tablesOnly bool   // print Markdown tables on stdout, write no files
-	from       string // re-render this report.json instead of simulating
+	tablesOnly bool         // print Markdown tables on stdout, write no files
+	from       string       // re-render this report.json instead of simulating
+	policy     *policySetup // -config and -operation: a user's policy, run beside the setups
 }
 
 // service is the parsed -service flag.
@@ -69,6 +70,8 @@ Examples:
   hedgesim -setups "no hedge;hedge, default budget" -loads 70,95 -cancellation reaches
   hedgesim -service exponential:10ms -workers 8  # an M/M/8 queue
   hedgesim -service empirical:latencies.txt      # your own service times, one per line
+  hedgesim -config policy.yaml -operation api.example.com -service empirical:latencies.txt
+                                                 # the policy you deploy, beside no hedge
 
 Flags:
 `
@@ -101,6 +104,7 @@ func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, er
 	delay := fs.Duration("hedge-delay", defaultHedgeDelay, "hedge delay of the fixed-delay setups (After)")
 	tables := fs.Bool("tables-only", false, "print the Markdown tables of each seed on stdout instead of writing files (for docs)")
 	from := fs.String("from", "", "render the report from this report.json instead of simulating (model flags are ignored)")
+	policy := addPolicyFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -146,6 +150,9 @@ func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, er
 		return config{}, err
 	}
 	if cfg.service, err = parseService(*svc); err != nil {
+		return config{}, err
+	}
+	if err := policy.apply(fs, &cfg); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

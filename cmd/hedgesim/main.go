@@ -104,7 +104,7 @@ func (s service) distribution() sim.Distribution {
 
 // sweepConfig is the sim.SweepConfig the command line asks for.
 func (c config) sweepConfig() sim.SweepConfig {
-	return sim.SweepConfig{
+	sc := sim.SweepConfig{
 		Workers:    c.workers,
 		Service:    c.service.distribution(),
 		HedgeDelay: c.hedgeDelay,
@@ -114,6 +114,10 @@ func (c config) sweepConfig() sim.SweepConfig {
 		Setups:     c.setups,
 		Modes:      c.modes,
 	}
+	if c.policy != nil {
+		sc.Extra = []sim.Setup{{Name: c.policy.name, Config: c.policy.config}}
+	}
+	return sc
 }
 
 // sweep runs the simulation, with a progress line on stderr when showProgress is set.
