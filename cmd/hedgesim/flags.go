@@ -17,6 +17,10 @@ import (
 // config is what the command line asks for, parsed and checked. It holds no sim types, so that
 // flag parsing can be tested without the engine.
 type config struct {
+	// policy is what -config and -operation chose (policy.go): a user's policy, run beside
+	// the setups. nil without -config.
+	policy *policySetup
+
 	calls      int
 	seeds      []uint64
 	loads      []float64
@@ -26,9 +30,8 @@ type config struct {
 	workers    int
 	service    service
 	hedgeDelay time.Duration
-	tablesOnly bool         // print Markdown tables on stdout, write no files
-	from       string       // re-render this report.json instead of simulating
-	policy     *policySetup // -config and -operation: a user's policy, run beside the setups
+	tablesOnly bool   // print Markdown tables on stdout, write no files
+	from       string // re-render this report.json instead of simulating
 }
 
 // service is the parsed -service flag.
@@ -70,8 +73,6 @@ Examples:
   hedgesim -setups "no hedge;hedge, default budget" -loads 70,95 -cancellation reaches
   hedgesim -service exponential:10ms -workers 8  # an M/M/8 queue
   hedgesim -service empirical:latencies.txt      # your own service times, one per line
-  hedgesim -config policy.yaml -operation api.example.com -service empirical:latencies.txt
-                                                 # the policy you deploy, beside no hedge
 
 Flags:
 `
@@ -98,13 +99,13 @@ func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, er
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setups := fs.String("setups", "all", "setups to run, separated by ';' (names as listed below), or all")
 	cancel := fs.String("cancellation", "both", "cancellation mode: ignored, reaches or both")
+	policy := addPolicyFlags(fs) // -config, -operation
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
 	workers := fs.Int("workers", defaultWorkers, "workers serving the one shared FIFO queue")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN (e.g. exponential:10ms),\nor empirical:FILE (one duration per line, e.g. 12ms or 3.5ms; a bare number is ms; # starts a comment)")
 	delay := fs.Duration("hedge-delay", defaultHedgeDelay, "hedge delay of the fixed-delay setups (After)")
 	tables := fs.Bool("tables-only", false, "print the Markdown tables of each seed on stdout instead of writing files (for docs)")
 	from := fs.String("from", "", "render the report from this report.json instead of simulating (model flags are ignored)")
-	policy := addPolicyFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -104,7 +104,7 @@ func (s service) distribution() sim.Distribution {
 
 // sweepConfig is the sim.SweepConfig the command line asks for.
 func (c config) sweepConfig() sim.SweepConfig {
-	sc := sim.SweepConfig{
+	return sim.SweepConfig{
 		Workers:    c.workers,
 		Service:    c.service.distribution(),
 		HedgeDelay: c.hedgeDelay,
@@ -114,10 +114,6 @@ func (c config) sweepConfig() sim.SweepConfig {
 		Setups:     c.setups,
 		Modes:      c.modes,
 	}
-	if c.policy != nil {
-		sc.Extra = []sim.Setup{{Name: c.policy.name, Config: c.policy.config}}
-	}
-	return sc
 }
 
 // sweep runs the simulation, with a progress line on stderr when showProgress is set.
@@ -137,7 +133,7 @@ func sweep(ctx context.Context, cfg config, stderr io.Writer, showProgress bool)
 			fmt.Fprintf(stderr, "\rpoints %d/%d", done, total)
 		}
 	}
-	rep, err := sim.Sweep(ctx, cfg.sweepConfig(), progress)
+	rep, err := sim.Sweep(ctx, cfg.withPolicy(cfg.sweepConfig()), progress)
 	if showProgress {
 		mu.Lock()
 		if last >= 0 {

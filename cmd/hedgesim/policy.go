@@ -7,6 +7,7 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/hedgeconfig"
+	"github.com/hedgekit/hedge/sim"
 )
 
 // policyFlags are -config and -operation: simulate exactly the policy a service loads from
@@ -58,4 +59,12 @@ func (p policyFlags) apply(fs *flag.FlagSet, cfg *config) error {
 	}
 	cfg.policy = &policySetup{name: op.Name + " (" + filepath.Base(*p.file) + ")", config: op.Policy}
 	return nil
+}
+
+// withPolicy adds the chosen policy to sc as a setup of its own.
+func (c config) withPolicy(sc sim.SweepConfig) sim.SweepConfig {
+	if c.policy != nil {
+		sc.Extra = append(sc.Extra, sim.Setup{Name: c.policy.name, Config: c.policy.config})
+	}
+	return sc
 }
