@@ -1,6 +1,7 @@
 package hedgeconfig
 
 import (
+	"bytes"
 	"encoding"
 	"reflect"
 	"strconv"
@@ -38,7 +39,16 @@ func (f *File) Marshal() ([]byte, error) {
 		}
 		add(root, "operations", ops)
 	}
-	return yaml.Marshal(root)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 func mapping() *yaml.Node { return &yaml.Node{Kind: yaml.MappingNode} }

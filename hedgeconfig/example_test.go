@@ -45,3 +45,27 @@ operations:
 	// Output:
 	// policy.yaml:6:34: operations["users.internal"].budget.window: must be a duration such as 20ms or 1m30s, got 10
 }
+
+// Marshal writes a file that loads back to the same policies: the defaults in full, and each
+// operation where it differs from them.
+func ExampleFile_Marshal() {
+	policies, err := hedgeconfig.Parse("policy.yaml", []byte(`
+defaults: {trigger: quantile 0.95, limit: true}
+operations:
+  search.internal/v2: {trigger: after 30ms, limit: false, idempotent: true}
+`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, _ := policies.Marshal()
+	fmt.Print(string(out))
+	// Output:
+	// defaults:
+	//   trigger: quantile 0.95
+	//   limit: true
+	// operations:
+	//   search.internal/v2:
+	//     trigger: after 30ms
+	//     limit: false
+	//     idempotent: true
+}

@@ -25,7 +25,7 @@ func TestExampleFileDrivesGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src = append(src, []byte("    /grpc.health.v1.Health/Check:\n        trigger: after 40ms\n        idempotent: true\n")...)
+	src = append(src, []byte("  /grpc.health.v1.Health/Check:\n    trigger: after 40ms\n    idempotent: true\n")...)
 	f2, err := parseString(string(src))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, src)

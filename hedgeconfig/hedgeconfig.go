@@ -76,7 +76,8 @@ func (e *Error) Error() string {
 // hedge.ErrInvalidConfig).
 func (e *Error) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
-// File is a loaded policy file.
+// File is a loaded policy file. Its methods only read it, so one File may serve any number
+// of goroutines (the functions of [File.HTTPConfig] run on every request).
 type File struct {
 	// Defaults is the policy of every request no operation matches, and the base of every
 	// operation. Its Name is "defaults".
