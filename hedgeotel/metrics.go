@@ -23,7 +23,7 @@
 //	hedge.attempt.duration     histogram  s         hedge.attempt.kind (primary|hedge|retry),
 //	                                                hedge.attempt.outcome (ok|error|discarded)
 //	hedge.call.duration        histogram  s         hedge.call.outcome
-//	hedge.calls                counter    {call}    hedge.call.outcome (ok|error|rejected|breaker_open|cancelled)
+//	hedge.calls                counter    {call}    hedge.call.outcome (ok|error|rejected|breaker_open|cancelled|unreachable)
 //	hedge.hedges.started       counter    {hedge}
 //	hedge.hedges.won           counter    {hedge}
 //	hedge.attempts.discarded   counter    {attempt} hedge.attempt.kind
@@ -195,13 +195,14 @@ const (
 	callRejected
 	callBreakerOpen
 	callCancelled
+	callUnreachable
 	numCallOutcomes
 )
 
 var (
 	kindNames           = [numKinds]string{"primary", "hedge", "retry"}
 	attemptOutcomeNames = [numAttemptOutcomes]string{"ok", "error", "discarded"}
-	callOutcomeNames    = [numCallOutcomes]string{"ok", "error", "rejected", "breaker_open", "cancelled"}
+	callOutcomeNames    = [numCallOutcomes]string{"ok", "error", "rejected", "breaker_open", "cancelled", "unreachable"}
 	breakerStates       = [...]string{"closed", "open", "half-open"}
 )
 
@@ -323,13 +324,16 @@ func (m *Metrics) record(o *operation, e hedge.Event) {
 }
 
 // callOutcome classifies a finished call's error: nil is ok; the limit and the breaker
-// refusing it before any attempt are rejected and breaker_open; the caller giving up is
-// cancelled; anything else (every attempt failed, a permanent failure) is error.
+// refusing it before any attempt are rejected and breaker_open; no attempt reaching the
+// dependency is unreachable; the caller giving up is cancelled; anything else (every attempt
+// failed, a permanent failure) is error.
 func callOutcome(err error) int {
 	var ae *hedge.AttemptsError
 	switch {
 	case err == nil:
 		return callOK
+	case errors.Is(err, hedge.ErrUnreachable):
+		return callUnreachable
 	case errors.As(err, &ae):
 		return callError
 	case errors.Is(err, hedge.ErrLimitExceeded):

@@ -378,3 +378,22 @@ func TestWatchStop(t *testing.T) {
 		t.Errorf("after stop: %v", g)
 	}
 }
+
+// A call none of whose attempts reached the dependency is unreachable, not an error of it.
+func TestUnreachableCall(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	p, err := hedgeotel.NewPolicy(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "users", hedge.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(now)
+	for k := 0; !c.Done() && k < 10; k++ {
+		c.AttemptDone(now, k, hedge.Outcome{Class: hedge.Retriable, Unsent: true, Err: errors.New("connection refused")})
+	}
+	if !errors.Is(c.Err(), hedge.ErrUnreachable) {
+		t.Fatalf("call error %v, want ErrUnreachable", c.Err())
+	}
+	equal(t, "hedge.calls", sums(t, collect(t, reader), "hedge.calls"), map[string]int64{op + ",hedge.call.outcome=unreachable": 1})
+}
