@@ -247,8 +247,8 @@ func parseName(name string) (matcher, error) {
 	}
 	if strings.HasPrefix(name, "/") {
 		rest := name[1:]
-		service, method, _ := strings.Cut(rest, "/")
-		if service == "" || strings.Contains(method, "/") {
+		service, method, ok := strings.Cut(rest, "/")
+		if !ok || service == "" || strings.Contains(method, "/") {
 			return matcher{}, fmt.Errorf("operation name %q: a gRPC operation is /package.Service/Method or /package.Service/", name)
 		}
 		return matcher{grpc: true, service: service, method: method}, nil

@@ -156,6 +156,8 @@ func TestErrors(t *testing.T) {
 			`policy.yaml:2:3: operations["https://a.example"]: operation name "https://a.example": write the host without a scheme`},
 		{"bad gRPC name", "operations:\n  /a/b/c:\n    attempts: 2\n",
 			`policy.yaml:2:3: operations["/a/b/c"]: operation name "/a/b/c": a gRPC operation is /package.Service/Method or /package.Service/`},
+		{"gRPC service without its slash", "operations:\n  /pkg.Service:\n    attempts: 2\n",
+			`policy.yaml:2:3: operations["/pkg.Service"]: operation name "/pkg.Service": a gRPC operation is /package.Service/Method or /package.Service/`},
 		{"unknown top-level key", "default:\n  attempts: 2\n",
 			"policy.yaml:1:1: default: unknown key (want defaults or operations)"},
 		{"not a mapping", "- 1\n- 2\n",
