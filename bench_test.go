@@ -74,3 +74,45 @@ func BenchmarkCall(b *testing.B) {
 		now = now.Add(time.Millisecond)
 	}
 }
+
+// BenchmarkGates measures what the breaker and the limit add to a call that answers before
+// its hedge is due, on the state machine alone (no goroutines, no timers, so the difference
+// is the gate chain's own cost), serially and from GOMAXPROCS goroutines at once.
+func BenchmarkGates(b *testing.B) {
+	cases := []struct {
+		name string
+		cfg  hedge.Config
+	}{
+		{"quantile", hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
+		{"quantile-breaker-limit", hedge.Config{Trigger: hedge.AtQuantile(0.95), Breaker: &breaker.Config{}, Limit: &limit.Config{}}},
+	}
+	call := func(p *hedge.Policy, c *hedge.Call, now time.Time) {
+		c.Reset(p, hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(time.Millisecond), 0, hedge.Outcome{})
+	}
+	for _, cs := range cases {
+		b.Run(cs.name, func(b *testing.B) {
+			p := hedge.MustNew(cs.cfg)
+			c := p.NewCall(hedge.CallOptions{})
+			now := t0
+			b.ReportAllocs()
+			for b.Loop() {
+				call(p, c, now)
+				now = now.Add(time.Microsecond)
+			}
+		})
+		b.Run(cs.name+"-parallel", func(b *testing.B) {
+			p := hedge.MustNew(cs.cfg)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				c := p.NewCall(hedge.CallOptions{})
+				now := t0
+				for pb.Next() {
+					call(p, c, now)
+					now = now.Add(time.Microsecond)
+				}
+			})
+		})
+	}
+}

@@ -3,6 +3,7 @@ package hedgegrpc
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func TestQueueConfigErrors(t *testing.T) {
 // reports it with the attempt's context while the handler is still running.
 func TestStartSignal(t *testing.T) {
 	checkLeaks(t)
-	started := make(chan hedge.AttemptInfo, 4)
+	started := make(chan int, 4)
 	release := make(chan struct{})
 	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 		select {
@@ -154,11 +155,11 @@ func TestStartSignal(t *testing.T) {
 	cc := startBufconn(t, hi, be, grpc.ChainUnaryInterceptor(q.UnaryServer, StartSignal))
 	// The same connection, with a stats handler that records the signal.
 	sig := startSignal{report: func(ctx context.Context) {
-		info, ok := hedge.AttemptFrom(ctx)
-		if !ok {
-			info.Index = -1
+		if a, ok := ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
+			started <- a.index
+		} else {
+			started <- -1
 		}
-		started <- info
 		close(release)
 	}}
 	cc2, err := grpc.NewClient(cc.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -170,7 +171,57 @@ func TestStartSignal(t *testing.T) {
 	if _, err := healthpb.NewHealthClient(cc2).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if info := <-started; info.Index != 0 {
-		t.Fatalf("start signal reported for %+v, want attempt 0 through its context", info)
+	if k := <-started; k != 0 {
+		t.Fatalf("start signal reported for attempt %d, want attempt 0 through its context", k)
+	}
+}
+
+// End to end: with the Tied trigger both copies are sent at once to a server with one worker;
+// the worker's start signal reaches the client, whose core cancels the copy still queued,
+// and the Queue lets it go without running.
+func TestStartSignalCancelsQueuedCopy(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		// Answer once the other copy has left the queue.
+		if !waitFor(10*time.Second, func() bool { return q.Stats().Abandoned == 1 }) {
+			return nil, status.Error(codes.Internal, "the queued copy was not cancelled")
+		}
+		return serving(), nil
+	}}
+	pc := hedgeNow()
+	pc.Trigger = hedge.Tied()
+	var sent, discarded atomic.Int32
+	pc.Observer = func(e hedge.Event) {
+		switch e.Kind {
+		case hedge.AttemptStarted:
+			sent.Add(1)
+		case hedge.HedgeDiscarded:
+			discarded.Add(1)
+		}
+	}
+	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
+	// The worker's copy signals its start only once the other copy waits in the queue.
+	bothArrived := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !waitFor(10*time.Second, func() bool { return q.Stats().Queued == 1 }) {
+			return nil, status.Error(codes.Internal, "the second copy never queued")
+		}
+		return handler(ctx, req)
+	}
+	cc := startBufconn(t, hi, be, grpc.ChainUnaryInterceptor(q.UnaryServer, bothArrived, StartSignal))
+	if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := be.calls.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want 1", n)
+	}
+	if sent.Load() != 2 || discarded.Load() != 1 {
+		t.Fatalf("%d copies sent, %d discarded; want 2 and 1", sent.Load(), discarded.Load())
+	}
+	if s := q.Stats(); s.Admitted != 1 || s.Abandoned != 1 {
+		t.Fatalf("queue stats %+v, want one run and one abandoned", s)
 	}
 }

@@ -25,13 +25,13 @@ type policySetup struct {
 func addPolicyFlags(fs *flag.FlagSet) policyFlags {
 	return policyFlags{
 		file: fs.String("config", "", "simulate the policy of this hedgeconfig file (YAML or JSON), exactly as a service loads it,\n"+
-			"beside \"no hedge\" (and any -setups named); every simulated call is repeatable"),
+			"beside \"no hedge\" (and any -setups named), or judged by -scorecard; every simulated call is repeatable"),
 		operation: fs.String("operation", "", "the operation of -config to simulate, as the file names it (e.g. api.example.com/v1/search\nor /pkg.Service/Method); empty = the file's defaults"),
 	}
 }
 
 // apply loads the chosen policy into cfg. Unless -setups was given, the policy runs beside
-// "no hedge" alone.
+// "no hedge" alone; with -scorecard it is the setup judged.
 func (p policyFlags) apply(fs *flag.FlagSet, cfg *config) error {
 	if *p.file == "" {
 		if *p.operation != "" {
@@ -54,7 +54,10 @@ func (p policyFlags) apply(fs *flag.FlagSet, cfg *config) error {
 	}
 	setupsGiven := false
 	fs.Visit(func(fl *flag.Flag) { setupsGiven = setupsGiven || fl.Name == "setups" })
-	if !setupsGiven {
+	switch {
+	case cfg.scorecard && setupsGiven:
+		return usagef("-scorecard with -config judges the file's policy against no hedge: leave out -setups")
+	case !cfg.scorecard && !setupsGiven:
 		cfg.setups = []string{"no hedge"}
 	}
 	cfg.policy = &policySetup{name: op.Name + " (" + filepath.Base(*p.file) + ")", config: op.Policy}
@@ -67,4 +70,13 @@ func (c config) withPolicy(sc sim.SweepConfig) sim.SweepConfig {
 		sc.Extra = append(sc.Extra, sim.Setup{Name: c.policy.name, Config: c.policy.config})
 	}
 	return sc
+}
+
+// candidate is the setup the scorecard judges in place of the one -setups names: the chosen
+// policy, or none (a zero Setup) without -config.
+func (c config) candidate() sim.Setup {
+	if c.policy == nil {
+		return sim.Setup{}
+	}
+	return sim.Setup{Name: c.policy.name, Config: c.policy.config}
 }

@@ -89,3 +89,33 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// -scorecard -config judges the file's policy against no hedge.
+func TestConfigScorecard(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-scorecard", "-config", examplePolicy, "-operation", "users.internal/v1/search",
+		"-families", "reference", "-calls", "2000", "-seeds", "1", "-loads", "50", "-cancellation", "ignored", "-out", dir}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "scorecard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		Setup  string            `json:"setup"`
+		Points []json.RawMessage `json:"points"`
+	}
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Setup != "users.internal/v1/search (policy.yaml)" || len(sc.Points) != 1 {
+		t.Errorf("scorecard of %q with %d points:\n%s", sc.Setup, len(sc.Points), b)
+	}
+	var stderr2 bytes.Buffer
+	if code := run(context.Background(), append(args, "-setups", "recommended"), &stdout, &stderr2, false); code != 2 ||
+		!strings.Contains(stderr2.String(), "leave out -setups") {
+		t.Errorf("-scorecard -config -setups: exit %d, %s", code, stderr2.String())
+	}
+}

@@ -56,7 +56,12 @@ func ExampleWriteJSON() {
 	//     "seeds": [],
 	//     "loads_pct": [],
 	//     "setups": [],
-	//     "cancellations": []
+	//     "cancellations": [],
+	//     "family": "",
+	//     "replicas": 0,
+	//     "balancer": "",
+	//     "clients": 0,
+	//     "tie_delay_ms": 0
 	//   },
 	//   "points": [
 	//     {
@@ -79,7 +84,10 @@ func ExampleWriteJSON() {
 	//       "mean_ms": 0,
 	//       "mean_wait_ms": 0,
 	//       "calls": 0,
-	//       "events": 0
+	//       "events": 0,
+	//       "replicas": 0,
+	//       "balancer": "",
+	//       "clients": 0
 	//     }
 	//   ]
 	// }

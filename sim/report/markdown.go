@@ -90,7 +90,9 @@ func writeMDTable(bw *bufio.Writer, t table, heading string) {
 				width[i] = max(width[i], utf8.RuneCountInString(mdEscape(c)))
 			}
 		}
-		left := func(i int) bool { return i == 0 || t.head[i] == "reason" || t.head[i] == "value" }
+		left := func(i int) bool {
+			return i == 0 || t.head[i] == "reason" || t.head[i] == "value" || t.head[i] == "why" || t.head[i] == "cancellation"
+		}
 		line := func(cells []string) {
 			bw.WriteString("|")
 			for i, c := range cells {

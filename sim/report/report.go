@@ -63,17 +63,30 @@ type view struct {
 func newView(r sim.Report) *view {
 	r = normalize(r)
 	v := &view{r: r, points: make(map[key]*sim.Point, len(r.Points))}
+	var bals []string
+	for _, p := range r.Points {
+		if p.Balancer != "" {
+			bals = appendUnique(bals, p.Balancer)
+		}
+	}
+	// With replicas, a sweep runs setups under several balancers: each setup × balancer is a row.
+	row := func(p *sim.Point) string { return p.Setup }
+	if len(bals) > 1 {
+		row = func(p *sim.Point) string { return p.Setup + " · " + p.Balancer }
+	}
 	v.modes = appendUnique(nil, r.Model.Cancellations...)
-	v.setups = appendUnique(nil, r.Model.Setups...)
+	if len(bals) <= 1 {
+		v.setups = appendUnique(nil, r.Model.Setups...)
+	}
 	v.loads = appendUnique(nil, r.Model.LoadsPct...)
 	v.seeds = appendUnique(nil, r.Model.Seeds...)
 	for i := range r.Points {
 		p := &r.Points[i]
 		v.modes = appendUnique(v.modes, p.Cancellation)
-		v.setups = appendUnique(v.setups, p.Setup)
+		v.setups = appendUnique(v.setups, row(p))
 		v.loads = appendUnique(v.loads, p.LoadPct)
 		v.seeds = appendUnique(v.seeds, p.Seed)
-		k := key{p.Setup, p.LoadPct, p.Cancellation, p.Seed}
+		k := key{row(p), p.LoadPct, p.Cancellation, p.Seed}
 		if _, dup := v.points[k]; !dup { // the first copy of a duplicated point wins
 			v.points[k] = p
 		}
@@ -359,8 +372,25 @@ func (v *view) modelRows() [][2]string {
 	m := v.r.Model
 	var rows [][2]string
 	add := func(k, val string) { rows = append(rows, [2]string{k, val}) }
-	if m.Workers > 0 {
+	if m.Family != "" && m.Family != sim.FamilyReference {
+		about := m.Family
+		if f, err := sim.FamilyByName(m.Family); err == nil {
+			about += ": " + f.About
+		}
+		add("scenario family", about)
+	}
+	switch {
+	case m.Replicas > 1:
+		add("replicas", strconv.Itoa(m.Replicas)+" × "+strconv.Itoa(m.Workers)+
+			" workers, each replica with its own FIFO queue; balancer "+m.Balancer+"; a hedge goes to a replica its call has not used")
+	case m.Workers > 0:
 		add("workers", strconv.Itoa(m.Workers)+", one FIFO queue shared by every attempt of every call")
+	}
+	if m.Clients > 1 {
+		add("clients", strconv.Itoa(m.Clients)+" independent clients, each with its own policy; each call belongs to one at random")
+	}
+	if m.TieDelayMs > 0 {
+		add("cancellation delay", fmtFloat(m.TieDelayMs, -1)+" ms for a cancellation to reach the server")
 	}
 	if m.ServiceTime != "" || m.MeanServiceMs > 0 {
 		s := m.ServiceTime
