@@ -91,6 +91,8 @@ Examples:
   hedgesim -replicas 4 -workers 4 -balancer all  # 4 replicas with their own queues, every balancer
   hedgesim -scorecard                            # the safety scorecard of recommended
   hedgesim -scorecard -setups "recommended, adaptive limit" -families reference,bursty
+  hedgesim -config policy.yaml -operation api.example.com -service empirical:latencies.txt
+                                                 # the policy a service loads, beside no hedge
 
 Flags:
 `
