@@ -44,7 +44,8 @@
 // # Cost
 //
 // With a nil MeterProvider nothing is installed: the policy's Observer stays as it was, and a
-// call costs exactly what it costs without this package. With a provider, each event is one
+// call costs exactly what it costs without this package. (The global provider is not used
+// unless given: pass otel.GetMeterProvider() for it.) With a provider, each event is one
 // instrument update with attribute sets built once per operation.
 package hedgeotel
 
