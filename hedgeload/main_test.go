@@ -45,7 +45,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-cancellation", "sometimes"},
 		{"-protocol", "http/3"},
 		{"-service", "exponential:-1ms"},
-		{"-replicas", "3"},
+		{"-replicas", "65"},
+		{"-replicas", "2", "-balancer", "nearest"},
 		{"-band", "0"},
 		{"stray"},
 	} {
