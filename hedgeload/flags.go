@@ -28,7 +28,7 @@ const (
 	defaultWorkers  = 16
 	defaultDelay    = 20 * time.Millisecond
 	defaultBand     = 15.0
-	defaultMaxLag   = 25 * time.Millisecond
+	defaultMaxLag   = 100 * time.Millisecond
 	defaultParallel = 4
 )
 
@@ -85,7 +85,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client)")
 	band := fs.Float64("band", defaultBand, "agreement band: a real p50/p99/p99.9 agrees within ±band % of the simulated one")
-	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due (wire time)")
+	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
