@@ -8,6 +8,8 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -46,6 +48,10 @@ func shortRun() runConfig {
 func TestAgreement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-clock load test: not in -short")
+	}
+	if os.Getenv("GOGC") == "" {
+		// Collect garbage as rarely as the command does (see main).
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	cfg := shortRun()
 	rep, err := run(context.Background(), cfg, nil)

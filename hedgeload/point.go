@@ -300,6 +300,17 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	if span := winEnd.Sub(winStart); span > 0 {
 		pt.UtilisationPct = 100 * (areaEnd - areaStart) / (float64(acct.workers) * float64(span))
 	}
+	var waited time.Duration
+	var admitted uint64
+	for _, rp := range reps {
+		st := rp.q.Stats()
+		waited += st.WaitTotal
+		admitted += st.Admitted
+	}
+	if admitted > 0 {
+		// Over every request the queues admitted, the warm-up's included.
+		pt.MeanWaitMs = float64(waited) / float64(admitted) / 1e6
+	}
 	if served > 0 {
 		pt.WastedWorkPct = 100 * float64(wasted) / float64(served)
 	}

@@ -50,9 +50,10 @@ func TestRealPoint(t *testing.T) {
 					t.Errorf("hedge rate %.3f, want about 0.1", pt.HedgeRate)
 				}
 				// Every measured call reached the server at least once, and its hedges too
-				// (nearly all of them when the server finishes losers regardless: a hedge
-				// whose primary answers before the hedge is on the wire never arrives).
-				if pt.RequestsPerCall < 1 || mode == sim.Ignored && pt.RequestsPerCall < 1+0.9*pt.HedgeRate {
+				// (most of them when the server finishes losers regardless: a hedge whose
+				// primary answers before the hedge is on the wire — over HTTP/1.1, before its
+				// connection is dialled — never arrives).
+				if pt.RequestsPerCall < 1 || mode == sim.Ignored && pt.RequestsPerCall < 1+0.5*pt.HedgeRate {
 					t.Errorf("%.3f requests per call with hedge rate %.3f", pt.RequestsPerCall, pt.HedgeRate)
 				}
 				if pt.P50Ms <= 2 || pt.P50Ms > pt.P99Ms || pt.P99Ms > pt.P999Ms || pt.UtilisationPct <= 0 {
