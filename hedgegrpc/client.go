@@ -366,6 +366,7 @@ type attemptResult struct {
 	trailer metadata.MD
 	peer    peer.Peer
 	opts    []grpc.CallOption
+	optBuf  [4]grpc.CallOption // opts, when they fit
 }
 
 // attemptError is a failed attempt: its status, what it received, and how the interceptor
@@ -425,6 +426,9 @@ func pushbackFrom(trailer metadata.MD) (d time.Duration, ok, stop bool) {
 // and falls back to [hedge.Classify] for other errors. A classifier of your own receives
 // the attempt's error, which unwraps to its status error, and should fall back to this one.
 func Classify(err error) hedge.Outcome {
+	if err == nil {
+		return hedge.Outcome{Class: hedge.Success}
+	}
 	var e *attemptError
 	if errors.As(err, &e) {
 		o := e.outcome

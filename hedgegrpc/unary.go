@@ -85,6 +85,7 @@ type unaryCall struct {
 	call     *hedge.Call // nil once the call is over
 	atts     []*unaryAttempt
 	attsBuf  [2]*unaryAttempt
+	attempt0 unaryAttempt  // the first attempt, in the same allocation
 	inline   bool          // within Start: attempt 0 is left for the caller's goroutine
 	first    *unaryAttempt // the attempt the caller's goroutine runs
 	timer    *time.Timer
@@ -163,7 +164,11 @@ func (c *unaryCall) leave() {
 }
 
 func (c *unaryCall) newAttempt(k int) *unaryAttempt {
-	a := &unaryAttempt{call: c, index: k}
+	a := &c.attempt0
+	if k > 0 {
+		a = &unaryAttempt{}
+	}
+	a.call, a.index = c, k
 	a.Context, a.cancel = context.WithCancel(c.routeCtx.Context)
 	if k > 0 {
 		a.Context = metadata.AppendToOutgoingContext(a.Context, AttemptKey, strconv.Itoa(k))
@@ -262,7 +267,10 @@ func (c *unaryCall) invoke(a *unaryAttempt) error {
 	r := &a.result
 	r.reply = c.replyType.New().Interface()
 	// A slice of its own: attempts run at once, and must not append to a shared one.
-	r.opts = make([]grpc.CallOption, 0, len(c.co.rest)+3)
+	r.opts = r.optBuf[:0]
+	if n := len(c.co.rest) + 3; n > len(r.optBuf) {
+		r.opts = make([]grpc.CallOption, 0, n)
+	}
 	r.opts = append(r.opts, c.co.rest...)
 	r.opts = append(r.opts, grpc.Trailer(&r.trailer)) // the pushback is read from it
 	if c.co.header != nil {
