@@ -114,6 +114,7 @@ type method struct {
 	policy     *hedge.Policy
 	classify   func(error) hedge.Outcome
 	repeatable bool
+	signals    bool // the trigger reads start signals: attempts ask for them
 }
 
 // NewInterceptor returns an [Interceptor] for cfg. It returns an error wrapping [ErrConfig]
@@ -207,7 +208,7 @@ func (i *Interceptor) method(name string) *method {
 	if err != nil {
 		panic("hedgegrpc: " + err.Error()) // cannot happen: NewInterceptor built one from the same template
 	}
-	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc)}
+	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc), signals: pc.Trigger.ReadsStartSignals()}
 	nm := maps.Clone(old)
 	nm[name] = m
 	i.methods.Store(&nm)
@@ -288,6 +289,20 @@ func (i *Interceptor) DialOptions() []grpc.DialOption {
 		grpc.WithDisableRetry(),
 		grpc.WithDefaultServiceConfig(ServiceConfig),
 	}
+}
+
+// attemptContext marks an attempt's outgoing metadata: its index when it is not the first,
+// and a request for the start signal when the method's trigger reads them.
+func (m *method) attemptContext(ctx context.Context, k int) context.Context {
+	switch {
+	case k > 0 && m.signals:
+		return metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(k), StartSignalKey, "1")
+	case k > 0:
+		return metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(k))
+	case m.signals:
+		return metadata.AppendToOutgoingContext(ctx, StartSignalKey, "1")
+	}
+	return ctx
 }
 
 // repeatable decides whether a call may reach the server more than once: the caller's word

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -170,9 +168,7 @@ func (c *unaryCall) newAttempt(k int) *unaryAttempt {
 	}
 	a.call, a.index = c, k
 	a.Context, a.cancel = context.WithCancel(c.routeCtx.Context)
-	if k > 0 {
-		a.Context = metadata.AppendToOutgoingContext(a.Context, AttemptKey, strconv.Itoa(k))
-	}
+	a.Context = c.m.attemptContext(a.Context, k)
 	if c.atts == nil {
 		c.atts = c.attsBuf[:0]
 	}
