@@ -225,11 +225,21 @@ func (c *unaryCall) finish() {
 	}
 }
 
-// runInline runs the first attempt on the caller's goroutine. A panic in it (from an
-// interceptor further down the chain) ends the call cleanly, then goes on up the caller's
-// stack.
-func (c *unaryCall) runInline(a *unaryAttempt) {
-	ok := false
+// runInline runs the first attempt on the caller's goroutine, runAttempt a hedge or a retry
+// on a goroutine of its own. A panic in the attempt (from an interceptor further down the
+// chain) ends the call cleanly and goes on in the caller's goroutine as a *hedge.PanicError
+// (see wait): it never crashes the process from a goroutine the interceptor started.
+func (c *unaryCall) runInline(a *unaryAttempt) { c.runAttempt(a) }
+
+func (c *unaryCall) runAttempt(a *unaryAttempt) {
+	if err, ok := c.invokeRecovering(a); ok {
+		c.answered(a, err)
+	}
+}
+
+// invokeRecovering is invoke; when the attempt panics, or calls runtime.Goexit (t.FailNow in
+// a test's interceptor), it ends the call with a *hedge.PanicError and reports false.
+func (c *unaryCall) invokeRecovering(a *unaryAttempt) (err error, ok bool) {
 	defer func() {
 		if !ok {
 			pe := &hedge.PanicError{Value: recover(), Stack: debug.Stack(), Where: "attempt"}
@@ -239,23 +249,8 @@ func (c *unaryCall) runInline(a *unaryAttempt) {
 			c.abort(pe)
 		}
 	}()
-	err := c.invoke(a)
-	ok = true
-	c.answered(a, err)
-}
-
-// runAttempt runs a hedge or a retry on its own goroutine. A panic in it is carried to the
-// caller's goroutine, never left to crash the process.
-func (c *unaryCall) runAttempt(a *unaryAttempt) {
-	defer func() {
-		if x := recover(); x != nil {
-			c.mu.Lock()
-			c.leave()
-			c.mu.Unlock()
-			c.abort(&hedge.PanicError{Value: x, Stack: debug.Stack(), Where: "attempt"})
-		}
-	}()
-	c.answered(a, c.invoke(a))
+	err = c.invoke(a)
+	return err, true
 }
 
 // invoke sends one attempt with its own reply message and its own header, trailer and peer.
