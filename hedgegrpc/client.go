@@ -457,11 +457,12 @@ func Classify(err error) hedge.Outcome {
 // still live. Its status (what status.Code and status.FromError see) is that of the most
 // informative failure: a final one before a retriable one, then the last to answer; a call
 // refused before any attempt (breaker open: UNAVAILABLE; concurrency limit:
-// RESOURCE_EXHAUSTED) has a status of its own. Unwrap returns the core's error for the call ([hedge.Call.Err]), so
-// errors.Is sees [hedge.ErrBreakerOpen] and errors.As a *[hedge.AttemptsError].
+// RESOURCE_EXHAUSTED) has a status of its own. Unwrap returns the core's error for the call
+// ([hedge.Call.Err]), so errors.Is sees [hedge.ErrBreakerOpen] and errors.As a
+// *[hedge.AttemptsError].
 type Error struct {
-	Status  *status.Status
-	Err     error
+	Status  *status.Status // what the caller's gRPC code sees
+	Err     error          // the core's error: an attempt's failure, or why none was made
 	attempt *attemptError
 }
 
