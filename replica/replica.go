@@ -158,6 +158,13 @@ type Config struct {
 	// Seed seeds the random draws of the balancers. 0 means a random seed; a simulator
 	// passes its own so that runs repeat.
 	Seed uint64
+
+	// OnEjection, when not nil, is called each time a replica is ejected, with the time of
+	// the result that ejected it and the time its ejection ends: where a replica that stopped
+	// getting traffic shows up in logs and metrics. It is called synchronously, outside any
+	// lock, in the goroutine that reported the result, so it must be fast; it may call the
+	// Set.
+	OnEjection func(replica int, now, until time.Time)
 }
 
 // validate names the first invalid field of c.
@@ -452,11 +459,19 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		}
 		return
 	}
+	if d, ok := s.fail(now, i, r); ok && s.cfg.OnEjection != nil {
+		s.cfg.OnEjection(i, now, now.Add(d))
+	}
+}
+
+// fail counts a failure of replica i and ejects it when due, returning the ejection's length.
+func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
+	rep := &s.reps[i]
 	t := s.ticks(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rep.until.Load() > t {
-		return
+		return 0, false
 	}
 	rep.failing.Store(true)
 	var due bool
@@ -468,7 +483,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		due = s.cfg.ConsecutiveFailures > 0 && rep.failures >= s.cfg.ConsecutiveFailures
 	}
 	if !due || s.ejectedAt(t) >= s.maxEj {
-		return
+		return 0, false
 	}
 	// Forget one ejection per BaseEjection spent in service since the last one ended.
 	base := int64(s.cfg.BaseEjection)
@@ -482,6 +497,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	rep.failures, rep.unreachable = 0, 0
 	rep.failing.Store(false)
 	s.ejected.Add(1)
+	return d, true
 }
 
 // noteEnd raises lastEnd to end.

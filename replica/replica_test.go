@@ -434,3 +434,23 @@ func TestFirstPickShortcutAgrees(t *testing.T) {
 		}
 	}
 }
+
+func TestOnEjection(t *testing.T) {
+	type ej struct {
+		i          int
+		now, until time.Time
+	}
+	var got []ej
+	var s *Set
+	s = mustNew(t, 3, Config{ConsecutiveFailures: 2, OnEjection: func(i int, now, until time.Time) {
+		got = append(got, ej{i, now, until})
+		s.Stats(now, i) // it may call the Set: no lock is held
+	}})
+	s.Report(t0, 2, Failure)
+	s.Report(t0.Add(time.Second), 2, Failure)
+	s.Report(t0.Add(time.Second), 1, Failure)
+	s.Report(t0.Add(time.Second), 1, Failure) // due, but the bound (one of three) is reached
+	if len(got) != 1 || got[0] != (ej{2, t0.Add(time.Second), t0.Add(31 * time.Second)}) {
+		t.Fatalf("ejections %+v; want replica 2, at 1s until 31s", got)
+	}
+}
