@@ -404,20 +404,27 @@ func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
 			i, least = c, o
 		}
 	}
+	if i < 0 {
+		return start // the tier emptied under a concurrent ejection
+	}
 	return i
 }
 
-// nth returns the m-th replica (from 0) of the tier.
+// nth returns the m-th replica (from 0) of the tier. A concurrent ejection can shrink the
+// tier between Pick's count and this scan: then it returns the tier's last replica, or m's
+// own replica when the tier has emptied; the pick stays valid, if less well placed.
 func (s *Set) nth(tier, m int, t int64, used []int) int {
+	last := m % len(s.reps)
 	for i := range s.reps {
 		if s.tier(i, t, used) == tier {
 			if m == 0 {
 				return i
 			}
 			m--
+			last = i
 		}
 	}
-	panic("replica: tier count changed under a pick") // cannot happen: see Pick
+	return last
 }
 
 // next returns the first replica of the tier at or after start, wrapping around.

@@ -454,3 +454,32 @@ func TestOnEjection(t *testing.T) {
 		t.Fatalf("ejections %+v; want replica 2, at 1s until 31s", got)
 	}
 }
+
+// Picks stay valid while other goroutines eject replicas between a pick's count of its
+// candidates and its choice among them.
+func TestPickDuringEjections(t *testing.T) {
+	for _, b := range balancers {
+		s := mustNew(t, 6, Config{Balancer: b, ConsecutiveUnreachable: 1, MaxEjectedPercent: 100, BaseEjection: time.Millisecond})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for k := range 3000 {
+				s.Report(t0.Add(time.Duration(k)*100*time.Microsecond), k%6, Unreachable)
+			}
+		})
+		for range 2 {
+			wg.Go(func() {
+				for k := range 3000 {
+					now := t0.Add(time.Duration(k) * 100 * time.Microsecond)
+					used := []int{k % 6, (k + 1) % 6}
+					i := s.Pick(now, used)
+					if i < 0 || i >= 6 {
+						t.Errorf("%v: pick %d out of range", b, i)
+						return
+					}
+					s.Done(now, i, Ignored)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
