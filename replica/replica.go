@@ -440,10 +440,14 @@ func (s *Set) next(tier, start int, t int64, used []int) int {
 
 // Done ends an attempt that [Set.Pick] sent to replica i, at now, with its result: the
 // replica has one attempt fewer outstanding, and the result feeds outlier detection (see
-// [Set.Report]). Call it exactly once per Pick.
-func (s *Set) Done(now time.Time, i int, r Result) {
+// [Set.Report]). Call it exactly once per Pick. It reports whether the attempt failed at a
+// replica that is now ejected (perhaps by this very failure): such a failure is the
+// replica's, not the dependency's, and a driver tells the hedging core so with
+// hedge.Outcome.Ejected, which keeps it off the circuit breaker.
+func (s *Set) Done(now time.Time, i int, r Result) (ejected bool) {
 	s.reps[i].outstanding.Add(-1)
 	s.Report(now, i, r)
+	return (r == Failure || r == Unreachable) && s.Ejected(now, i)
 }
 
 // Report feeds outlier detection with the result of an attempt on replica i at now, without

@@ -483,3 +483,19 @@ func TestPickDuringEjections(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+func TestDoneReportsEjected(t *testing.T) {
+	s := mustNew(t, 2, Config{ConsecutiveUnreachable: 2})
+	i := s.Pick(t0, nil)
+	if s.Done(t0, i, Unreachable) {
+		t.Fatal("first refusal: reported ejected")
+	}
+	i2 := s.Pick(t0, []int{1 - i}) // the same replica again
+	if i2 != i || !s.Done(t0, i2, Unreachable) {
+		t.Fatal("second refusal: not reported ejected")
+	}
+	i3 := s.Pick(t0, nil)
+	if i3 == i || s.Done(t0, i3, Failure) {
+		t.Fatal("a failure at the healthy replica: reported ejected")
+	}
+}
