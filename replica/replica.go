@@ -233,7 +233,7 @@ type Set struct {
 	rr      atomic.Uint64
 	anchor  atomic.Pointer[time.Time] // the first time seen; times are kept as ticks since it
 	mu      sync.Mutex                // serialises failure counting and ejection
-	ejected atomic.Int64              // ejections ever made, for Stats
+	ejected atomic.Int64              // ejections ever made, for Ejections
 	lastEnd atomic.Int64              // the latest end of any ejection: none is ejected after it
 }
 
