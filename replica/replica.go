@@ -122,10 +122,11 @@ const (
 )
 
 // Config configures a [Set]. A zero field means the documented default, so the zero Config is
-// a complete one: power of two choices, and Envoy's outlier-detection defaults (eject after 5
-// failures in a row, or 3 unreachable attempts in a row, for 30 s times the number of times
-// ejected, at most 300 s; at most 10 % of the replicas ejected at once, but always at least
-// one of two or more).
+// a complete one: power of two choices, and outlier detection with Envoy's defaults (eject
+// after 5 failures in a row, for 30 s times the number of times ejected, at most 300 s; at
+// most 10 % of the replicas ejected at once, but always at least one of two or more), except
+// that 3 unreachable attempts in a row also eject: a refused connection is unambiguous, and
+// each one costs its call a resend.
 type Config struct {
 	// Balancer chooses among the replicas a pick may take. The zero value is P2C.
 	Balancer Balancer
