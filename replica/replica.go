@@ -411,11 +411,12 @@ func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
 	return i
 }
 
-// nth returns the m-th replica (from 0) of the tier. A concurrent ejection can shrink the
-// tier between Pick's count and this scan: then it returns the tier's last replica, or m's
-// own replica when the tier has emptied; the pick stays valid, if less well placed.
+// nth returns the m-th replica (from 0) of the tier. Another goroutine may eject a replica
+// or let one back between Pick's count and this scan, so the tier can have shrunk: then the
+// last replica of the tier seen, or failing that the m-th of all, is as good a choice as the
+// moment allows.
 func (s *Set) nth(tier, m int, t int64, used []int) int {
-	last := m % len(s.reps)
+	last := -1
 	for i := range s.reps {
 		if s.tier(i, t, used) == tier {
 			if m == 0 {
@@ -425,7 +426,10 @@ func (s *Set) nth(tier, m int, t int64, used []int) int {
 			last = i
 		}
 	}
-	return last
+	if last >= 0 {
+		return last
+	}
+	return m % len(s.reps)
 }
 
 // next returns the first replica of the tier at or after start, wrapping around.
