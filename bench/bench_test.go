@@ -323,6 +323,23 @@ func (t *hedgeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// goroutineTransport runs each round trip on a new goroutine and waits for it.
+type goroutineTransport struct{ next http.RoundTripper }
+
+func (t goroutineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := t.next.RoundTrip(req)
+		ch <- answer{resp, err}
+	}()
+	a := <-ch
+	return a.resp, a.err
+}
+
 type releaseBody struct {
 	io.ReadCloser
 	release func()
@@ -384,6 +401,14 @@ func BenchmarkHTTP(b *testing.B) {
 		tr := newTransport()
 		defer tr.CloseIdleConnections()
 		run(b, tr)
+	})
+	b.Run("plain-goroutine", func(b *testing.B) {
+		// A floor, not a competitor: the plain transport with each round trip run on a
+		// goroutine of its own, as any design that runs attempts on their own goroutines
+		// (and can return before a stuck attempt does) must.
+		tr := newTransport()
+		defer tr.CloseIdleConnections()
+		run(b, goroutineTransport{tr})
 	})
 	b.Run("hedge-detached", func(b *testing.B) {
 		tr := newTransport()
