@@ -12,6 +12,7 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/breaker"
 	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/limit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -605,6 +606,37 @@ func TestPanicInAttempt(t *testing.T) {
 				t.Fatalf("%d attempts still in flight", m.InFlight)
 			}
 		})
+	}
+}
+
+// A panic in the policy's Observer ends the call cleanly and reaches the caller as a
+// *hedge.PanicError, as in hedge.Do; the method's limit permits come back.
+func TestPanicInObserver(t *testing.T) {
+	checkLeaks(t)
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		return &healthpb.HealthCheckResponse{}, nil
+	}}
+	pc := hedgeNow()
+	pc.Limit = &limit.Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}
+	pc.Observer = func(e hedge.Event) {
+		if e.Kind == hedge.AttemptStarted {
+			panic("observer")
+		}
+	}
+	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
+	client := healthpb.NewHealthClient(startBufconn(t, hi, be))
+	for range 3 {
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			client.Check(t.Context(), &healthpb.HealthCheckRequest{})
+		}()
+		if pe, ok := got.(*hedge.PanicError); !ok || pe.Value != "observer" {
+			t.Fatalf("recovered %v, want a *hedge.PanicError carrying the observer's panic", got)
+		}
+		if m := hi.Measured()[checkMethod]; m.InFlight != 0 {
+			t.Fatalf("%d permits still held after the observer panicked", m.InFlight)
+		}
 	}
 }
 

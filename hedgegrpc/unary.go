@@ -215,6 +215,11 @@ func (c *unaryCall) finish() {
 		c.winner = &c.atts[w].result
 	}
 	c.err = c.call.Err()
+	if pe, ok := c.err.(*hedge.PanicError); ok && c.panicked == nil {
+		// The policy's Observer panicked inside the state machine, which ended the call
+		// cleanly: the panic goes on in the caller's goroutine, like an attempt's.
+		c.panicked = pe
+	}
 	for _, a := range c.atts {
 		if a != nil && &a.result != c.winner {
 			a.cancel()
