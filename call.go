@@ -431,9 +431,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	c.ended++
 	a.endSeq = c.ended
 	dur := now.Sub(a.start)
-	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts {
+	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts && !c.permanent {
 		c.resend(now, k, o)
-		return c.acts
+		return c.settle(now)
 	}
 	if o.Class == Success {
 		a.result = OK

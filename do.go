@@ -67,6 +67,10 @@ func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) 
 	}
 	// The winner's context ends as a context does: with context.Canceled or
 	// context.DeadlineExceeded, whatever cause the caller gave.
+	if ctx.Done() == nil {
+		// A context that never ends (context.Background) needs no watching.
+		return v, func() { w.cancel(context.Canceled) }, err
+	}
 	stop := context.AfterFunc(ctx, func() { w.cancel(ctx.Err()) })
 	return v, func() { stop(); w.cancel(context.Canceled) }, err
 }
@@ -87,6 +91,14 @@ const wakeUp = -1
 // the send never blocks either.
 const startSignal = -2
 
+// wake sends the timer's wake-up; a second one while one is pending adds nothing.
+func wake(answers chan<- int32) {
+	select {
+	case answers <- wakeUp:
+	default:
+	}
+}
+
 // attemptRun is one attempt in Do: its context, what it runs, and its answer. One
 // allocation per attempt carries all of it.
 type attemptRun[T any] struct {
@@ -96,6 +108,7 @@ type attemptRun[T any] struct {
 	v       T
 	err     error
 	panic   *PanicError
+	kicks   atomic.Int32 // calls of the first attempt's kick (see run)
 }
 
 func (a *attemptRun[T]) run() {
@@ -154,16 +167,20 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		timerSet bool      // the state machine wants the timer
 		yielded  bool
 	)
+	// kick starts the first attempt and is also the timer's function: one closure for both
+	// saves an allocation on every call that needs a timer. Whichever of the attempt's
+	// goroutine and the timer calls it first runs the attempt; the other sends the timer's
+	// wake-up, which comes no earlier than the timer's time either way.
+	var kick func()
 	arm := func(in time.Duration) {
 		if timer == nil {
 			// A timer that runs a function costs one allocation fewer than one with a
 			// channel, and its wake-up arrives on the channel Do already waits on.
-			timer = time.AfterFunc(in, func() {
-				select {
-				case answers <- wakeUp:
-				default:
-				}
-			})
+			f := kick
+			if f == nil {
+				f = func() { wake(answers) }
+			}
+			timer = time.AfterFunc(in, f)
 		} else {
 			timer.Reset(in)
 		}
@@ -178,7 +195,18 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				r := &attemptRun[T]{fn: fn, discard: discard}
 				r.parent, r.answers, r.info = ctx, answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}
 				atts = append(atts, r)
-				go r.run()
+				if kick == nil {
+					kick = func() {
+						if r.kicks.Add(1) == 1 {
+							r.run()
+						} else {
+							wake(answers)
+						}
+					}
+					go kick()
+				} else {
+					go r.run()
+				}
 			case CancelAttempt:
 				if r := atts[a.Attempt]; r.received {
 					r.cancel(context.Canceled)
@@ -328,10 +356,12 @@ type attemptCtx struct {
 	lost     bool         // cancelled as a loser; owned by Do's goroutine
 	received bool         // Do has its answer; owned by Do's goroutine
 
-	mu    sync.Mutex
-	done  chan struct{} // created lazily
-	err   error
-	after []*func() // registered by AfterFunc, run on cancel
+	mu       sync.Mutex
+	done     chan struct{} // created lazily
+	err      error
+	after    []afterFunc // registered by AfterFunc, run on cancel
+	afterBuf [2]afterFunc
+	afterID  uint32
 }
 
 func (a *attemptCtx) Deadline() (time.Time, bool) { return a.parent.Deadline() }
@@ -389,8 +419,8 @@ func (a *attemptCtx) cancel(err error) {
 	} else {
 		close(a.done)
 	}
-	for _, f := range a.after {
-		go (*f)()
+	for _, r := range a.after {
+		go r.f()
 	}
 	a.after = nil
 }
@@ -405,19 +435,31 @@ func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
 		go f()
 		return func() bool { return false }
 	}
-	p := &f
-	a.after = append(a.after, p)
+	// The first registrations live in the attempt's own allocation; an id, not a pointer
+	// to f, tells stop which one is its own.
+	if a.after == nil {
+		a.after = a.afterBuf[:0]
+	}
+	a.afterID++
+	id := a.afterID
+	a.after = append(a.after, afterFunc{f: f, id: id})
 	return func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		for i, q := range a.after {
-			if q == p {
+		for i, r := range a.after {
+			if r.id == id {
 				a.after = append(a.after[:i], a.after[i+1:]...)
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// afterFunc is a function registered with attemptCtx.AfterFunc.
+type afterFunc struct {
+	f  func()
+	id uint32
 }
 
 // abandon cancels a losing attempt. It reports whether the attempt's goroutine will see that

@@ -6,17 +6,22 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/limit"
 )
 
 // Sentinel errors. Match them with [errors.Is]; the errors Do returns wrap them with detail.
 var (
 	// ErrBreakerOpen is returned, without calling the dependency, while the policy's circuit
-	// breaker is open (or half-open with its trial calls taken).
-	ErrBreakerOpen = errors.New("hedge: circuit breaker open")
+	// breaker is open (or half-open with its trial calls taken). It wraps [breaker.ErrOpen],
+	// so code written against the breaker package alone matches it too.
+	ErrBreakerOpen error = &sentinel{"hedge: circuit breaker open", breaker.ErrOpen}
 	// ErrLimitExceeded is returned, without calling the dependency, when the adaptive
 	// concurrency limit has no free permit for the first attempt. It fails fast, without
-	// queueing, so the caller can fall back.
-	ErrLimitExceeded = errors.New("hedge: concurrency limit exceeded")
+	// queueing, so the caller can fall back. It wraps [limit.ErrLimitExceeded]: one
+	// condition, matched by either name.
+	ErrLimitExceeded error = &sentinel{"hedge: concurrency limit exceeded", limit.ErrLimitExceeded}
 	// ErrBudgetExhausted is the reason a failed call was not retried: the retry budget, shared
 	// with hedges, had nothing left.
 	ErrBudgetExhausted = errors.New("hedge: retry budget exhausted")
@@ -25,6 +30,15 @@ var (
 	// anything was sent): the *[AttemptsError] that wraps it lists each attempt's error.
 	ErrUnreachable = errors.New("hedge: no attempt reached the dependency")
 )
+
+// sentinel is a sentinel error of this package that is also one of a sub-package's.
+type sentinel struct {
+	msg string
+	err error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.err }
 
 // AttemptsError reports a call in which no attempt succeeded. Its message names the most
 // informative failure and says what happened to each attempt; Unwrap returns every

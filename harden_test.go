@@ -13,6 +13,7 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/breaker"
 	"github.com/hedgekit/hedge/limit"
+	"github.com/hedgekit/hedge/winrate"
 )
 
 // recoverPanicError runs f and returns the *PanicError it panicked with, failing the test
@@ -330,5 +331,38 @@ func TestFailedHalfOpenTrialIsNotRetried(t *testing.T) {
 	}
 	if st := p.MeasuredAt(at.Add(2 * time.Millisecond)).Breaker; st != "open" {
 		t.Errorf("after a failed trial the breaker is %s, want open", st)
+	}
+}
+
+func TestSentinelsMatchTheirSubPackagesAndConfigErrorsWrapBoth(t *testing.T) {
+	if !errors.Is(hedge.ErrLimitExceeded, limit.ErrLimitExceeded) || !errors.Is(hedge.ErrBreakerOpen, breaker.ErrOpen) {
+		t.Error("hedge's sentinels do not match the limit's and the breaker's")
+	}
+	for _, c := range []struct {
+		cfg hedge.Config
+		sub error
+	}{
+		{hedge.Config{Breaker: &breaker.Config{FailureRatio: 2}}, breaker.ErrInvalidConfig},
+		{hedge.Config{Limit: &limit.Config{Smoothing: 2}}, limit.ErrInvalidConfig},
+		{hedge.Config{WinRate: &winrate.Config{Floor: 2}}, winrate.ErrInvalidConfig},
+	} {
+		_, err := hedge.New(c.cfg)
+		if !errors.Is(err, hedge.ErrInvalidConfig) || !errors.Is(err, c.sub) {
+			t.Errorf("New = %v; want it to wrap hedge.ErrInvalidConfig and %v", err, c.sub)
+		}
+	}
+}
+
+func TestColdSuppressionIsReportedAtTheStartWithNoDelay(t *testing.T) {
+	var got []hedge.Event
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: func(e hedge.Event) {
+		if e.Kind == hedge.HedgeSuppressed {
+			got = append(got, e)
+		}
+	}})
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(t0)
+	if len(got) != 1 || got[0].Reason != hedge.ReasonCold || got[0].Delay != 0 || !got[0].Time.Equal(t0) {
+		t.Fatalf("suppressions at start = %+v; want one, cold, at the start, with no delay", got)
 	}
 }

@@ -2,11 +2,15 @@ package hedgegrpc
 
 import (
 	"context"
-	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
-	"sync/atomic"
+	"time"
 
-	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/endpointsharding"
 	"google.golang.org/grpc/balancer/pickfirst"
@@ -14,11 +18,14 @@ import (
 )
 
 // BalancerName is the name under which the hedging balancer is registered with gRPC (when
-// this package is imported). It round-robins over the resolved backends, like gRPC's
-// round_robin, except that an attempt of a call made through an [Interceptor] never goes to a
-// backend another attempt of the same call already used while another READY backend exists:
-// a hedge that waits behind its own primary's slow backend cannot help. Select it with a
-// service config, for example [ServiceConfig].
+// this package is imported). It round-robins over the READY backends, like gRPC's round_robin,
+// with two differences, both decided by the core's package replica: an attempt of a call made
+// through an [Interceptor] never goes to a backend another attempt of the same call already
+// used while another fit backend exists (a hedge that waits behind its own primary's slow
+// backend cannot help), and a backend that keeps failing (UNAVAILABLE, INTERNAL, UNKNOWN,
+// DATA_LOSS, or a connection that never carried the request) is ejected for a while that grows
+// each time, as in Envoy's outlier detection. Select it with a service config, for example
+// [ServiceConfig].
 const BalancerName = "hedge_round_robin"
 
 // ServiceConfig is a service config (JSON) that selects the [BalancerName] balancer, for
@@ -55,9 +62,12 @@ func (b *hedgeBalancer) UpdateClientConnState(s balancer.ClientConnState) error 
 	})
 }
 
-// ccWrapper intercepts the children's aggregated state to install the hedging picker.
+// ccWrapper intercepts the children's aggregated state to install the hedging picker. It
+// keeps the replicas' health (replica.Pool) across picker updates. grpc calls UpdateState
+// from one goroutine at a time.
 type ccWrapper struct {
 	balancer.ClientConn
+	pool *replica.Pool
 }
 
 func (w *ccWrapper) UpdateState(s balancer.State) {
@@ -72,9 +82,19 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		w.ClientConn.UpdateState(s) // nothing ready: endpointsharding's picker queues or fails picks
 		return
 	}
-	p := &picker{ready: ready}
-	p.next.Store(rand.Uint32())
-	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: p})
+	// A stable order, so that a backend keeps its place (and its health) across updates.
+	slices.SortFunc(ready, func(a, b readyBackend) int { return strings.Compare(a.addr, b.addr) })
+	addrs := make([]string, len(ready))
+	for i, r := range ready {
+		addrs[i] = r.addr
+	}
+	switch {
+	case w.pool == nil:
+		w.pool, _ = replica.NewPool(addrs, replica.Config{Balancer: replica.RoundRobin}) // a valid config, addrs not empty
+	case !w.pool.Same(addrs):
+		w.pool, _ = w.pool.With(addrs)
+	}
+	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: &picker{ready: ready, pool: w.pool}})
 }
 
 type readyBackend struct {
@@ -82,35 +102,66 @@ type readyBackend struct {
 	picker balancer.Picker
 }
 
-// picker round-robins over the READY backends and, for a call made through an Interceptor,
-// skips the backends the call's other attempts used.
+// picker sends each attempt to a READY backend chosen by the core's replica choice
+// (round-robin, skipping backends that outlier detection ejected) and, for a call made
+// through an Interceptor, to one the call's other attempts have not used, while there is one.
+// Each attempt's result feeds outlier detection.
 type picker struct {
 	ready []readyBackend
-	next  atomic.Uint32
+	pool  *replica.Pool // replica i is ready[i]
 }
 
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
-	n := p.next.Add(1)
 	r, _ := info.Ctx.Value(routeKey{}).(*route)
-	if r == nil || len(p.ready) == 1 {
-		return p.ready[n%uint32(len(p.ready))].picker.Pick(info)
-	}
-	a, _ := hedge.AttemptFrom(info.Ctx)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	pick := int(n % uint32(len(p.ready)))
-	for k := range p.ready {
-		j := (pick + k) % len(p.ready)
-		if !r.usedByOther(a.Index, p.ready[j].addr) {
-			pick = j
-			break
+	k := attemptIndex(info.Ctx)
+	var buf [4]int
+	used := buf[:0]
+	if r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range r.used {
+			if e.attempt != k {
+				if j := p.pool.Index(e.addr); j >= 0 {
+					used = append(used, j)
+				}
+			}
 		}
 	}
-	res, err := p.ready[pick].picker.Pick(info)
-	if err == nil {
-		r.use(a.Index, p.ready[pick].addr)
+	set := p.pool.Set()
+	i := set.Pick(time.Now(), used)
+	res, err := p.ready[i].picker.Pick(info)
+	if err != nil {
+		set.Done(time.Now(), i, replica.Ignored)
+		return res, err
 	}
-	return res, err
+	if r != nil {
+		r.use(k, p.ready[i].addr)
+	}
+	next := res.Done
+	res.Done = func(di balancer.DoneInfo) {
+		if next != nil {
+			next(di)
+		}
+		set.Done(time.Now(), i, resultOf(di))
+	}
+	return res, nil
+}
+
+// resultOf says what an attempt's end tells about its backend's health.
+func resultOf(di balancer.DoneInfo) replica.Result {
+	if di.Err == nil {
+		return replica.Success
+	}
+	switch status.Code(di.Err) {
+	case codes.Canceled:
+		return replica.Ignored // it lost, or its caller gave up
+	case codes.Unavailable, codes.Internal, codes.Unknown, codes.DataLoss:
+		if !di.BytesSent {
+			return replica.Unreachable
+		}
+		return replica.Failure
+	}
+	return replica.Ignored // the backend's answer about the request, not about itself
 }
 
 // routeKey is the context key of a call's route.

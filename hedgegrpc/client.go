@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,8 +72,9 @@ type Config struct {
 	// [protoregistry.GlobalFiles], where generated code registers every compiled .proto.
 	Descriptors DescriptorResolver
 
-	// NonFatal lists the status codes after which the next attempt starts at once (when
-	// Attempts allow and nothing else is in flight, after the policy's backoff). nil means
+	// NonFatal lists the status codes that leave the call going: another attempt still
+	// running may win, and with nothing in flight the next attempt starts after the
+	// policy's backoff (when Attempts and the budget allow). nil means
 	// UNAVAILABLE alone, as in gRPC's hedging design (gRFC A6). OK always wins;
 	// RESOURCE_EXHAUSTED, and UNAVAILABLE with a pushback trailer, are overload signals
 	// whatever this says (see [PushbackKey]); every other code is final.
@@ -93,7 +95,10 @@ type Config struct {
 // winner's is merged into the caller's reply after the reply is reset, so attempts never
 // share memory. grpc.Header, grpc.Trailer and grpc.Peer call options are filled from the
 // winning attempt, or, when every attempt failed, from the attempt whose error is returned.
-// Replies that are not protobuf messages cannot be copied: such calls are sent once.
+// Replies that are not protobuf messages cannot be copied: such calls pass through, unhedged.
+//
+// A method's policy is kept for the Interceptor's life, so method names must come from a
+// bounded set, as they do from generated clients.
 type Interceptor struct {
 	cfg         Config
 	nonFatal    uint32 // bit per code
@@ -107,12 +112,14 @@ type method struct {
 	name       string
 	template   string // the Methods key it was built from, "" for Config.Policy
 	policy     *hedge.Policy
+	classify   func(error) hedge.Outcome
 	repeatable bool
 }
 
 // NewInterceptor returns an [Interceptor] for cfg. It returns an error wrapping [ErrConfig]
 // that names the field and the rule when cfg is invalid, including when a policy template is.
 func NewInterceptor(cfg Config) (*Interceptor, error) {
+	cfg.Methods, cfg.Idempotent = maps.Clone(cfg.Methods), slices.Clone(cfg.Idempotent) // the caller's to change
 	i := &Interceptor{cfg: cfg, descriptors: cfg.Descriptors}
 	if i.descriptors == nil {
 		i.descriptors = protoregistry.GlobalFiles
@@ -195,11 +202,12 @@ func (i *Interceptor) method(name string) *method {
 			template, pc = "", i.cfg.Policy
 		}
 	}
-	p, err := hedge.New(i.policyConfig(name, pc))
+	pc = i.policyConfig(name, pc)
+	p, err := hedge.New(pc)
 	if err != nil {
 		panic("hedgegrpc: " + err.Error()) // cannot happen: NewInterceptor built one from the same template
 	}
-	m := &method{name: name, template: template, policy: p, repeatable: i.idempotent(name, svc)}
+	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc)}
 	nm := maps.Clone(old)
 	nm[name] = m
 	i.methods.Store(&nm)
@@ -360,120 +368,6 @@ type attemptResult struct {
 	opts    []grpc.CallOption
 }
 
-// unaryCall is one call through the interceptor: the caller's context, with the call's route
-// (the backends its attempts used) among its values, so the balancer sees it without another
-// allocation.
-type unaryCall struct {
-	routeCtx
-	i      *Interceptor
-	method string
-	req    any
-	reply  protoreflect.MessageType // the caller's reply type; attempts never touch the reply
-	cc     *grpc.ClientConn
-	invk   grpc.UnaryInvoker
-	co     callOptions
-	answer atomic.Int32 // order in which attempts answered
-
-	// The caller's request is read by attempts until they return: the interceptor waits for
-	// the (already cancelled) losers before it returns, so that the caller may reuse the
-	// request at once, as it may after a plain call.
-	mu     sync.Mutex
-	active int
-	closed bool
-	idle   chan struct{}
-}
-
-// enter reports whether an attempt may still use the call's request.
-func (c *unaryCall) enter() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.active++
-	return true
-}
-
-func (c *unaryCall) leave() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.active--; c.active == 0 && c.idle != nil {
-		close(c.idle)
-	}
-}
-
-// close waits until no attempt uses the request any more, and keeps new ones from starting.
-func (c *unaryCall) close() {
-	c.mu.Lock()
-	c.closed = true
-	if c.active == 0 {
-		c.mu.Unlock()
-		return
-	}
-	c.idle = make(chan struct{})
-	c.mu.Unlock()
-	<-c.idle
-}
-
-// UnaryClient is a grpc.UnaryClientInterceptor: it sends the call under its method's policy,
-// hedged and retried when the method is safe to repeat and the policy allows, sent exactly
-// once otherwise.
-func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	rm, ok := reply.(proto.Message)
-	if !ok {
-		return invoker(ctx, fullMethod, req, reply, cc, opts...) // cannot be copied per attempt
-	}
-	m := i.method(fullMethod)
-	c := &unaryCall{routeCtx: routeCtx{Context: ctx}, i: i, method: fullMethod, req: req, reply: rm.ProtoReflect().Type(), cc: cc, invk: invoker, co: splitOptions(opts)}
-	dctx := context.Context(&c.routeCtx)
-	if !m.repeatableFor(ctx) && hedge.RepeatabilityFrom(ctx) != hedge.NotRepeatable {
-		dctx = hedge.WithRepeatable(dctx, false)
-	}
-	r, err := hedge.Do(dctx, m.policy, c.attempt)
-	c.close()
-	if err == nil {
-		proto.Reset(rm)
-		proto.Merge(rm, r.reply)
-		c.co.fill(r)
-		return nil
-	}
-	return c.failure(err)
-}
-
-// attempt sends one attempt with its own reply message and its own header, trailer and peer.
-func (c *unaryCall) attempt(ctx context.Context) (*attemptResult, error) {
-	if !c.enter() {
-		return nil, context.Canceled // the call is over: this attempt lost before it began
-	}
-	defer c.leave()
-	r := &attemptResult{reply: c.reply.New().Interface()}
-	// A slice of its own: attempts run at once, and must not append to a shared one.
-	r.opts = make([]grpc.CallOption, 0, len(c.co.rest)+3)
-	r.opts = append(r.opts, c.co.rest...)
-	r.opts = append(r.opts, grpc.Header(&r.header), grpc.Trailer(&r.trailer), grpc.Peer(&r.peer))
-	if info, _ := hedge.AttemptFrom(ctx); info.Index > 0 {
-		ctx = metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(info.Index))
-	}
-	err := c.invk(ctx, c.method, c.req, r.reply, c.cc, r.opts...)
-	if err == nil {
-		return r, nil
-	}
-	return nil, c.i.mark(err, r, int(c.answer.Add(1)))
-}
-
-// failure turns what hedge.Do returned into the error the caller sees, and fills the
-// caller's header, trailer and peer from the attempt whose failure it names.
-func (c *unaryCall) failure(err error) error {
-	if ctxErr := c.Context.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		return status.FromContextError(ctxErr).Err()
-	}
-	e := newError(err)
-	if e.attempt != nil {
-		c.co.fill(e.attempt.result)
-	}
-	return e
-}
-
 // attemptError is a failed attempt: its status, what it received, and how the interceptor
 // classified it. It unwraps to the status error the attempt returned.
 type attemptError struct {
@@ -575,7 +469,9 @@ func newError(err error) *Error {
 	}
 	var all *hedge.AttemptsError
 	switch {
-	case errors.As(err, &all):
+	case errors.As(err, &all) && all.Err != nil:
+		consider(all.Err) // the core's choice: final before retriable, then the last to answer
+	case all != nil:
 		for _, x := range all.Attempts {
 			consider(x)
 		}

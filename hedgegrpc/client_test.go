@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/breaker"
 	"github.com/hedgekit/hedge/budget"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -38,7 +39,16 @@ func slowBackend0(i int) *backend {
 func TestHedgeBeatsSlowBackend(t *testing.T) {
 	checkLeaks(t)
 	bs := startBackends(t, 3, slowBackend0)
-	hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{"/grpc.health.v1.Health/"}})
+	var won atomic.Int32
+	hi := newInterceptor(t, Config{
+		Policy:     hedgeNow(),
+		Idempotent: []string{"/grpc.health.v1.Health/"},
+		Observer: func(method string, e hedge.Event) {
+			if e.Kind == hedge.HedgeWon && method == checkMethod {
+				won.Add(1)
+			}
+		},
+	})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
 	const calls = 30
 	for i := range calls {
@@ -61,6 +71,9 @@ func TestHedgeBeatsSlowBackend(t *testing.T) {
 	}
 	if !waitFor(5*time.Second, func() bool { return bs[0].cancelled.Load() == bs[0].calls.Load() }) {
 		t.Fatalf("slow backend: %d calls, %d saw their context cancelled", bs[0].calls.Load(), bs[0].cancelled.Load())
+	}
+	if m := hi.Measured()[checkMethod]; won.Load() == 0 || int64(won.Load()) != m.HedgesWon {
+		t.Fatalf("the observer saw %d hedges win for %s, the policy %d", won.Load(), checkMethod, m.HedgesWon)
 	}
 }
 
@@ -289,15 +302,8 @@ func TestPushbackPausesHedging(t *testing.T) {
 				t.Errorf("hedging paused for %v more, want about %v", left, tc.pause)
 			}
 			close(release)
-			err := <-done
-			switch {
-			case tc.pushback == "-1" && !coreRacesPastPermanent():
-				// The core still ends a call at its first final failure (waiting for branch
-				// harden on main): the hedge's answer is final.
-				if status.Code(err) != codes.Unavailable {
-					t.Fatalf("first call: %v, want UNAVAILABLE", err)
-				}
-			case err != nil:
+			// Even after a final answer (negative pushback), the primary still running wins.
+			if err := <-done; err != nil {
 				t.Fatalf("first call: %v, want the primary's OK", err)
 			}
 
@@ -383,34 +389,6 @@ func TestStatusCodes(t *testing.T) {
 	}
 }
 
-// coreRacesPastPermanent reports whether the core keeps a call going after a final failure
-// while another attempt still runs (the team's decided rule; branch harden).
-func coreRacesPastPermanent() bool {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(0), Budget: budget.Config{Unlimited: true}})
-	hedgeDone := make(chan struct{})
-	_, err := hedge.Do(context.Background(), p, func(ctx context.Context) (int, error) {
-		if info, _ := hedge.AttemptFrom(ctx); info.Index == 1 {
-			defer close(hedgeDone)
-			return 0, hedge.MarkPermanent(errors.New("final"))
-		}
-		select {
-		case <-hedgeDone:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-		// The hedge has returned; give Do time to take its answer before this one.
-		t := time.NewTimer(20 * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return 1, nil
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	})
-	return err == nil
-}
-
 // A fast final failure from a hedge while the primary runs does not end the call: the
 // primary's OK still wins; when every attempt fails, the final failure is the one returned,
 // and between retriable failures, the last to answer.
@@ -468,9 +446,6 @@ func TestFinalFailureFromHedgeWhilePrimaryRuns(t *testing.T) {
 	}
 
 	t.Run("primary OK wins", func(t *testing.T) {
-		if !coreRacesPastPermanent() {
-			t.Skip("the core still ends a call at its first final failure (waiting for branch harden on main)")
-		}
 		if err := call("ok-after-not-found"); err != nil {
 			t.Fatalf("err = %v, want the primary's OK", err)
 		}
@@ -595,5 +570,90 @@ func TestPerMethodPolicies(t *testing.T) {
 	}
 	if len(hi.Measured()) != 3 {
 		t.Errorf("Measured has %d methods, want 3", len(hi.Measured()))
+	}
+}
+
+// A panic further down the client's interceptor chain, in the first attempt (on the caller's
+// goroutine) or in a hedge (on its own), ends the call cleanly and reaches the caller as a
+// *hedge.PanicError; nothing is left running.
+func TestPanicInAttempt(t *testing.T) {
+	for _, which := range []int{0, 1} {
+		t.Run(fmt.Sprint("attempt ", which), func(t *testing.T) {
+			checkLeaks(t)
+			be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+				<-ctx.Done() // every attempt that reaches the server waits until cancelled
+				return nil, ctx.Err()
+			}}
+			boom := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if attemptIndex(ctx) == which {
+					panic("boom")
+				}
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}
+			hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}})
+			cc := startBufconnWith(t, hi, be, []grpc.DialOption{grpc.WithChainUnaryInterceptor(boom)})
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{})
+			}()
+			pe, ok := got.(*hedge.PanicError)
+			if !ok || pe.Value != "boom" {
+				t.Fatalf("recovered %v, want a *hedge.PanicError carrying boom", got)
+			}
+			if m := hi.Measured()[checkMethod]; m.InFlight != 0 {
+				t.Fatalf("%d attempts still in flight", m.InFlight)
+			}
+		})
+	}
+}
+
+func TestBreakerOpenFailsFast(t *testing.T) {
+	checkLeaks(t)
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		return nil, status.Error(codes.Unavailable, "down")
+	}}
+	pc := hedge.Config{Breaker: &breaker.Config{ConsecutiveFailures: 2}}
+	hi := newInterceptor(t, Config{Policy: pc})
+	client := healthpb.NewHealthClient(startBufconn(t, hi, be))
+	for range 2 {
+		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); status.Code(err) != codes.Unavailable {
+			t.Fatalf("err = %v, want UNAVAILABLE", err)
+		}
+	}
+	_, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{})
+	if !errors.Is(err, hedge.ErrBreakerOpen) || status.Code(err) != codes.Unavailable {
+		t.Fatalf("err = %v, want hedge.ErrBreakerOpen as UNAVAILABLE", err)
+	}
+	if n := be.calls.Load(); n != 2 {
+		t.Fatalf("the server saw %d calls, want 2", n)
+	}
+}
+
+// A backend that keeps failing is ejected by the core's outlier detection (package replica):
+// after five failures in a row the balancer stops sending it attempts while others are fit.
+func TestFailingBackendEjected(t *testing.T) {
+	checkLeaks(t)
+	bs := startBackends(t, 3, func(i int) *backend {
+		return &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if i == 0 {
+				return nil, status.Error(codes.Unavailable, "broken")
+			}
+			return serving(), nil
+		}}
+	})
+	hi := newInterceptor(t, Config{}) // every call sent once: the balancer alone decides
+	client := healthpb.NewHealthClient(dial(t, hi, bs))
+	failed := 0
+	for range 60 {
+		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+			failed++
+		}
+	}
+	if n := bs[0].calls.Load(); n != 5 || failed != 5 {
+		t.Fatalf("the failing backend got %d calls (%d failed), want 5: ejected after 5 failures", n, failed)
+	}
+	if n := bs[1].calls.Load() + bs[2].calls.Load(); n != 55 {
+		t.Fatalf("the healthy backends got %d calls, want 55", n)
 	}
 }

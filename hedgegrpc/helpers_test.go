@@ -35,7 +35,8 @@ const (
 // after every other cleanup (servers stopped, connections closed).
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+	before := goleak.IgnoreCurrent() // goroutines of earlier tests are theirs to answer for
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 }
 
 // hedgeNow hedges every call after a millisecond, with no budget, so a test decides with its
@@ -200,6 +201,11 @@ func (a *arrivals) of(call string) chan struct{} {
 // startBufconn serves one backend over bufconn and returns a connection to it through the
 // interceptor.
 func startBufconn(t *testing.T, hi *Interceptor, be *backend, opts ...grpc.ServerOption) *grpc.ClientConn {
+	return startBufconnWith(t, hi, be, nil, opts...)
+}
+
+// startBufconnWith is startBufconn with more client dial options.
+func startBufconnWith(t *testing.T, hi *Interceptor, be *backend, dialOpts []grpc.DialOption, opts ...grpc.ServerOption) *grpc.ClientConn {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(opts...)
@@ -209,6 +215,7 @@ func startBufconn(t *testing.T, hi *Interceptor, be *backend, opts ...grpc.Serve
 	t.Cleanup(srv.Stop)
 	be.dialer = func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }
 	dopts := append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
+	dopts = append(dopts, dialOpts...)
 	cc, err := grpc.NewClient("passthrough:///bufconn", dopts...)
 	if err != nil {
 		t.Fatal(err)
@@ -216,3 +223,6 @@ func startBufconn(t *testing.T, hi *Interceptor, be *backend, opts ...grpc.Serve
 	t.Cleanup(func() { cc.Close() })
 	return cc
 }
+
+// TestMain checks, after every test and example has run, that none left a goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

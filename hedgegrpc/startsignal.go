@@ -3,6 +3,7 @@ package hedgegrpc
 import (
 	"context"
 
+	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
@@ -45,11 +46,14 @@ func StreamStartSignal(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, 
 func StatsHandler() stats.Handler { return startSignal{report: startedService} }
 
 // startedService reports to the core that the server started work on the attempt whose
-// context is ctx.
-//
-// TODO: call hedge.StartedService(ctx) here once it is on main (branch startsig); until then
-// the signal is read and checked but not used for hedging decisions.
-func startedService(ctx context.Context) {}
+// context is ctx (the RPC's context, derived from the attempt's).
+func startedService(ctx context.Context) {
+	if a, ok := ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
+		a.startedService() // a unary call, driven by the interceptor itself
+		return
+	}
+	hedge.StartedService(ctx) // a stream, driven by hedge.DoDetached
+}
 
 type startSignal struct {
 	report func(context.Context)

@@ -14,17 +14,20 @@
 package hedgehttp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 )
 
 // ErrConfig is wrapped by every error [NewTransport] returns for an invalid [Config].
@@ -70,13 +73,33 @@ type Config struct {
 	PolicyFor func(key string) (hedge.Config, hedge.Repeatability)
 
 	// Replicas, when not nil, returns the addresses (host:port) of the replicas behind the
-	// dependency named key, or nil to send every attempt to the request's own URL. Attempt i
-	// of a call goes to replicas[(s+i) % len(replicas)], s random per call, so with two or
-	// more replicas a hedge or a retry never goes to the replica its primary went to, and
-	// load spreads evenly. Only the URL's host changes: the Host header stays the request's
-	// (set Request.Host to control it). It runs on every request; the slice it returns must
-	// not be modified afterwards.
+	// dependency named key, or nil to send every attempt to the request's own URL. Each
+	// attempt goes to the replica Replica's balancer picks among those in good health that
+	// its call has not used yet, so a hedge or a retry goes to another replica than its
+	// primary whenever a healthy one is left; replicas that keep failing (refusing
+	// connections, answering 5xx) are ejected for a while (see [replica.Config]). Only the
+	// URL's host changes: the Host header stays the request's (set Request.Host to control
+	// it). It runs on every request, so it must be fast; return the same slice until the
+	// addresses change, and never modify a slice once returned. Health carries over for
+	// addresses that stay when the list changes.
 	Replicas func(key string) []string
+
+	// Replica configures replica choice and outlier detection for each dependency with
+	// Replicas. The zero value is power of two choices on outstanding attempts with the
+	// defaults documented on [replica.Config].
+	Replica replica.Config
+
+	// ShareConnections lets a hedge to the same host as its primary ride the primary's
+	// connections. By default (false), when Next is an *http.Transport, a hedge to its
+	// primary's host (one without replicas, or whose other replicas are ejected or used) that
+	// speaks HTTP/2 is sent through a clone of Next, with connections of its own: over HTTP/2
+	// every request to a host shares one connection, and one connection-level error (a
+	// malformed response, a GOAWAY, a stalled connection) would fail the primary and its
+	// hedge at once. (Over HTTP/1 every request in flight has a connection of its own
+	// already.) The clone costs one connection per HTTP/2 host that hedges, and nothing on
+	// calls that do not; close its idle connections with [Transport.CloseIdleConnections] (or
+	// the http.Client's), not only Next's.
+	ShareConnections bool
 
 	// Observer, when not nil, receives every event of every call with the key of the host
 	// that made it. It runs synchronously in the goroutine driving the call, so it must be
@@ -113,18 +136,23 @@ type Config struct {
 // connection is reused; a failing response (5xx but 501, 429, 408) never wins and
 // is returned only when every attempt failed, as the response of the last one that answered.
 //
-// Every attempt asks the server for a start signal ([StartSignalHeader]); a [Queue] answers
-// with an informational [StartedStatus] response when a worker starts the request, and the
-// Transport passes it on to the policy with [hedge.StartedService], through an
+// When the policy's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
+// [hedge.Tied] does), every attempt asks the server for one ([StartSignalHeader]); a [Queue]
+// answers with an informational [StartedStatus] response when a worker starts the request,
+// and the Transport passes it on to the policy with [hedge.StartedService], through an
 // httptrace.ClientTrace joined to any trace the caller set on the request's context. With
-// [hedge.Tied], the first copy to start cancels the others. A server that sends no such
-// response changes nothing: the policy hedges on latency alone.
+// Tied, the first copy to start cancels the others. A server that sends no such response
+// changes nothing: the policy hedges on latency alone. Other triggers neither ask nor listen,
+// and pay nothing for it.
 type Transport struct {
 	cfg        Config
 	next       http.RoundTripper
+	apart      http.RoundTripper // sends hedges and retries to their primary's host; nil: next
 	classify   func(error) hedge.Outcome
+	discardFn  func(*http.Response, error) // t.discard, bound once rather than per request
 	maxBuffer  int64
 	errorLimit int64
+	signals    bool // ask servers for start signals and pass them on
 
 	// hosts is read on every request and written once per new host: copy-on-write maps
 	// behind an atomic pointer keep the read path free of shared writes (an RWMutex's
@@ -147,6 +175,45 @@ type host struct {
 	name   string
 	policy *hedge.Policy
 	repeat hedge.Repeatability
+	pool   atomic.Pointer[replica.Pool] // nil until a request finds replicas
+	mu     sync.Mutex                   // serialises writers of pool
+	proto  atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
+}
+
+// gotConn learns the host's protocol from the first connection an attempt gets, before any
+// response: the first hedges to a host must already know whether they would share their
+// primary's connection. Responses keep it up to date.
+func (h *host) gotConn(info httptrace.GotConnInfo) {
+	v := int32(1)
+	if tc, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+		v = 2
+	}
+	h.proto.CompareAndSwap(0, v)
+}
+
+// poolFor returns the host's replicas for addrs: the current pool when the addresses have
+// not changed, a new one that keeps the health of the addresses that stayed when they have.
+func (h *host) poolFor(addrs []string, cfg replica.Config) *replica.Pool {
+	if p := h.pool.Load(); p != nil && p.Same(addrs) {
+		return p
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.pool.Load()
+	if p != nil && p.Same(addrs) {
+		return p
+	}
+	var err error
+	if p == nil {
+		p, err = replica.NewPool(addrs, cfg)
+	} else {
+		p, err = p.With(addrs)
+	}
+	if err != nil {
+		panic("hedgehttp: " + err.Error()) // cannot happen: NewTransport checked cfg, addrs is not empty
+	}
+	h.pool.Store(p)
+	return p
 }
 
 // NewTransport returns a [Transport] for cfg. It returns an error wrapping [ErrConfig] that
@@ -156,16 +223,24 @@ func NewTransport(cfg Config) (*Transport, error) {
 	if cfg.ErrorBodyLimit < 0 {
 		return nil, fmt.Errorf("%w: Config.ErrorBodyLimit must be >= 0, got %d", ErrConfig, cfg.ErrorBodyLimit)
 	}
+	if _, err := replica.New(1, cfg.Replica); err != nil {
+		return nil, fmt.Errorf("%w: Config.Replica: %w", ErrConfig, err)
+	}
 	t := &Transport{
 		cfg:        cfg,
 		next:       cfg.Next,
 		classify:   cfg.Policy.Classify,
 		maxBuffer:  cfg.MaxBodyBuffer,
 		errorLimit: cfg.ErrorBodyLimit,
+		signals:    cfg.Policy.Trigger.ReadsStartSignals(),
 	}
+	t.discardFn = t.discard
 	t.hosts.Store(&hostMaps{byURL: map[urlKey]*host{}, byName: map[string]*host{}})
 	if t.next == nil {
 		t.next = http.DefaultTransport
+	}
+	if ht, ok := t.next.(*http.Transport); ok && !cfg.ShareConnections {
+		t.apart = ht.Clone()
 	}
 	if t.classify == nil {
 		t.classify = Classify
@@ -274,6 +349,15 @@ func canonicalName(req *http.Request) string {
 	return u.Scheme + "://" + h + ":" + port
 }
 
+// Replicas returns the replicas of the dependency named key (see Config.Key) as they stood
+// at its last request, with their health, or nil when no request to it has found replicas.
+func (t *Transport) Replicas(key string) *replica.Pool {
+	if h := t.hosts.Load().byName[key]; h != nil {
+		return h.pool.Load()
+	}
+	return nil
+}
+
 // Policy returns the policy of the dependency named key (see Config.Key), or nil when no
 // request has gone to it yet.
 func (t *Transport) Policy(key string) *hedge.Policy {
@@ -299,6 +383,9 @@ func (t *Transport) Measured() map[string]hedge.Measured {
 // such a method (http.Client.CloseIdleConnections calls this).
 func (t *Transport) CloseIdleConnections() {
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	if c, ok := t.apart.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
@@ -347,10 +434,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	c := &call{t: t, req: req}
+	c := &call{t: t, h: h, req: req}
 	if t.cfg.Replicas != nil {
-		if c.replicas = t.cfg.Replicas(h.name); len(c.replicas) > 1 {
-			c.offset = int(cheapRand() % uint64(len(c.replicas)))
+		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
+			c.pool = h.poolFor(addrs, t.cfg.Replica)
+			c.used = c.usedBuf[:0]
 		}
 	}
 
@@ -376,17 +464,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx = hedge.WithRepeatable(ctx, false)
 	}
 
-	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discard)
+	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discardFn)
 	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).
 		closeBody(req)
 	}
 	if err == nil {
-		if resp.Body == nil || resp.Body == http.NoBody {
+		switch b := resp.Body.(type) {
+		case nil:
 			release()
-		} else {
-			resp.Body = &body{rc: resp.Body, release: release}
+		case *attemptBody:
+			b.release = release // one wrapper for both: the attempt's and the call's
+		default:
+			if b == http.NoBody {
+				release()
+			} else {
+				resp.Body = &body{rc: b, release: release}
+			}
 		}
 		resp.Request = req // the caller's request, as http.Transport does, not the attempt's clone
 		return resp, nil

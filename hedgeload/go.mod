@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/hedgekit/hedge v0.0.0
 	github.com/schollz/progressbar/v3 v3.19.1
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -30,6 +30,7 @@ type runConfig struct {
 	band       float64       // agreement band, %
 	maxLag     time.Duration // wire
 	calibrateN int           // calls and sleeps of the calibration; 0 = 2000
+	simSeeds   int           // simulated seeds per point; 0 = 10
 }
 
 // Model is the parameters of the run, as report.json's "model".
@@ -60,7 +61,8 @@ type Result struct {
 	Protocol     string      `json:"protocol"`
 	Seed         uint64      `json:"seed"`
 	Real         sim.Point   `json:"real"`
-	Sim          sim.Point   `json:"sim"`
+	Sim          sim.Point   `json:"sim"`       // the simulated run with the same seed
+	SimSeeds     []uint64    `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
 	Agreement    Agreement   `json:"agreement"`
 	Generator    diagnostics `json:"generator"`
 }
@@ -169,6 +171,9 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		return 0
 	})
 
+	if progress != nil {
+		progress(0, len(jobs), Result{})
+	}
 	results := make([]Result, len(jobs))
 	ran := make([]bool, len(jobs))
 	errs := make([]error, len(jobs))
@@ -258,11 +263,22 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	if err != nil {
 		return Result{}, err
 	}
-	simulated, err := simulate(cfg, j, wireSvc)
-	if err != nil {
-		return Result{}, err
+	k := cfg.simSeeds
+	if k == 0 {
+		k = 10
 	}
-	real, simulated = inModel(real, s), inModel(simulated, s)
+	var sims []sim.Point
+	var seeds []uint64
+	for i := range k {
+		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
+		sp, err := simulate(cfg, j, wireSvc, seed)
+		if err != nil {
+			return Result{}, err
+		}
+		sims = append(sims, inModel(sp, s))
+		seeds = append(seeds, seed)
+	}
+	real = inModel(real, s)
 	return Result{
 		Setup:        j.setup.Name,
 		LoadPct:      j.load,
@@ -270,14 +286,16 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Protocol:     j.protocol,
 		Seed:         j.seed,
 		Real:         real,
-		Sim:          simulated,
-		Agreement:    compare(real, simulated, overheadMs, cfg.band),
+		Sim:          sims[0],
+		SimSeeds:     seeds,
+		Agreement:    compare(real, sims, overheadMs, cfg.band),
 		Generator:    diag,
 	}, nil
 }
 
-// simulate runs the point's twin in the simulator: the same model, the same (scaled) setup.
-func simulate(cfg runConfig, j job, wireSvc sim.Distribution) (sim.Point, error) {
+// simulate runs the point's twin in the simulator, with the given seed: the same model, the
+// same (scaled) setup.
+func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64) (sim.Point, error) {
 	if cfg.replicas != 1 {
 		return sim.Point{}, fmt.Errorf("hedgeload: the simulator models one server (-replicas 1), got %d", cfg.replicas)
 	}
@@ -286,5 +304,5 @@ func simulate(cfg runConfig, j job, wireSvc sim.Distribution) (sim.Point, error)
 		Service:        wireSvc,
 		Calls:          cfg.calls,
 		WarmupFraction: cfg.warmup,
-	}, j.setup, j.load, j.mode, j.seed)
+	}, j.setup, j.load, j.mode, seed)
 }

@@ -4,11 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/hedgegrpc"
+	"github.com/hedgekit/hedge/hedgehttp"
 	"github.com/hedgekit/hedge/hedgeotel"
 )
 
@@ -39,4 +46,48 @@ func ExampleNewPolicy() {
 		}
 	}
 	// Output: hedge.calls{operation=users, outcome=ok} 3
+}
+
+// One call for a hedging HTTP client: every host's policy is recorded under its host key.
+func ExampleNewTransport() {
+	provider := sdkmetric.NewMeterProvider() // with your exporter's reader
+	tr, err := hedgeotel.NewTransport(provider, hedgehttp.Config{
+		Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)},
+		// Optional: each attempt its own client span, hedges and retries marked with
+		// http.request.resend_count.
+		Next: otelhttp.NewTransport(hedgeotel.AttemptSpans(nil)),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := &http.Client{Transport: tr}
+	fmt.Println(client.Transport != nil)
+	// Output: true
+}
+
+// Any integration that reports events with a name and lists its policies' figures is wired
+// in three lines: here hedgegrpc's per-method policies, recorded under their full method
+// names.
+func ExampleMetrics_KeyedObserver() {
+	metrics, err := hedgeotel.New(sdkmetric.NewMeterProvider())
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg := hedgegrpc.Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}}
+	cfg.Observer = metrics.KeyedObserver()
+	interceptor, err := hedgegrpc.NewInterceptor(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := metrics.Watch(interceptor.Measured); err != nil {
+		log.Fatal(err)
+	}
+	conn, err := grpc.NewClient("dns:///inventory.internal:443",
+		append(interceptor.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Println(conn.CanonicalTarget())
+	// Output: dns:///inventory.internal:443
 }

@@ -6,9 +6,13 @@
 //	p, err := hedgeotel.NewPolicy(provider, "users", hedge.Config{Trigger: hedge.AtQuantile(0.95)})
 //	tr, err := hedgeotel.NewTransport(provider, hedgehttp.Config{Policy: ...})
 //
-// Any other integration that reports events with a name (a gRPC method, a queue) and can list
-// its policies' [hedge.Measured] figures is wired with [Metrics.KeyedObserver] and
-// [Metrics.Watch].
+// Any other integration that reports events with a name and can list its policies'
+// [hedge.Measured] figures is wired with [Metrics.KeyedObserver] and [Metrics.Watch]; for
+// hedgegrpc's per-method policies:
+//
+//	cfg.Observer = metrics.KeyedObserver()
+//	interceptor, err := hedgegrpc.NewInterceptor(cfg)
+//	stop, err := metrics.Watch(interceptor.Measured)
 //
 // # Instruments
 //
@@ -19,7 +23,7 @@
 //	hedge.attempt.duration     histogram  s         hedge.attempt.kind (primary|hedge|retry),
 //	                                                hedge.attempt.outcome (ok|error|discarded)
 //	hedge.call.duration        histogram  s         hedge.call.outcome
-//	hedge.calls                counter    {call}    hedge.call.outcome (ok|error|rejected|breaker_open|cancelled)
+//	hedge.calls                counter    {call}    hedge.call.outcome (ok|error|rejected|breaker_open|cancelled|unreachable)
 //	hedge.hedges.started       counter    {hedge}
 //	hedge.hedges.won           counter    {hedge}
 //	hedge.attempts.discarded   counter    {attempt} hedge.attempt.kind
@@ -40,7 +44,8 @@
 // # Cost
 //
 // With a nil MeterProvider nothing is installed: the policy's Observer stays as it was, and a
-// call costs exactly what it costs without this package. With a provider, each event is one
+// call costs exactly what it costs without this package. (The global provider is not used
+// unless given: pass otel.GetMeterProvider() for it.) With a provider, each event is one
 // instrument update with attribute sets built once per operation.
 package hedgeotel
 
@@ -191,13 +196,14 @@ const (
 	callRejected
 	callBreakerOpen
 	callCancelled
+	callUnreachable
 	numCallOutcomes
 )
 
 var (
 	kindNames           = [numKinds]string{"primary", "hedge", "retry"}
 	attemptOutcomeNames = [numAttemptOutcomes]string{"ok", "error", "discarded"}
-	callOutcomeNames    = [numCallOutcomes]string{"ok", "error", "rejected", "breaker_open", "cancelled"}
+	callOutcomeNames    = [numCallOutcomes]string{"ok", "error", "rejected", "breaker_open", "cancelled", "unreachable"}
 	breakerStates       = [...]string{"closed", "open", "half-open"}
 )
 
@@ -319,13 +325,16 @@ func (m *Metrics) record(o *operation, e hedge.Event) {
 }
 
 // callOutcome classifies a finished call's error: nil is ok; the limit and the breaker
-// refusing it before any attempt are rejected and breaker_open; the caller giving up is
-// cancelled; anything else (every attempt failed, a permanent failure) is error.
+// refusing it before any attempt are rejected and breaker_open; no attempt reaching the
+// dependency is unreachable; the caller giving up is cancelled; anything else (every attempt
+// failed, a permanent failure) is error.
 func callOutcome(err error) int {
 	var ae *hedge.AttemptsError
 	switch {
 	case err == nil:
 		return callOK
+	case errors.Is(err, hedge.ErrUnreachable):
+		return callUnreachable
 	case errors.As(err, &ae):
 		return callError
 	case errors.Is(err, hedge.ErrLimitExceeded):

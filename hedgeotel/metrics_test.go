@@ -274,6 +274,7 @@ func TestScriptedCalls(t *testing.T) {
 
 // TestTransport wires a hedgehttp.Transport in one call and reads its per-host figures.
 func TestTransport(t *testing.T) {
+	checkGoroutines(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/fail" {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -376,4 +377,23 @@ func TestWatchStop(t *testing.T) {
 	if g := gauges[float64](t, ms, "hedge.win_rate.allowance"); len(g) != 0 {
 		t.Errorf("after stop: %v", g)
 	}
+}
+
+// A call none of whose attempts reached the dependency is unreachable, not an error of it.
+func TestUnreachableCall(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	p, err := hedgeotel.NewPolicy(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "users", hedge.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(now)
+	for k := 0; !c.Done() && k < 10; k++ {
+		c.AttemptDone(now, k, hedge.Outcome{Class: hedge.Retriable, Unsent: true, Err: errors.New("connection refused")})
+	}
+	if !errors.Is(c.Err(), hedge.ErrUnreachable) {
+		t.Fatalf("call error %v, want ErrUnreachable", c.Err())
+	}
+	equal(t, "hedge.calls", sums(t, collect(t, reader), "hedge.calls"), map[string]int64{op + ",hedge.call.outcome=unreachable": 1})
 }

@@ -22,6 +22,7 @@ import (
 // With otelhttp under the hedging transport, each attempt is its own client span under the
 // caller's span, and the hedge's carries http.request.resend_count.
 func TestAttemptSpansWithOtelhttp(t *testing.T) {
+	checkGoroutines(t)
 	hedged := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(hedgehttp.AttemptHeader) == "" {

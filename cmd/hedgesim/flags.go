@@ -17,6 +17,10 @@ import (
 // config is what the command line asks for, parsed and checked. It holds no sim types, so that
 // flag parsing can be tested without the engine.
 type config struct {
+	// policy is what -config and -operation chose (policy.go): a user's policy, run beside
+	// the setups. nil without -config.
+	policy *policySetup
+
 	calls      int
 	seeds      []uint64
 	loads      []float64
@@ -87,6 +91,8 @@ Examples:
   hedgesim -replicas 4 -workers 4 -balancer all  # 4 replicas with their own queues, every balancer
   hedgesim -scorecard                            # the safety scorecard of recommended
   hedgesim -scorecard -setups "recommended, adaptive limit" -families reference,bursty
+  hedgesim -config policy.yaml -operation api.example.com -service empirical:latencies.txt
+                                                 # the policy a service loads, beside no hedge
 
 Flags:
 `
@@ -117,6 +123,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setups := fs.String("setups", "all", "setups to run, separated by ';' (names as listed below), or all")
 	cancel := fs.String("cancellation", "both", "cancellation mode: ignored, reaches or both")
+	policy := addPolicyFlags(fs) // -config, -operation
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
 	workers := fs.Int("workers", defaultWorkers, "workers serving the one shared FIFO queue")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN (e.g. exponential:10ms),\nor empirical:FILE (one duration per line, e.g. 12ms or 3.5ms; a bare number is ms; # starts a comment)")
@@ -228,6 +235,9 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		return config{}, err
 	}
 	if cfg.service, err = parseService(*svc); err != nil {
+		return config{}, err
+	}
+	if err := policy.apply(fs, &cfg); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

@@ -144,12 +144,13 @@ func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, sho
 		}
 	}
 	res, err := sim.Scorecard(ctx, sim.ScorecardConfig{
-		Setup:    cfg.setups[0],
-		Families: cfg.families,
-		Loads:    cfg.loads,
-		Modes:    cfg.modes,
-		Seeds:    cfg.seeds,
-		Calls:    cfg.calls,
+		Setup:     cfg.setups[0],
+		Candidate: cfg.candidate(), // -config: the file's policy
+		Families:  cfg.families,
+		Loads:     cfg.loads,
+		Modes:     cfg.modes,
+		Seeds:     cfg.seeds,
+		Calls:     cfg.calls,
 	}, progress)
 	if showProgress {
 		fmt.Fprintln(stderr)
@@ -202,7 +203,7 @@ func sweep(ctx context.Context, cfg config, stderr io.Writer, showProgress bool)
 			fmt.Fprintf(stderr, "\rpoints %d/%d", done, total)
 		}
 	}
-	rep, err := sim.Sweep(ctx, cfg.sweepConfig(), progress)
+	rep, err := sim.Sweep(ctx, cfg.withPolicy(cfg.sweepConfig()), progress)
 	if showProgress {
 		mu.Lock()
 		if last >= 0 {
