@@ -172,3 +172,20 @@ func TestScorecardErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestScorecardHeadroom: a family provisioned with headroom runs only the loads it can carry.
+func TestScorecardHeadroom(t *testing.T) {
+	r, err := Scorecard(context.Background(), ScorecardConfig{
+		Families: []string{FamilyReplicaRefusing},
+		Loads:    []float64{50, 95},
+		Modes:    []string{Reaches},
+		Seeds:    []uint64{1},
+		Calls:    scaled(10_000),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Points) != 1 || r.Points[0].LoadPct != 50 {
+		t.Errorf("points %+v; want only 50 %% load", r.Points)
+	}
+}
