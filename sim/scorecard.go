@@ -187,7 +187,7 @@ func Judge(hedged, noHedge Point) (holds bool, why string) {
 		}
 	}
 	if hedged.FailedPct > noHedge.FailedPct {
-		whys = append(whys, fmt.Sprintf("failed calls %.2f %% > no hedge's %.2f %%", hedged.FailedPct, noHedge.FailedPct))
+		whys = append(whys, fmt.Sprintf("failed calls %.3f %% > no hedge's %.3f %%", hedged.FailedPct, noHedge.FailedPct))
 	}
 	return len(whys) == 0, strings.Join(whys, "; ")
 }

@@ -92,5 +92,5 @@ func ExampleJudge() {
 	fmt.Println(holds, why)
 	// Output:
 	// true
-	// false p99 failed > 1.05 × no hedge's 200.0 ms + 1 ms; p99.9 failed > 1.05 × no hedge's 300.0 ms + 1 ms; failed calls 2.00 % > no hedge's 0.00 %
+	// false p99 failed > 1.05 × no hedge's 200.0 ms + 1 ms; p99.9 failed > 1.05 × no hedge's 300.0 ms + 1 ms; failed calls 2.000 % > no hedge's 0.000 %
 }
