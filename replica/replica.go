@@ -400,17 +400,25 @@ func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
 	return i
 }
 
-// nth returns the m-th replica (from 0) of the tier.
+// nth returns the m-th replica (from 0) of the tier. Another goroutine may eject a replica
+// or let one back between Pick's count and this scan, so the tier can have shrunk: then the
+// last replica of the tier seen, or failing that the m-th of all, is as good a choice as the
+// moment allows.
 func (s *Set) nth(tier, m int, t int64, used []int) int {
+	last := -1
 	for i := range s.reps {
 		if s.tier(i, t, used) == tier {
 			if m == 0 {
 				return i
 			}
 			m--
+			last = i
 		}
 	}
-	panic("replica: tier count changed under a pick") // cannot happen: see Pick
+	if last >= 0 {
+		return last
+	}
+	return m % len(s.reps)
 }
 
 // next returns the first replica of the tier at or after start, wrapping around.
