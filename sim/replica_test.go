@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -177,5 +178,33 @@ func TestFailingAt(t *testing.T) {
 		if got := s.failingAt(c.rp, c.t); got != c.want {
 			t.Errorf("failingAt(%d, %v) = %v, want %v", c.rp, time.Duration(c.t), got, c.want)
 		}
+	}
+}
+
+// TestNoAllocationPerCallTied: tied requests on replicas, with cancellations that take 1 ms to
+// reach the server, allocate nothing per call either.
+func TestNoAllocationPerCallTied(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	f, _ := FamilyByName(FamilyReplicaPause)
+	r := newRunner()
+	su := setup(t, SetupTiedRequests)
+	allocs := func(calls int) uint64 {
+		p, err := Params{Calls: calls, TieDelay: time.Millisecond}.withModel(f.Params).resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := r.run(context.Background(), p, su, 50, Reaches, 1); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	allocs(40_000)
+	if small, large := allocs(10_000), allocs(40_000); large > small+50 {
+		t.Errorf("%d allocations for 10k calls, %d for 40k", small, large)
 	}
 }
