@@ -62,6 +62,9 @@ const (
 	ReasonErrorRate
 	// ReasonCold: the latency estimator has fewer than MinimumSamples samples.
 	ReasonCold
+	// ReasonBacklog: the recent median latency is above Config.BacklogRatio × its recent
+	// lowest: a queue is forming, and a hedge would wait in it and feed it.
+	ReasonBacklog
 	// ReasonBudget: the budget shared with retries cannot fund another attempt.
 	ReasonBudget
 	// ReasonSheddable: the call's criticality is Sheddable.
@@ -81,6 +84,7 @@ var reasonNames = [...]string{
 	ReasonBreaker:       "breaker",
 	ReasonErrorRate:     "error rate",
 	ReasonCold:          "cold",
+	ReasonBacklog:       "backlog",
 	ReasonBudget:        "budget",
 	ReasonSheddable:     "sheddable",
 	ReasonWinRate:       "win rate",
