@@ -50,11 +50,13 @@ func BenchmarkDo(b *testing.B) {
 		})
 		b.Run(c.name+"-parallel", func(b *testing.B) {
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					hedge.Do(ctx, p, answerAtOnce)
 				}
 			})
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -72,5 +74,51 @@ func BenchmarkCall(b *testing.B) {
 		c.TimerFired(now.Add(20 * time.Millisecond))
 		c.AttemptDone(now.Add(21*time.Millisecond), 1, hedge.Outcome{})
 		now = now.Add(time.Millisecond)
+	}
+}
+
+// BenchmarkGates measures what the breaker and the limit add to a call that answers before
+// its hedge is due, on the state machine alone (no goroutines, no timers, so the difference
+// is the gate chain's own cost), serially and from GOMAXPROCS goroutines at once.
+func BenchmarkGates(b *testing.B) {
+	cases := []struct {
+		name string
+		cfg  hedge.Config
+	}{
+		{"quantile", hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
+		{"quantile-breaker-limit", hedge.Config{Trigger: hedge.AtQuantile(0.95), Breaker: &breaker.Config{}, Limit: &limit.Config{}}},
+	}
+	call := func(p *hedge.Policy, c *hedge.Call, now time.Time) {
+		c.Reset(p, hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(time.Millisecond), 0, hedge.Outcome{})
+	}
+	for _, cs := range cases {
+		b.Run(cs.name, func(b *testing.B) {
+			p := hedge.MustNew(cs.cfg)
+			c := p.NewCall(hedge.CallOptions{})
+			now := t0
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				call(p, c, now)
+				now = now.Add(time.Microsecond)
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+		b.Run(cs.name+"-parallel", func(b *testing.B) {
+			p := hedge.MustNew(cs.cfg)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				c := p.NewCall(hedge.CallOptions{})
+				now := t0
+				for pb.Next() {
+					call(p, c, now)
+					now = now.Add(time.Microsecond)
+				}
+			})
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }

@@ -15,7 +15,8 @@ type ActionKind uint8
 
 const (
 	// StartAttempt: send attempt Action.Attempt to the dependency (Action.Hedge says it is a
-	// concurrent copy; Action.Retry a sequential retry).
+	// concurrent copy; Action.Retry a sequential retry; Action.Resend that it replaces an
+	// attempt that never reached the dependency, and should go to another replica).
 	StartAttempt ActionKind = iota + 1
 	// CancelAttempt: stop waiting for attempt Action.Attempt and cancel it; its answer, if it
 	// still comes, is discarded.
@@ -46,6 +47,7 @@ type Action struct {
 	Attempt int
 	Hedge   bool
 	Retry   bool
+	Resend  bool
 	At      time.Time
 }
 
@@ -71,6 +73,10 @@ type attempt struct {
 	hasPermit bool
 	inService bool
 	served    time.Time // when the server reported it started service
+	resend    bool      // replaces an attempt that never reached the dependency
+	unsent    bool      // failed without reaching the dependency
+	local     bool      // failed in a way that is one replica's, not the dependency's
+	permanent bool      // failed with a Permanent outcome
 	endSeq    int
 }
 
@@ -118,11 +124,18 @@ type callState struct {
 	winner    int
 	err       error
 	ended     int
+	unsent    int   // attempts that never reached the dependency, resent at once
 	seq       int64 // this call's number in the policy, from 1
+	permanent bool  // an attempt failed Permanent: no new attempts start
+	won       int   // the attempt that succeeded, kept when a panic takes the win away; -1 if none
+	panicked  *PanicError
 }
 
 // NewCall returns a state machine for one call under p. Start it with Start.
 func (p *Policy) NewCall(opts CallOptions) *Call {
+	if p == nil || p.bud == nil {
+		panic("hedge: NewCall on a nil or zero *Policy (build it with hedge.New)")
+	}
 	c := new(Call)
 	c.Reset(p, opts)
 	return c
@@ -131,7 +144,7 @@ func (p *Policy) NewCall(opts CallOptions) *Call {
 // Reset prepares c for a new call under p, keeping its buffers.
 func (c *Call) Reset(p *Policy, opts CallOptions) {
 	c.drop()
-	c.callState = callState{p: p, opts: opts, winner: -1}
+	c.callState = callState{p: p, opts: opts, winner: -1, won: -1}
 	if cap(c.attempts) == 0 {
 		c.attempts = c.inline[:0]
 	}
@@ -146,7 +159,7 @@ func (c *Call) drop() {
 	clear(c.attempts)
 	c.attempts = c.attempts[:0]
 	c.acts = c.acts[:0]
-	c.p, c.err = nil, nil
+	c.p, c.err, c.panicked = nil, nil, nil
 }
 
 // Done reports whether the call is over.
@@ -158,8 +171,13 @@ func (c *Call) Winner() int { return c.winner }
 // Err is the call's error: nil when an attempt won.
 func (c *Call) Err() error { return c.err }
 
-// Attempts is how many attempts have started.
+// Attempts is how many attempts have started, counting those that never reached the
+// dependency.
 func (c *Call) Attempts() int { return len(c.attempts) }
+
+// sent is how many attempts count against Config.Attempts: those that reached, or may still
+// reach, the dependency.
+func (c *Call) sent() int { return len(c.attempts) - c.unsent }
 
 // Log returns the record of the call's attempts, in the order they ended (those still
 // running last).
@@ -197,8 +215,40 @@ func (c *Call) act(a Action) { c.acts = append(c.acts, a) }
 
 func (c *Call) emit(e Event) {
 	if c.p.observe != nil {
-		c.p.observe(e)
+		c.observe(e)
 	}
+}
+
+// observe calls the policy's Observer, containing a panic (see settle).
+func (c *Call) observe(e Event) {
+	defer c.contain()
+	c.p.observe(e)
+}
+
+// contain recovers a panic raised by user code the state machine calls (the Observer, or a
+// breaker or limit callback reached through it) and keeps the first one for settle. It is
+// deferred around each such call, so the step that called it finishes its bookkeeping
+// (permits, the breaker's ticket, the counters) whatever the callback did.
+func (c *Call) contain() {
+	if x := recover(); x != nil && c.panicked == nil {
+		c.panicked = newPanicError("Observer", x)
+	}
+}
+
+// settle ends each step of the state machine: when user code panicked during the step, the
+// call ends there, every running attempt is cancelled, and the call's error is the
+// *PanicError (Do panics with it in the caller's goroutine). Policy-wide state stays
+// consistent: every permit and the breaker's ticket are given back as for a cancelled call.
+func (c *Call) settle(now time.Time) []Action {
+	if c.panicked == nil || c.err == c.panicked {
+		return c.acts
+	}
+	if !c.done {
+		c.cancelAll(now)
+		c.finishWith(now, c.panicked, breaker.Ignored)
+	}
+	c.err, c.winner = c.panicked, -1
+	return c.acts
 }
 
 // Start begins the call at now: it starts the first attempt (or fails fast when the breaker
@@ -210,10 +260,10 @@ func (c *Call) Start(now time.Time) []Action {
 	c.seq = p.calls.Add(1)
 	p.bud.Deposit(now)
 	if p.brk != nil {
-		t, err := p.brk.Acquire(now)
+		t, err := c.acquireTicket(now)
 		if err != nil {
 			c.finish(now, ErrBreakerOpen)
-			return c.acts
+			return c.settle(now)
 		}
 		c.ticket, c.hasTicket = t, true
 	}
@@ -223,10 +273,17 @@ func (c *Call) Start(now time.Time) []Action {
 	}
 	if !c.startAttempt(now, false, false) {
 		c.finish(now, ErrLimitExceeded)
-		return c.acts
+		return c.settle(now)
 	}
 	c.maybeHedge(now)
-	return c.acts
+	return c.settle(now)
+}
+
+// acquireTicket asks the breaker for a ticket; a state change it makes (open to half-open)
+// reaches the Observer, whose panic is contained.
+func (c *Call) acquireTicket(now time.Time) (breaker.Ticket, error) {
+	defer c.contain()
+	return c.p.brk.Acquire(now)
 }
 
 // startAttempt takes a limit permit and records a new attempt. It reports false when the
@@ -251,7 +308,7 @@ func (c *Call) startAttempt(now time.Time, hedge, retry bool) bool {
 
 // maybeHedge sends every hedge that is due at now and arms the timer for the next one.
 func (c *Call) maybeHedge(now time.Time) {
-	for c.hedging && !c.done && c.inflight > 0 && len(c.attempts) < c.p.cfg.attempts && c.inflight < c.p.cfg.maxConcurrent {
+	for c.hedging && !c.done && c.inflight > 0 && c.sent() < c.p.cfg.attempts && c.inflight < c.p.cfg.maxConcurrent {
 		if c.warm {
 			if at := c.lastStart.Add(c.threshold); at.After(now) {
 				c.arm(timerHedge, at)
@@ -278,11 +335,19 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	if p.ovt == nil && !startAware {
 		return true, time.Time{}
 	}
-	a := &c.attempts[0]
-	if a.result != Running {
+	// The attempt a hedge would copy: the oldest one running that is not itself a hedge.
+	first := -1
+	for k := range c.attempts {
+		if a := &c.attempts[k]; a.result == Running && !a.hedge {
+			first = k
+			break
+		}
+	}
+	if first < 0 {
 		// The first attempt failed while a copy runs: nothing is known about the copy.
 		return false, time.Time{}
 	}
+	a := &c.attempts[first]
 	if startAware && p.signalled(now) {
 		if !a.inService {
 			return false, time.Time{} // still queued: its start signal will wake the call
@@ -294,6 +359,11 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	}
 	if p.ovt == nil {
 		return true, time.Time{}
+	}
+	if first != 0 {
+		// A retry or a resend started after calls numbered later than this one: their
+		// answers say nothing about it.
+		return false, time.Time{}
 	}
 	need := p.cfg.inService
 	d, overtaken := p.ovt.since(c.seq, now)
@@ -316,7 +386,7 @@ func (c *Call) arm(purpose timerPurpose, at time.Time) {
 	c.act(Action{Kind: ArmTimer, At: at})
 }
 
-// gate asks the gates of DESIGN.md §2, in order, whether a hedge may start now, and
+// gate asks the gates (docs/design.md, "The gates"), in order, whether a hedge may start now, and
 // returns the first reason to refuse.
 func (c *Call) gate(now time.Time) Reason {
 	p := c.p
@@ -324,7 +394,7 @@ func (c *Call) gate(now time.Time) Reason {
 		return ReasonNotRepeatable
 	}
 	if p.brk != nil {
-		if c.ticket.Trial() || p.brk.State(now) != breaker.Closed {
+		if c.ticket.Trial() || c.breakerState(now) != breaker.Closed {
 			return ReasonBreaker
 		}
 		if rate, armed := p.brk.ErrorRate(now); armed && rate >= p.cfg.suppressAt*p.brk.TripPoint() {
@@ -350,6 +420,14 @@ func (c *Call) gate(now time.Time) Reason {
 		return ReasonOverload
 	}
 	return ReasonNone
+}
+
+// breakerState reads the breaker's state, which may turn it half-open; that change reaches
+// the Observer, whose panic is contained (the state then reads as open).
+func (c *Call) breakerState(now time.Time) (s breaker.State) {
+	s = breaker.Open
+	defer c.contain()
+	return c.p.brk.State(now)
 }
 
 // tryHedge starts a hedge if the gates, the limit and the budget allow; otherwise it
@@ -395,11 +473,11 @@ func (c *Call) TimerFired(now time.Time) []Action {
 	case timerRetry:
 		if !c.startAttempt(now, false, true) {
 			c.fail(now, ErrLimitExceeded)
-			return c.acts
+			return c.settle(now)
 		}
 		c.maybeHedge(now)
 	}
-	return c.acts
+	return c.settle(now)
 }
 
 // AttemptDone tells the call that attempt k answered at now with outcome o. Answers from
@@ -416,6 +494,10 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	c.ended++
 	a.endSeq = c.ended
 	dur := now.Sub(a.start)
+	if o.Class != Success && o.Unsent && c.unsent < p.cfg.attempts && !c.permanent {
+		c.resend(now, k, o)
+		return c.settle(now)
+	}
 	if o.Class == Success {
 		a.result = OK
 		c.release(now, a, limit.Success)
@@ -424,7 +506,7 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 			p.ovt.answered(c.seq, now)
 		}
 		c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})
-		c.winner = k
+		c.winner, c.won = k, k
 		if a.hedge {
 			p.hedgesWon.Add(1)
 			if p.win != nil {
@@ -434,10 +516,13 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		}
 		c.discardOthers(now, true)
 		c.finish(now, nil)
-		return c.acts
+		return c.settle(now)
 	}
 	a.result = Failed
 	a.err = o.Err
+	a.unsent = o.Unsent
+	a.local = o.Unsent || o.Ejected
+	a.permanent = o.Class == Permanent
 	if o.Overload {
 		c.release(now, a, limit.Dropped)
 		p.noteOverload(now, o.RetryAfter)
@@ -446,16 +531,51 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	}
 	c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur, Err: o.Err})
 	switch {
+	case o.Unsent:
+		// Resent as often as a call may: the dependency looks unreachable from here, and a
+		// retry after a backoff would only make the caller wait for the same answer.
+		if c.inflight > 0 {
+			c.maybeHedge(now)
+		} else {
+			c.fail(now, nil)
+		}
 	case o.Class == Permanent:
-		// The dependency answered, and the answer is final: nothing to race or retry.
-		c.discardOthers(now, true)
-		c.finish(now, o.Err)
+		// The dependency gave a final answer: nothing new starts (no hedge, no retry). An
+		// attempt still running may yet succeed, and a success wins, so the call waits for
+		// it; a fast final failure from one copy (a stale replica's 404) must not cancel a
+		// slower copy that would have answered.
+		c.permanent, c.hedging = true, false
+		if c.inflight == 0 {
+			c.fail(now, nil)
+		}
 	case c.inflight > 0:
 		c.maybeHedge(now)
 	default:
 		c.retryOrFail(now)
 	}
-	return c.acts
+	return c.settle(now)
+}
+
+// resend replaces attempt k, which never reached the dependency, with a new attempt started
+// at once: nothing was sent, so sending it now is not a repeat (even for a call that is not
+// repeatable), spends no budget, and does not count against Attempts; the driver sends it to
+// another replica. The new attempt takes over k's limit permit and its place as a hedge or a
+// retry, and the next hedge is due one threshold after it. A call resends at most Attempts
+// times, so that a dependency none of whose replicas can be reached fails its calls fast.
+func (c *Call) resend(now time.Time, k int, o Outcome) {
+	a := &c.attempts[k]
+	a.result, a.err, a.unsent, a.local = Failed, o.Err, true, true
+	permit, hasPermit, hedge, retry := a.permit, a.hasPermit, a.hedge, a.retry
+	a.hasPermit = false
+	c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: hedge, Retry: retry, Duration: now.Sub(a.start), Err: o.Err})
+	c.unsent++
+	j := len(c.attempts)
+	c.attempts = append(c.attempts, attempt{start: now, hedge: hedge, retry: retry, resend: true, permit: permit, hasPermit: hasPermit})
+	c.inflight++
+	c.lastStart = now
+	c.act(Action{Kind: StartAttempt, Attempt: j, Hedge: hedge, Retry: retry, Resend: true})
+	c.emit(Event{Kind: AttemptStarted, Time: now, Attempt: j, Hedge: hedge, Retry: retry})
+	c.maybeHedge(now)
 }
 
 // retryOrFail schedules a sequential retry after a failure with nothing else in flight, or
@@ -463,7 +583,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 func (c *Call) retryOrFail(now time.Time) {
 	p := c.p
 	switch {
-	case len(c.attempts) >= p.cfg.attempts:
+	case c.permanent:
+		c.fail(now, nil) // an attempt's final answer: no retry
+	case c.sent() >= p.cfg.attempts:
 		c.fail(now, nil)
 	case c.opts.Repeatable == NotRepeatable:
 		c.fail(now, nil)
@@ -512,7 +634,7 @@ func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
 	switch c.p.cfg.Trigger.kind {
 	case triggerStartAware:
 		c.p.noteSignal(now)
-		if k == 0 {
+		if !c.attempts[k].hedge {
 			c.maybeHedge(now)
 		}
 	case triggerTied:
@@ -523,7 +645,7 @@ func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
 		}
 		c.hedging = false
 	}
-	return c.acts
+	return c.settle(now)
 }
 
 // Cancel tells the call its caller gave up at now, with cause (usually ctx.Err()). Every
@@ -533,6 +655,13 @@ func (c *Call) Cancel(now time.Time, cause error) []Action {
 	if c.done {
 		return c.acts
 	}
+	c.cancelAll(now)
+	c.finishWith(now, cause, breaker.Ignored)
+	return c.settle(now)
+}
+
+// cancelAll cancels every running attempt: the caller gave up.
+func (c *Call) cancelAll(now time.Time) {
 	for j := range c.attempts {
 		a := &c.attempts[j]
 		if a.result != Running {
@@ -545,8 +674,6 @@ func (c *Call) Cancel(now time.Time, cause error) []Action {
 		c.release(now, a, limit.Ignored)
 		c.act(Action{Kind: CancelAttempt, Attempt: j})
 	}
-	c.finishWith(now, cause, breaker.Ignored)
-	return c.acts
 }
 
 // discardOthers cancels every running attempt: the call has its answer.
@@ -579,25 +706,63 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 func (c *Call) release(now time.Time, a *attempt, o limit.Outcome) {
 	if a.hasPermit {
 		a.hasPermit = false
-		c.p.lim.Release(now, a.permit, o)
+		c.releasePermit(now, a.permit, o)
 	}
 }
 
-// fail ends the call with every attempt's error.
+// releasePermit gives a permit back; a limit change it causes reaches the Observer, whose
+// panic is contained.
+func (c *Call) releasePermit(now time.Time, p limit.Permit, o limit.Outcome) {
+	defer c.contain()
+	c.p.lim.Release(now, p, o)
+}
+
+// fail ends the call with every attempt's error, naming the most informative one: a
+// Permanent failure (the dependency's own final answer) over retriable ones, and among
+// equals the last to answer. The breaker protects the dependency, not one replica: a call
+// counts as a failure only when an attempt failed at a replica in good standing; one whose
+// attempts all failed before reaching the dependency, or at replicas that outlier detection
+// has ejected, says nothing about the dependency and is ignored. A call ended by a final
+// answer counts as a success: the dependency responded. When no attempt reached the
+// dependency, the cause is [ErrUnreachable].
 func (c *Call) fail(now time.Time, cause error) {
 	errs := make([]error, 0, len(c.attempts))
+	o, unsent := breaker.Ignored, 0
+	var main error
+	best := -1
 	for i := range c.attempts {
-		if err := c.attempts[i].err; err != nil {
-			errs = append(errs, err)
+		a := &c.attempts[i]
+		if a.result == Failed && !a.local {
+			o = breaker.Failure
+		}
+		if a.unsent {
+			unsent++
+		}
+		if a.err == nil {
+			continue
+		}
+		errs = append(errs, a.err)
+		if best < 0 || a.permanent && !c.attempts[best].permanent ||
+			a.permanent == c.attempts[best].permanent && a.endSeq > c.attempts[best].endSeq {
+			best, main = i, a.err
 		}
 	}
-	var err error
-	if len(errs) == 0 && cause != nil {
-		err = cause
-	} else {
-		err = &AttemptsError{Attempts: errs, Cause: cause}
+	if cause == nil && unsent > 0 && unsent == len(errs) {
+		cause = ErrUnreachable
 	}
-	c.finishWith(now, err, breaker.Failure)
+	var err error
+	switch {
+	case len(errs) == 0 && cause != nil:
+		err = cause
+	case c.permanent && len(errs) == 1 && cause == nil:
+		err = main // the dependency's own final answer, as it gave it
+	default:
+		err = &AttemptsError{Attempts: errs, Err: main, Cause: cause}
+	}
+	if c.permanent {
+		o = breaker.Success // a final answer from a responsive dependency
+	}
+	c.finishWith(now, err, o)
 }
 
 func (c *Call) finish(now time.Time, err error) {
@@ -614,8 +779,15 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 	c.err = err
 	if c.hasTicket {
 		c.hasTicket = false
-		c.p.brk.Release(now, c.ticket, o)
+		c.releaseTicket(now, o)
 	}
 	c.act(Action{Kind: Finish, Attempt: c.winner})
 	c.emit(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+}
+
+// releaseTicket gives the breaker's ticket back; a state change it causes reaches the
+// Observer, whose panic is contained.
+func (c *Call) releaseTicket(now time.Time, o breaker.Outcome) {
+	defer c.contain()
+	c.p.brk.Release(now, c.ticket, o)
 }

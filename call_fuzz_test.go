@@ -19,6 +19,7 @@ func FuzzCall(f *testing.F) {
 	f.Add(uint8(3), uint8(2), uint8(0), []byte{0, 1, 2, 3, 4, 5, 6, 7})
 	f.Add(uint8(2), uint8(2), uint8(1), []byte{9, 9, 1, 1, 0, 3})
 	f.Add(uint8(4), uint8(3), uint8(2), []byte{2, 2, 2, 2, 2, 2, 5, 5, 5})
+	f.Add(uint8(2), uint8(2), uint8(0), []byte{5, 5, 0x15, 1, 0x25, 5, 4})
 	f.Fuzz(func(t *testing.T, attempts, maxConc, kind uint8, script []byte) {
 		cfg := hedge.Config{Attempts: int(attempts%4) + 2, Budget: budget.Config{Unlimited: true},
 			Limit: &limit.Config{}, Breaker: &breaker.Config{}, Backoff: hedge.Backoff{Initial: time.Millisecond}}
@@ -34,7 +35,7 @@ func FuzzCall(f *testing.F) {
 		p := hedge.MustNew(cfg)
 		c := p.NewCall(hedge.CallOptions{})
 		now := t0
-		started, finished := 0, 0
+		started, finished, resent := 0, 0, 0
 		running := map[int]bool{}
 		var timerAt time.Time
 		check := func(acts []hedge.Action) {
@@ -48,6 +49,9 @@ func FuzzCall(f *testing.F) {
 						t.Fatalf("started attempt %d, want %d", a.Attempt, started)
 					}
 					started++
+					if a.Resend {
+						resent++
+					}
 					running[a.Attempt] = true
 				case hedge.CancelAttempt:
 					if !running[a.Attempt] {
@@ -60,8 +64,8 @@ func FuzzCall(f *testing.F) {
 					finished++
 				}
 			}
-			if started > cfg.Attempts {
-				t.Fatalf("%d attempts started, Attempts is %d", started, cfg.Attempts)
+			if started-resent > cfg.Attempts || resent > cfg.Attempts {
+				t.Fatalf("%d attempts started, %d of them resent; Attempts is %d", started, resent, cfg.Attempts)
 			}
 			if len(running) > cfg.MaximumConcurrent {
 				t.Fatalf("%d attempts in flight, MaximumConcurrent is %d", len(running), cfg.MaximumConcurrent)
@@ -75,7 +79,7 @@ func FuzzCall(f *testing.F) {
 			now = now.Add(time.Duration(b%7) * time.Millisecond)
 			k := int(b>>4) % (started + 1)
 			var acts []hedge.Action
-			switch b % 5 {
+			switch b % 6 {
 			case 0:
 				acts = c.TimerFired(now)
 			case 1:
@@ -90,6 +94,9 @@ func FuzzCall(f *testing.F) {
 				acts = c.AttemptStartedService(now, k)
 			case 4:
 				acts = c.AttemptDone(now, k, hedge.Outcome{})
+				delete(running, k)
+			case 5:
+				acts = c.AttemptDone(now, k, hedge.Outcome{Class: hedge.Retriable, Err: errors.New("refused"), Unsent: true})
 				delete(running, k)
 			}
 			check(acts)

@@ -59,9 +59,24 @@ func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: 
 
 // Tied sends MaximumConcurrent copies at once and, as soon as the server reports that one of
 // them has started service, cancels the others ("tied requests"). It only makes sense with a
-// driver that reports service start (the simulator, or a server that says so); otherwise it
-// is simply MaximumConcurrent concurrent copies per call.
+// driver that reports service start: the simulator, or Do with attempts that call
+// [StartedService] (hedgehttp's Transport does when a hedgehttp.Queue says so). Otherwise it
+// is simply MaximumConcurrent concurrent copies per call. Send the copies to different
+// replicas: in one FIFO queue the first copy always starts first.
 func Tied() Trigger { return Trigger{kind: triggerTied} }
+
+// ReadsStartSignals reports whether the trigger decides anything from the servers' start
+// signals ([StartedService]): [Tied] does (and so does any trigger other than AtQuantile and
+// After); AtQuantile and After hedge on latency alone. A transport asks its servers for the
+// signal only when the trigger reads it: the signal costs every request a write on the
+// server and a wake-up on the client.
+func (t Trigger) ReadsStartSignals() bool {
+	switch t.kind {
+	case triggerNone, triggerQuantile, triggerAfter:
+		return false
+	}
+	return true
+}
 
 // String describes the trigger, e.g. "AtQuantile(0.95)".
 func (t Trigger) String() string {
@@ -113,7 +128,7 @@ type Config struct {
 
 	// Attempts is the most calls that reach the dependency for one call, whatever their shape:
 	// the first, hedges and sequential retries all count. 0 = 2 with a Trigger, 1 without.
-	// Hedging needs at least 2.
+	// Hedging needs at least 2; at most [MaxAttempts].
 	Attempts int
 	// MaximumConcurrent bounds how many attempts of one call are in flight at once, counting
 	// the first. 0 = min(2, Attempts). Must not exceed Attempts.
@@ -199,6 +214,11 @@ type Config struct {
 	Observer func(Event)
 }
 
+// MaxAttempts is the largest Config.Attempts: each attempt costs the dependency a call and
+// the caller memory, and past a handful more attempts only multiply load on a dependency
+// that is failing (gRPC caps its retry and hedging policies at 5).
+const MaxAttempts = 10
+
 // ErrInvalidConfig is wrapped by every configuration error New returns.
 var ErrInvalidConfig = errors.New("hedge: invalid config")
 
@@ -236,8 +256,8 @@ func (c Config) resolve() (resolved, error) {
 			return r, configError("Trigger: After(d) needs d >= 0, got %v", c.Trigger.delay)
 		}
 	}
-	if c.Attempts < 0 {
-		return r, configError("Attempts must be >= 0 (0 = default), got %d", c.Attempts)
+	if c.Attempts < 0 || c.Attempts > MaxAttempts {
+		return r, configError("Attempts must be in [0, %d] (0 = default), got %d", MaxAttempts, c.Attempts)
 	}
 	r.attempts = c.Attempts
 	if r.attempts == 0 {

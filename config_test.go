@@ -16,7 +16,10 @@ func TestConfigErrorsNameTheFieldAndTheRule(t *testing.T) {
 		cfg  hedge.Config
 		want string
 	}{
-		{hedge.Config{Attempts: -1}, "Attempts must be >= 0"},
+		{hedge.Config{Attempts: -1}, "Attempts must be in [0, 10]"},
+		{hedge.Config{Attempts: hedge.MaxAttempts + 1}, "Attempts must be in [0, 10]"},
+		{hedge.Config{Attempts: 1 << 40}, "Attempts must be in [0, 10]"},
+		{hedge.Config{Attempts: math.MaxInt}, "Attempts must be in [0, 10]"},
 		{hedge.Config{Trigger: hedge.After(time.Millisecond), Attempts: 1}, "Attempts must be >= 2 to hedge"},
 		{hedge.Config{Trigger: hedge.AtQuantile(0.3)}, "AtQuantile(q) needs q in [0.5, 1)"},
 		{hedge.Config{Trigger: hedge.AtQuantile(1)}, "AtQuantile(q) needs q in [0.5, 1)"},
@@ -103,7 +106,7 @@ func FuzzConfig(f *testing.F) {
 			}
 			return
 		}
-		if attempts < 0 || maxConc < 0 || minD < 0 || maxD < 0 || suppress < 0 || suppress > 1 {
+		if attempts < 0 || attempts > hedge.MaxAttempts || maxConc < 0 || minD < 0 || maxD < 0 || suppress < 0 || suppress > 1 {
 			t.Fatalf("accepted an invalid config %+v", cfg)
 		}
 		if kind%4 == 1 && !(q >= 0.5 && q < 1) {

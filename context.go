@@ -96,6 +96,10 @@ type AttemptInfo struct {
 	Index int  // 0 for the first attempt, then 1, 2, … in start order
 	Hedge bool // a concurrent copy sent because the call was slow
 	Retry bool // a sequential retry after a failure
+	// Resend: the attempt replaces one that never reached the dependency (see
+	// [Outcome].Unsent); it keeps that one's Hedge and Retry, and should go to another
+	// replica.
+	Resend bool
 }
 
 type attemptInfoKey struct{}
@@ -108,4 +112,21 @@ func AttemptFrom(ctx context.Context) (info AttemptInfo, ok bool) {
 		return AttemptInfo{}, false
 	}
 	return *p, true
+}
+
+// StartedService tells the call that ctx's attempt belongs to that the server has started work
+// on this attempt: it is no longer waiting in a queue. ctx is the context Do passed to the
+// attempt function, or one derived from it. A transport calls it when the server says so (an
+// HTTP server's informational response, a gRPC server's response headers), from any
+// goroutine. Only the first call for an attempt counts; later ones do nothing.
+//
+// Do delivers the signal to the call's state machine ([Call.AttemptStartedService]) on the
+// call's own goroutine, so triggers can tell an attempt that is slow in service (a straggler
+// worth hedging) from one still queued behind others (where a copy only adds load): with
+// [Tied], the first attempt to start cancels its still-queued copies. Outside an attempt, or
+// once the attempt has answered, it does nothing. It never blocks and allocates nothing.
+func StartedService(ctx context.Context) {
+	if a, ok := ctx.Value(attemptKey{}).(*attemptCtx); ok {
+		a.startedService()
+	}
 }

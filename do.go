@@ -22,10 +22,27 @@ import (
 // its [AttemptInfo]. When ctx is done, every attempt is cancelled and Do returns ctx.Err() at
 // once. An attempt that ignores its context keeps running after Do returns, and its answer is
 // dropped: that goroutine is the one Do can leave behind, so attempts should honour their
-// context. A panic in an attempt is carried to the caller: Do panics with a *[PanicError]
-// in the calling goroutine. A panic in an attempt whose answer is no longer awaited (a loser
-// that panics after the call was decided) is recovered and dropped: no goroutine Do started
-// can crash the process.
+// context.
+//
+// # Which failure is returned
+//
+// A retriable failure never ends the call while another attempt is running. Nor does a
+// Permanent one (see [Classify]): it stops new attempts (no hedge, no retry), but an attempt
+// still running may yet succeed, and a success from any attempt wins, so a fast final
+// failure from one copy (a stale replica's not-found) does not beat a slower copy that
+// answers. Once no attempt is running the call ends; the *[AttemptsError] holds every
+// attempt's error in start order and names the most informative as its Err: a Permanent
+// failure over retriable ones, and among equals the last to answer.
+//
+// # Panics
+//
+// A panic in an attempt is carried to the caller: Do panics with a *[PanicError] in the
+// calling goroutine (an attempt that calls runtime.Goexit, as t.FailNow does, makes Do call
+// runtime.Goexit in the calling goroutine too). So does a panic in Config.Observer or
+// Config.Classify, after the call has been ended cleanly: its attempts cancelled, their limit
+// permits and the breaker's ticket given back, so the policy stays usable. A panic in an
+// attempt whose answer is no longer awaited (a loser that panics after the call was decided)
+// is recovered and dropped: no goroutine Do started can crash the process.
 //
 // Do is safe for concurrent use; all state lives in p.
 func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
@@ -48,7 +65,13 @@ func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) 
 	if w == nil {
 		return v, func() {}, err
 	}
-	stop := context.AfterFunc(ctx, func() { w.cancel(context.Cause(ctx)) })
+	// The winner's context ends as a context does: with context.Canceled or
+	// context.DeadlineExceeded, whatever cause the caller gave.
+	if ctx.Done() == nil {
+		// A context that never ends (context.Background) needs no watching.
+		return v, func() { w.cancel(context.Canceled) }, err
+	}
+	stop := context.AfterFunc(ctx, func() { w.cancel(ctx.Err()) })
 	return v, func() { stop(); w.cancel(context.Canceled) }, err
 }
 
@@ -62,42 +85,65 @@ var calls = sync.Pool{New: func() any { return new(Call) }}
 // kept for it, and the send never blocks: a second wake-up while one is pending adds nothing.
 const wakeUp = -1
 
+// startSignal is what an attempt sends on the answers channel when its server reports that it
+// started work on it (see [StartedService]): startSignal - k for attempt k, below wakeUp.
+// Each attempt sends it at most once, and the channel keeps one slot per attempt for it, so
+// the send never blocks either.
+const startSignal = -2
+
+// wake sends the timer's wake-up; a second one while one is pending adds nothing.
+func wake(answers chan<- int32) {
+	select {
+	case answers <- wakeUp:
+	default:
+	}
+}
+
 // attemptRun is one attempt in Do: its context, what it runs, and its answer. One
 // allocation per attempt carries all of it.
 type attemptRun[T any] struct {
 	attemptCtx
 	fn      func(context.Context) (T, error)
-	answers chan<- int32 // the attempt's index, once v and err are set
 	discard func(T, error)
 	v       T
 	err     error
 	panic   *PanicError
+	kicks   atomic.Int32 // calls of the first attempt's kick (see run)
 }
 
 func (a *attemptRun[T]) run() {
-	a.v, a.err, a.panic = callRecovering(a.fn, &a.attemptCtx)
-	if a.state.CompareAndSwap(attemptRunning, attemptDelivered) {
-		a.answers <- int32(a.info.Index) // never blocks: one slot per attempt
-	} else if a.discard != nil && a.panic == nil {
-		a.discard(a.v, a.err) // the call has moved on without this answer
-	}
-}
-
-// callRecovering calls fn, turning a panic into a *PanicError for the caller's goroutine.
-func callRecovering[T any](fn func(context.Context) (T, error), ctx context.Context) (v T, err error, pe *PanicError) {
+	normal := false
 	defer func() {
-		if x := recover(); x != nil {
-			pe = &PanicError{Value: x, Stack: debug.Stack()}
+		if !normal {
+			// fn panicked, or called runtime.Goexit (t.FailNow in a test's attempt
+			// function): either way the call must hear of it, or Do would wait forever.
+			x := recover()
+			a.panic = &PanicError{Value: x, Stack: debug.Stack(), Where: "attempt", goexit: x == nil}
+		}
+		if a.state.CompareAndSwap(attemptRunning, attemptDelivered) {
+			a.answers <- int32(a.info.Index) // never blocks: one slot per attempt
+		} else if a.discard != nil && a.panic == nil {
+			a.discard(a.v, a.err) // the call has moved on without this answer
 		}
 	}()
-	v, err = fn(ctx)
-	return v, err, nil
+	a.v, a.err = a.fn(&a.attemptCtx)
+	normal = true
+}
+
+// classify calls the policy's classifier, turning a panic into a *PanicError.
+func classify(p *Policy, err error) (o Outcome, pe *PanicError) {
+	defer func() {
+		if x := recover(); x != nil {
+			pe = newPanicError("Classify", x)
+		}
+	}()
+	return p.classify(err), nil
 }
 
 func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error), keep bool) (T, *attemptCtx, error) {
 	var zero T
-	if p == nil {
-		panic("hedge: Do called with a nil *Policy")
+	if p == nil || p.bud == nil {
+		panic("hedge: Do called with a nil or zero *Policy (build it with hedge.New)")
 	}
 	if err := ctx.Err(); err != nil {
 		return zero, nil, err
@@ -106,8 +152,10 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	c := calls.Get().(*Call)
 	c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
 	// The channel carries attempt indexes, not answers: an element without pointers keeps
-	// the channel to one allocation.
-	answers := make(chan int32, p.cfg.attempts+1)
+	// the channel to one allocation. It has a slot for each attempt's answer and one for each
+	// attempt's start signal — attempts, plus as many resends of attempts that never reached
+	// the dependency — and one for the timer, so no send on it ever blocks.
+	answers := make(chan int32, 4*p.cfg.attempts+1)
 	var inline [inlineAttempts]*attemptRun[T]
 	atts := inline[:0]
 	var (
@@ -119,16 +167,20 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		timerSet bool      // the state machine wants the timer
 		yielded  bool
 	)
+	// kick starts the first attempt and is also the timer's function: one closure for both
+	// saves an allocation on every call that needs a timer. Whichever of the attempt's
+	// goroutine and the timer calls it first runs the attempt; the other sends the timer's
+	// wake-up, which comes no earlier than the timer's time either way.
+	var kick func()
 	arm := func(in time.Duration) {
 		if timer == nil {
 			// A timer that runs a function costs one allocation fewer than one with a
 			// channel, and its wake-up arrives on the channel Do already waits on.
-			timer = time.AfterFunc(in, func() {
-				select {
-				case answers <- wakeUp:
-				default:
-				}
-			})
+			f := kick
+			if f == nil {
+				f = func() { wake(answers) }
+			}
+			timer = time.AfterFunc(in, f)
 		} else {
 			timer.Reset(in)
 		}
@@ -140,10 +192,21 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		for _, a := range acts {
 			switch a.Kind {
 			case StartAttempt:
-				r := &attemptRun[T]{fn: fn, answers: answers, discard: discard}
-				r.parent, r.info = ctx, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry}
+				r := &attemptRun[T]{fn: fn, discard: discard}
+				r.parent, r.answers, r.info = ctx, answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}
 				atts = append(atts, r)
-				go r.run()
+				if kick == nil {
+					kick = func() {
+						if r.kicks.Add(1) == 1 {
+							r.run()
+						} else {
+							wake(answers)
+						}
+					}
+					go kick()
+				} else {
+					go r.run()
+				}
 			case CancelAttempt:
 				if r := atts[a.Attempt]; r.received {
 					r.cancel(context.Canceled)
@@ -192,6 +255,10 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				acts = c.TimerFired(now)
 				continue
 			}
+			if k < wakeUp {
+				acts = c.AttemptStartedService(now, int(startSignal-k))
+				continue
+			}
 			r := atts[k]
 			r.received = true
 			if r.lost {
@@ -206,7 +273,13 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				acts = c.Cancel(now, r.panic)
 				continue
 			}
-			acts = c.AttemptDone(now, int(k), p.classify(r.err))
+			o, pe := classify(p, r.err)
+			if pe != nil {
+				pan = pe
+				acts = c.Cancel(now, pe)
+				continue
+			}
+			acts = c.AttemptDone(now, int(k), o)
 		case <-ctx.Done():
 			now = time.Now()
 			acts = c.Cancel(now, ctx.Err())
@@ -217,8 +290,8 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	}
 	for pending > 0 {
 		k := <-answers
-		if k == wakeUp {
-			continue
+		if k < 0 {
+			continue // a timer or a start signal
 		}
 		pending--
 		r := atts[k] // an answer already on its way when its attempt was cancelled
@@ -238,10 +311,19 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	if opts.log != nil {
 		*opts.log = c.Log()
 	}
+	if pan == nil {
+		pan = c.panicked // user code the state machine called (the Observer) panicked
+	}
+	if pan != nil && c.won >= 0 && discard != nil {
+		discard(atts[c.won].v, nil) // an answer that was won, and will not be returned
+	}
 	err := c.Err()
 	c.drop()
 	calls.Put(c)
 	if pan != nil {
+		if pan.goexit {
+			runtime.Goexit()
+		}
 		panic(pan)
 	}
 	if err != nil {
@@ -268,14 +350,18 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 type attemptCtx struct {
 	parent   context.Context
 	info     AttemptInfo
+	answers  chan<- int32 // Do's event channel: the attempt's index, once its answer is set
 	state    atomic.Int32 // attemptRunning → attemptDelivered (answer sent) or attemptAbandoned
+	started  atomic.Bool  // the start signal was sent
 	lost     bool         // cancelled as a loser; owned by Do's goroutine
 	received bool         // Do has its answer; owned by Do's goroutine
 
-	mu    sync.Mutex
-	done  chan struct{} // created lazily
-	err   error
-	after []*func() // registered by AfterFunc, run on cancel
+	mu       sync.Mutex
+	done     chan struct{} // created lazily
+	err      error
+	after    []afterFunc // registered by AfterFunc, run on cancel
+	afterBuf [2]afterFunc
+	afterID  uint32
 }
 
 func (a *attemptCtx) Deadline() (time.Time, bool) { return a.parent.Deadline() }
@@ -296,10 +382,24 @@ func (a *attemptCtx) Err() error {
 }
 
 func (a *attemptCtx) Value(key any) any {
-	if key == (attemptInfoKey{}) {
+	switch key {
+	case attemptInfoKey{}:
 		return &a.info
+	case attemptKey{}:
+		return a
 	}
 	return a.parent.Value(key)
+}
+
+// attemptKey finds the attemptCtx under a context derived from it, for StartedService.
+type attemptKey struct{}
+
+// startedService sends the attempt's start signal to Do, once, while Do may still want it.
+func (a *attemptCtx) startedService() {
+	if a.answers == nil || a.state.Load() != attemptRunning || !a.started.CompareAndSwap(false, true) {
+		return
+	}
+	a.answers <- startSignal - int32(a.info.Index) // never blocks: one slot per attempt
 }
 
 func (a *attemptCtx) String() string { return "hedge.attemptCtx" }
@@ -319,8 +419,8 @@ func (a *attemptCtx) cancel(err error) {
 	} else {
 		close(a.done)
 	}
-	for _, f := range a.after {
-		go (*f)()
+	for _, r := range a.after {
+		go r.f()
 	}
 	a.after = nil
 }
@@ -335,19 +435,31 @@ func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
 		go f()
 		return func() bool { return false }
 	}
-	p := &f
-	a.after = append(a.after, p)
+	// The first registrations live in the attempt's own allocation; an id, not a pointer
+	// to f, tells stop which one is its own.
+	if a.after == nil {
+		a.after = a.afterBuf[:0]
+	}
+	a.afterID++
+	id := a.afterID
+	a.after = append(a.after, afterFunc{f: f, id: id})
 	return func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		for i, q := range a.after {
-			if q == p {
+		for i, r := range a.after {
+			if r.id == id {
 				a.after = append(a.after[:i], a.after[i+1:]...)
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// afterFunc is a function registered with attemptCtx.AfterFunc.
+type afterFunc struct {
+	f  func()
+	id uint32
 }
 
 // abandon cancels a losing attempt. It reports whether the attempt's goroutine will see that

@@ -39,4 +39,6 @@
 // wins a race. A retriable failure with nothing else in flight is retried after a backoff
 // while attempts and budget remain. Losers are cancelled through their context the moment a
 // winner is chosen, and the time they had run is fed to the estimator as a censored sample.
+// A permanent failure stops new attempts but does not beat a slower success. The design,
+// with the state machine and the gates, is in docs/design.md in the repository.
 package hedge

@@ -17,7 +17,9 @@ const (
 	// HedgeDiscarded: an attempt lost the race and was cancelled (Attempt, Duration: how long
 	// it had run when discarded).
 	HedgeDiscarded
-	// HedgeSuppressed: the threshold fired but a gate refused the hedge (Delay, Reason).
+	// HedgeSuppressed: a gate refused a hedge (Delay, Reason). It comes when the threshold
+	// fires, except for ReasonCold: a cold estimator has no threshold to fire, so that
+	// suppression is reported when the call starts, with a zero Delay (see docs/design.md).
 	HedgeSuppressed
 	// RetryScheduled: a failed attempt will be retried after Delay (Attempt is the failed one).
 	RetryScheduled
@@ -60,7 +62,8 @@ const (
 	ReasonBreaker
 	// ReasonErrorRate: the dependency's error rate reached SuppressAt of the breaker's trip point.
 	ReasonErrorRate
-	// ReasonCold: the latency estimator has fewer than MinimumSamples samples.
+	// ReasonCold: the latency estimator has fewer than MinimumSamples samples; reported when
+	// the call starts.
 	ReasonCold
 	// ReasonBacklog: the recent median latency is above Config.BacklogRatio × its recent
 	// lowest: a queue is forming, and a hedge would wait in it and feed it.

@@ -126,16 +126,20 @@ func ExamplePolicy_Measured() {
 	// Output: warm: false calls: 0 budget: 10
 }
 
-// When every attempt fails, the error says what happened to each, and unwraps to them.
+// When every attempt fails, the error names the most informative failure (a permanent one
+// over retriable ones), says what happened to each attempt, and unwraps to them all.
 func ExampleAttemptsError() {
 	p := hedge.MustNew(hedge.Config{Attempts: 2, Backoff: hedge.Backoff{Initial: time.Millisecond}})
 	_, err := hedge.Do(context.Background(), p, func(ctx context.Context) (int, error) {
+		if info, _ := hedge.AttemptFrom(ctx); info.Retry {
+			return 0, hedge.MarkPermanent(errors.New("not found"))
+		}
 		return 0, errors.New("connection refused")
 	})
 	var ae *hedge.AttemptsError
-	fmt.Println(errors.As(err, &ae), len(ae.Attempts))
+	fmt.Println(errors.As(err, &ae), len(ae.Attempts), ae.Err)
 	fmt.Println(err)
 	// Output:
-	// true 2
-	// hedge: all 2 attempts failed; attempt 0: connection refused; attempt 1: connection refused
+	// true 2 not found
+	// hedge: all 2 attempts failed: not found; attempt 0: connection refused; attempt 1: not found
 }

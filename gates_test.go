@@ -304,7 +304,7 @@ func TestLocalSaturationStopsTheEstimatorLearning(t *testing.T) {
 
 func TestGatesAreAskedInOrder(t *testing.T) {
 	// A call that is both not repeatable and sheddable, to a policy that is cold: the
-	// first gate in DESIGN order (repeatable) is the reason reported.
+	// first gate in the order of docs/design.md (repeatable) is the reason reported.
 	var s suppressions
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Criticality: true, Observer: s.observe})
 	c := p.NewCall(hedge.CallOptions{Repeatable: hedge.NotRepeatable, Criticality: hedge.Sheddable})

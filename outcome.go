@@ -41,14 +41,30 @@ type Outcome struct {
 	// cool-down, or RetryAfter when longer.
 	Overload   bool
 	RetryAfter time.Duration
+	// Unsent says the attempt never reached the dependency: nothing of the request was sent
+	// (a connection refused, a DNS failure, a TLS handshake failure, a connection reset before
+	// the request was written). Unless it is a Success, the call resends it at once, to
+	// another replica where the driver has several, without spending the budget and without
+	// counting it against Attempts (even a call that is not repeatable: it has not been sent
+	// yet), at most Attempts times per call; its failure never counts against the breaker.
+	Unsent bool
+	// Ejected says the attempt failed at a replica that outlier detection has ejected: the
+	// failure is that replica's, not the dependency's, so it does not count against the
+	// breaker. The driver that keeps the replicas' health sets it (see package replica).
+	Ejected bool
 }
 
-// Classify is the default classifier: nil is a [Success]; an error marked with [MarkPermanent] is
-// [Permanent]; an error marked with [MarkOverloaded] is [Retriable] with the overload signal;
-// any other error is [Retriable].
+// Classify is the default classifier: nil is a [Success]; an error marked with [MarkUnsent] is
+// [Retriable] and Unsent; an error marked with [MarkPermanent] is [Permanent]; an error marked
+// with [MarkOverloaded] is [Retriable] with the overload signal; any other error is
+// [Retriable].
 func Classify(err error) Outcome {
 	if err == nil {
 		return Outcome{Class: Success}
+	}
+	var ue unsentError
+	if errors.As(err, &ue) {
+		return Outcome{Class: Retriable, Err: err, Unsent: true}
 	}
 	var pe permanentError
 	if errors.As(err, &pe) {

@@ -281,8 +281,12 @@ type Measured struct {
 // Measured returns the policy's figures at time.Now().
 func (p *Policy) Measured() Measured { return p.MeasuredAt(time.Now()) }
 
-// MeasuredAt returns the policy's figures at now.
+// MeasuredAt returns the policy's figures at now. A zero Policy (not built by New) has
+// learnt nothing: its figures are zero.
 func (p *Policy) MeasuredAt(now time.Time) Measured {
+	if p.bud == nil {
+		return Measured{Suppressed: map[Reason]int64{}, WinRateAllowance: 1}
+	}
 	m := Measured{
 		Calls:            p.calls.Load(),
 		HedgesStarted:    p.hedgesStarted.Load(),

@@ -40,7 +40,7 @@ func TestReadmeExamplesMatchExampleFunctions(t *testing.T) {
 
 func exampleBodies(t *testing.T) map[string][]string {
 	bodies := map[string][]string{}
-	for _, dir := range []string{".", "hedgehttp", "hedgetest"} {
+	for _, dir := range []string{".", "hedgehttp", "hedgetest", "hedgegrpc", "hedgeotel", "hedgeconfig"} {
 		exampleBodiesIn(t, dir, bodies)
 	}
 	return bodies

@@ -1,13 +1,24 @@
 module github.com/hedgekit/hedge/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cristalhq/hedgedhttp v0.9.2
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hedgekit/hedge v0.0.0
+	github.com/hedgekit/hedge/hedgegrpc v0.0.0
+	google.golang.org/grpc v1.85.0
 )
 
-require github.com/bits-and-blooms/bitset v1.24.4 // indirect
+require (
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
 
 replace github.com/hedgekit/hedge => ../
+
+replace github.com/hedgekit/hedge/hedgegrpc => ../hedgegrpc

@@ -143,22 +143,22 @@ type Config struct {
 }
 
 // Validate reports whether c is a valid configuration, naming the first
-// field that is not.
+// field that is not; the error wraps [ErrInvalidConfig].
 func (c Config) Validate() error {
 	if math.IsNaN(c.FailureRatio) || c.FailureRatio > 1 {
-		return fmt.Errorf("breaker: Config.FailureRatio must be in [0, 1] or negative (rule off), got %v", c.FailureRatio)
+		return invalid("breaker: Config.FailureRatio must be in [0, 1] or negative (rule off), got %v", c.FailureRatio)
 	}
 	if c.Window < 0 {
-		return fmt.Errorf("breaker: Config.Window must be >= 0, got %v", c.Window)
+		return invalid("breaker: Config.Window must be >= 0, got %v", c.Window)
 	}
 	if c.MinimumCalls < 0 {
-		return fmt.Errorf("breaker: Config.MinimumCalls must be >= 0, got %d", c.MinimumCalls)
+		return invalid("breaker: Config.MinimumCalls must be >= 0, got %d", c.MinimumCalls)
 	}
 	if c.OpenFor < 0 {
-		return fmt.Errorf("breaker: Config.OpenFor must be >= 0, got %v", c.OpenFor)
+		return invalid("breaker: Config.OpenFor must be >= 0, got %v", c.OpenFor)
 	}
 	if c.HalfOpenCalls < 0 {
-		return fmt.Errorf("breaker: Config.HalfOpenCalls must be >= 0, got %d", c.HalfOpenCalls)
+		return invalid("breaker: Config.HalfOpenCalls must be >= 0, got %d", c.HalfOpenCalls)
 	}
 	return nil
 }
@@ -554,4 +554,16 @@ func (b *Breaker) TripPoint() float64 {
 		return 1
 	}
 	return b.cfg.FailureRatio
+}
+
+// ErrInvalidConfig is wrapped by every error from [Config.Validate] and [New].
+var ErrInvalidConfig = errors.New("breaker: invalid Config")
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return ErrInvalidConfig }
+
+func invalid(format string, args ...any) error {
+	return &configError{msg: fmt.Sprintf(format, args...)}
 }

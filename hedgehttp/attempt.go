@@ -3,27 +3,45 @@ package hedgehttp
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
-	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 )
+
+// errBodyTaken fails a first attempt that starts after its RoundTrip has returned: the
+// caller's body is closed, and must not be sent.
+var errBodyTaken = errors.New("hedgehttp: request body already closed: the call ended before the attempt started")
 
 // call is one RoundTrip: what every attempt of it shares.
 type call struct {
-	t        *Transport
-	req      *http.Request
-	body     []byte   // the request body read into memory, or nil
-	prefix   []byte   // read ahead of a body too large to buffer: sent before the rest
-	replicas []string // where attempts go (nil: the request's own URL)
-	offset   int      // the replica of attempt 0
+	t      *Transport
+	h      *host
+	req    *http.Request
+	body   []byte        // the request body read into memory, or nil
+	prefix []byte        // read ahead of a body too large to buffer: sent before the rest
+	pool   *replica.Pool // where attempts go (nil: the request's own URL)
 
-	primarySent atomic.Bool // attempt 0 took the caller's body
+	mu      sync.Mutex // guards used
+	used    []int      // the replicas the call's attempts went to
+	usedBuf [4]int
+
+	// bodyOwned is set by whoever takes the caller's body (when it was not buffered): the
+	// first attempt, to send it, or RoundTrip, to close it when no attempt took it. Exactly
+	// one of them does, so the body is closed once, by one goroutine.
+	bodyOwned atomic.Bool
 }
 
 // bufferBody reads the request body into memory, up to the Transport's MaxBodyBuffer, so
@@ -37,7 +55,9 @@ func (c *call) bufferBody() error {
 	}
 	var buf bytes.Buffer
 	if req.ContentLength > 0 {
-		buf.Grow(int(req.ContentLength))
+		// Trust the declared length only so far: a request that declares 200 MiB and
+		// sends 4 bytes must not cost 200 MiB. Past this, the buffer grows as bytes arrive.
+		buf.Grow(int(min(req.ContentLength, 64<<10)))
 	}
 	_, err := buf.ReadFrom(io.LimitReader(req.Body, limit+1))
 	if err != nil {
@@ -77,14 +97,18 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// that stops the request at once; once it has, the loser is drained instead (see
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
-	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx)
-	r := c.req.Clone(reqCtx)
+	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals)
+	r := c.clone(reqCtx)
 	switch {
 	case c.body != nil:
 		r.Body, _ = c.getBody()
 		r.GetBody = c.getBody
 	case info.Index == 0:
-		c.primarySent.Store(true)
+		if c.req.Body != nil && c.req.Body != http.NoBody && !c.bodyOwned.CompareAndSwap(false, true) {
+			// RoundTrip has already returned and closed the caller's body: this attempt
+			// started after the call was over.
+			return nil, errBodyTaken
+		}
 		if c.prefix != nil {
 			r.Body = prefixed{io.MultiReader(bytes.NewReader(c.prefix), c.req.Body), c.req.Body}
 		}
@@ -95,24 +119,49 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
-	if info.Index > 0 {
-		if r.Header == nil {
-			r.Header = make(http.Header)
-		}
-		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
+	if info.Hedge || info.Retry || c.t.signals {
+		c.t.mark(r, info)
 	}
-	if n := len(c.replicas); n > 0 {
-		r.URL.Host = c.replicas[(c.offset+info.Index)%n]
+	next, ri, again := c.t.next, -1, info.Hedge
+	if c.pool != nil {
+		ri, again = c.pick()
+		u := *r.URL // the caller's URL is shared until here
+		u.Host = c.pool.Addr(ri)
+		r.URL = &u
 	}
-	resp, err := c.t.next.RoundTrip(r)
+	if again && info.Hedge && c.t.apart != nil && c.multiplexed(r) {
+		// A hedge to its primary's host, which multiplexes both on one connection: keep it
+		// off the primary's connections.
+		next = c.t.apart
+	}
+	resp, err := next.RoundTrip(r)
 	ar.answered.Store(true)
+	if err == nil && resp == nil {
+		err = fmt.Errorf("hedgehttp: Next (%T) returned a nil *Response with a nil error", c.t.next)
+	}
 	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
 		ar.end()
-		return nil, err
+		return nil, c.failed(ctx, ri, err)
+	}
+	if v := min(max(int32(resp.ProtoMajor), 1), 2); c.h.proto.Load() != v {
+		c.h.proto.Store(v) // not HTTP/2 (or a Next that does not say) counts as HTTP/1
 	}
 	if se := c.t.failure(resp); se != nil {
 		ar.end() // the failing body is in memory: the request is over
+		if ri >= 0 {
+			res := replica.Ignored
+			if code := resp.StatusCode; code >= 500 && code != http.StatusNotImplemented {
+				res = replica.Failure
+			}
+			se.outcome.Ejected = c.done(ri, res)
+		}
 		return nil, se
+	}
+	if ri >= 0 {
+		c.done(ri, replica.Success)
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		ar.end()
@@ -122,29 +171,236 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return resp, nil
 }
 
+// mark sets the headers of an attempt's request (whose header map clone made): the
+// attempt's index on a copy (a hedge or a retry; a primary resent because it never left is
+// not a copy), and the request for a start signal when the trigger reads them. It is kept out
+// of line, like newAttemptRequest, so that its frame does not sit under the whole round trip.
+//
+//go:noinline
+func (t *Transport) mark(r *http.Request, info hedge.AttemptInfo) {
+	if t.signals && !expectsContinue(r.Header) {
+		r.Header[StartSignalHeader] = startSignalValue
+	}
+	if info.Hedge || info.Retry {
+		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
+	}
+}
+
+// expectsContinue reports whether a request waits for 100 Continue before sending its body:
+// it must not ask for a start signal (see StartSignalHeader).
+func expectsContinue(h http.Header) bool {
+	v := h["Expect"]
+	return len(v) > 0 && strings.EqualFold(v[0], "100-continue")
+}
+
+// clone is the attempt's copy of the caller's request, on ctx: what http.Request.Clone
+// makes, for less. The header map is new, with room for the headers an attempt adds (so
+// adding them does not grow it); the URL is shared (an attempt sent to a replica gets its
+// own copy then); the rest is shared, as nothing on the way to the wire changes it.
+func (c *call) clone(ctx context.Context) *http.Request {
+	if c.req.Trailer != nil {
+		r := c.req.Clone(ctx) // trailers are written while the body is sent: copy everything
+		if r.Header == nil {
+			r.Header = make(http.Header, 2)
+		}
+		return r
+	}
+	r := c.req.WithContext(ctx)
+	r.Header = cloneHeader(c.req.Header, 2)
+	return r
+}
+
+// cloneHeader copies h into a map with room for extra more keys, its values in one slice
+// (as http.Header.Clone does).
+func cloneHeader(h http.Header, extra int) http.Header {
+	nv := 0
+	for _, vv := range h {
+		nv += len(vv)
+	}
+	var sv []string
+	if nv > 0 {
+		sv = make([]string, nv)
+	}
+	h2 := make(http.Header, len(h)+extra)
+	for k, vv := range h {
+		if vv == nil {
+			h2[k] = nil
+			continue
+		}
+		n := copy(sv, vv)
+		h2[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	return h2
+}
+
+// multiplexed reports whether r's host may carry r on the same connection as its primary:
+// it speaks HTTP/2, or its protocol is not known yet (the primary's connection may still be
+// on its way) and r goes over TLS, where HTTP/2 is negotiated.
+func (c *call) multiplexed(r *http.Request) bool {
+	switch c.h.proto.Load() {
+	case 2:
+		return true
+	case 0:
+		return r.URL.Scheme == "https"
+	}
+	return false
+}
+
+// pick chooses the replica of an attempt, away from those the call has used while a healthy
+// one is left, and reports whether the call had used it already.
+func (c *call) pick() (i int, again bool) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i = c.pool.Set().Pick(now, c.used)
+	for _, u := range c.used {
+		again = again || u == i
+	}
+	c.used = append(c.used, i)
+	return i, again
+}
+
+// done ends the attempt on replica i with its result, and reports whether the replica is
+// ejected: then the attempt's failure is that replica's, and the core keeps it off the
+// breaker.
+func (c *call) done(i int, r replica.Result) bool {
+	now := time.Now()
+	s := c.pool.Set()
+	s.Done(now, i, r)
+	return r != replica.Success && s.Ejected(now, i)
+}
+
+// failed handles an attempt's transport error: it tells outlier detection what it says about
+// the replica (ri, or -1 without replicas), and marks for the core an error from a request
+// that never left this process, and one from an ejected replica.
+func (c *call) failed(ctx context.Context, ri int, err error) error {
+	cancelled := ctx.Err() != nil || c.req.Context().Err() != nil
+	unsent := !cancelled && notSent(err)
+	var ejected bool
+	if ri >= 0 {
+		res := replica.Failure
+		switch {
+		case cancelled:
+			res = replica.Ignored
+		case unsent:
+			res = replica.Unreachable
+		}
+		ejected = c.done(ri, res)
+	}
+	// A request whose body cannot be sent again is not resent, whatever happened; nor is
+	// one that timed out (a dial or DNS timeout) when there is no other replica to try: the
+	// same host would make the caller wait as long again.
+	unsent = unsent && (c.body != nil || c.prefix == nil && (c.req.Body == nil || c.req.Body == http.NoBody || c.req.GetBody != nil))
+	var ne net.Error
+	if unsent && (c.pool == nil || c.pool.Len() < 2) && errors.As(err, &ne) && ne.Timeout() {
+		unsent = false
+	}
+	if unsent || ejected {
+		return &attemptError{err: err, unsent: unsent, ejected: ejected}
+	}
+	return err
+}
+
+// notSent reports whether err says the request never left this process: no connection could
+// be made (refused, unreachable, a DNS failure, a dial timeout) or the TLS handshake failed,
+// all before a byte of the request was written. (A connection that breaks before the request
+// was written is retried by net/http itself when the request can be replayed.)
+func notSent(err error) bool {
+	var (
+		op  *net.OpError
+		dns *net.DNSError
+		rh  tls.RecordHeaderError
+		cv  *tls.CertificateVerificationError
+		al  tls.AlertError
+	)
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) ||
+		errors.As(err, &rh) || errors.As(err, &cv) || errors.As(err, &al)
+}
+
+// attemptError is a transport error the core must know more about: the request never
+// reached the dependency (resend it at once, elsewhere), or it failed at a replica that
+// outlier detection has ejected (keep it off the breaker). [Classify] reads it.
+type attemptError struct {
+	err             error
+	unsent, ejected bool
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// startSignalValue is the value of StartSignalHeader on every attempt. The slice is shared:
+// nothing on the way to the wire changes a header value in place.
+var startSignalValue = []string{"1"}
+
 // attemptRequest ties an attempt's request context to the attempt: while no response has
-// arrived, the attempt losing cancels the request.
+// arrived, the attempt losing cancels the request; and a server's start signal reaches it.
 type attemptRequest struct {
 	cancel   context.CancelFunc
 	stop     func() bool
 	answered atomic.Bool
 }
 
-// newAttemptRequest returns the request context of the attempt whose context is attempt.
+// attemptTrace is the trace on an attempt's request context, for attempts that need one: it
+// passes the server's start signal on to the attempt, and learns the host's protocol until it
+// is known.
+type attemptTrace struct {
+	attempt context.Context
+	trace   httptrace.ClientTrace
+}
+
+// got1xx passes the server's start signal ([StartedStatus]) on to the attempt. It runs on
+// the connection's reading goroutine and never blocks. Other 1xx responses are not ours.
+func (t *attemptTrace) got1xx(code int, _ textproto.MIMEHeader) error {
+	if code == StartedStatus {
+		hedge.StartedService(t.attempt)
+	}
+	return nil
+}
+
+// newAttemptRequest returns the request context of the attempt whose context is attempt,
+// to host h; with signals, one that also passes the server's start signal on to the attempt.
 // It is kept out of line: its frame would otherwise sit on the attempt goroutine's stack
 // under every call the attempt makes, and a goroutine that outgrows its first stack pays
 // for a copy on every attempt.
 //
 //go:noinline
-func newAttemptRequest(parent, attempt context.Context) (context.Context, *attemptRequest) {
+func newAttemptRequest(parent, attempt context.Context, h *host, signals bool) (context.Context, *attemptRequest) {
 	ar := new(attemptRequest)
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
-	return ctx, ar
+	learn := h.proto.Load() == 0
+	if !signals && !learn {
+		return ctx, ar
+	}
+	// The trace joins any the caller set on its request: WithClientTrace calls both.
+	t := &attemptTrace{attempt: attempt}
+	if signals {
+		t.trace.Got1xxResponse = t.got1xx
+	}
+	if learn {
+		t.trace.GotConn = h.gotConn // until the host's protocol is known
+	}
+	return httptrace.WithClientTrace(ctx, &t.trace), ar
 }
 
+// loserGrace is how long a losing attempt whose response has not arrived yet is given
+// before its request is cancelled. HTTP/1.1 can abort a request in flight only by closing its
+// connection, so cancelling a loser at once costs a connection (and a handshake for the next
+// request) even when its response was about to arrive; given a moment, a near-tie's response
+// arrives and is drained instead, and its connection is reused. It is short next to any hedge
+// delay, so a loser that is really stuck is still cancelled promptly (and a server queue
+// still sees it leave).
+const loserGrace = 5 * time.Millisecond
+
 func (ar *attemptRequest) lost() {
+	if !ar.answered.Load() {
+		time.AfterFunc(loserGrace, ar.cancelUnanswered)
+	}
+}
+
+func (ar *attemptRequest) cancelUnanswered() {
 	if !ar.answered.Load() {
 		ar.cancel()
 	}
@@ -168,15 +424,25 @@ func afterFunc(ctx context.Context, f func()) (stop func() bool) {
 // attemptBody is a successful attempt's response body: reading it to the end or closing it
 // ends the attempt's request context and unhooks it from the attempt's, before the core
 // cancels that one.
+//
+// The winner's body is the one RoundTrip returns: release, set then, also ends the winning
+// attempt's context in the core.
 type attemptBody struct {
 	io.ReadCloser
-	ar *attemptRequest
+	ar      *attemptRequest
+	release func() // the call's release, once this body is the winner's; nil before
 }
 
 func (b *attemptBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
-		b.ar.stop()
+		// Read to the end: the request is over (net/http has already taken the connection
+		// back), so its context ends too, and nothing of the call stays attached to the
+		// caller's context until that one ends.
+		b.ar.end()
+		if b.release != nil {
+			b.release()
+		}
 	}
 	return n, err
 }
@@ -184,6 +450,9 @@ func (b *attemptBody) Read(p []byte) (int, error) {
 func (b *attemptBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.ar.end()
+	if b.release != nil {
+		b.release()
+	}
 	return err
 }
 
@@ -202,8 +471,6 @@ func drainAndClose(rc io.ReadCloser, limit int64) {
 	io.CopyN(io.Discard, rc, limit)
 	rc.Close()
 }
-
-func cheapRand() uint64 { return rand.Uint64() }
 
 // StatusError is the error an attempt reports when the server answered with a status that
 // must not win the race: a 5xx other than 501, a 429 or a 408 (retriable: another attempt
@@ -236,12 +503,29 @@ func (e *StatusError) Error() string {
 // 4xx, a 501); a 429, and a 503 with Retry-After, are also overload signals that pause
 // hedging for the policy's cool-down or Retry-After, whichever is longer, because a server
 // that says it is overloaded must not be sent copies. Any other error is left to
-// [hedge.Classify]: a transport error is Retriable.
+// [hedge.Classify]: a transport error is Retriable, and Unsent when the request never left
+// this process (a connection refused, a DNS or TLS handshake failure), so the call resends it
+// at once to another replica. A failure at a replica that outlier detection has ejected
+// (see Config.Replicas) is marked Ejected, so it does not count against the breaker.
 func Classify(err error) hedge.Outcome {
+	if err == nil {
+		return hedge.Outcome{Class: hedge.Success}
+	}
 	var se *StatusError
 	if errors.As(err, &se) {
 		o := se.outcome
 		o.Err = err
+		return o
+	}
+	var ae *attemptError
+	if errors.As(err, &ae) {
+		o := hedge.Classify(ae.err)
+		o.Err = err
+		o.Unsent = o.Unsent || ae.unsent
+		o.Ejected = ae.ejected
+		if o.Unsent && o.Class == hedge.Permanent {
+			o.Class = hedge.Retriable
+		}
 		return o
 	}
 	return hedge.Classify(err)

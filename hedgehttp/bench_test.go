@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -246,4 +247,29 @@ func BenchmarkNoTrigger(b *testing.B) {
 			return tr
 		})
 	})
+}
+
+// BenchmarkOverheadReplicas is BenchmarkOverhead with Config.Replicas: the per-call cost of
+// picking a healthy replica (power of two choices) and reporting each attempt's result to
+// outlier detection, beside BenchmarkOverhead without replicas.
+func BenchmarkOverheadReplicas(b *testing.B) {
+	for _, n := range []int{2, 8} {
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = "10.0.0." + strconv.Itoa(i+1) + ":80"
+		}
+		tr, err := NewTransport(Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, Next: cannedNext{},
+			Replicas: func(string) []string { return addrs }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", "http://svc.test/", nil)
+		buf := make([]byte, 8)
+		b.Run(strconv.Itoa(n)+"/serial", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				get(b, tr, req, buf)
+			}
+		})
+	}
 }

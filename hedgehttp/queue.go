@@ -16,6 +16,31 @@ import (
 // lane. A server can also log it, to see how much of its traffic is hedges.
 const AttemptHeader = "Hedge-Attempt"
 
+// StartedStatus is the informational status a [Queue] sends when a worker starts a request
+// (before the handler runs), and that a [Transport] reads as "the server has started this
+// attempt" ([hedge.StartedService]): from then on the attempt is in service, not waiting in a
+// queue, which is what tied requests and start-aware hedging need to know.
+//
+// It is 102 Processing: in the IANA registry, 102 means that the server has accepted the
+// request and is working on it but has no answer yet, exactly this signal. 100 Continue
+// already has a job (it answers Expect: 100-continue, and Go's client waits for it before
+// sending a body), and 103 Early Hints asks browsers to preload the links it carries. Any HTTP
+// client must accept and skip a 1xx it does not know (RFC 9110, section 15.2), and Go's does,
+// over HTTP/1.1 and HTTP/2.
+const StartedStatus = http.StatusProcessing
+
+// StartSignalHeader is the request header with which a client asks for the [StartedStatus]
+// signal. A [Transport] whose trigger reads start signals sends it on every attempt; a
+// [Queue] sends the signal only to requests that carry it (and never to an HTTP/1.0 client,
+// which must not receive a 1xx), so other clients see no change.
+//
+// A client must not ask for it on a request that waits for 100 Continue before sending its
+// body (Expect: 100-continue), and a Transport does not: Go's HTTP/2 server sends no
+// automatic 100 Continue on a stream that has had a 1xx already, so the body would wait out
+// the client's ExpectContinueTimeout. (It also hides the Expect header from handlers, so the
+// Queue cannot tell such a request apart.)
+const StartSignalHeader = "Hedge-Start-Signal"
+
 // ErrQueueConfig is wrapped by every error [NewQueue] returns for an invalid
 // [QueueConfig].
 var ErrQueueConfig = errors.New("hedgehttp: invalid QueueConfig")
@@ -53,10 +78,21 @@ type QueueConfig struct {
 	// only from spare capacity. false (the default) treats every request alike.
 	HedgedLast bool
 
+	// NoStartSignal turns off the informational [StartedStatus] response that the queue
+	// otherwise writes, the moment a worker starts a request, to requests carrying
+	// [StartSignalHeader]. Turn it off when a middleware between the queue and the server
+	// wraps the ResponseWriter and takes the first WriteHeader call for the final status
+	// (some older logging and metrics wrappers do), or when a proxy in front of the server
+	// mishandles 1xx responses. Without the signal, clients fall back to hedging on
+	// latency alone.
+	NoStartSignal bool
+
 	// Observer, when non-nil, is called once for every queue event, on the
 	// request's own goroutine, outside the queue's lock. It must be fast and
 	// must not block: it runs on every request. nil means no events (Stats
-	// still counts).
+	// still counts). A panic in it goes where a handler's panic goes (net/http
+	// recovers it), and the queue stays consistent: a worker's slot is always
+	// given back.
 	Observer func(QueueEvent)
 }
 
@@ -148,6 +184,13 @@ type QueueStats struct {
 // full service time, and hedging under load feeds the overload it meant to
 // route around.
 //
+// When a worker starts a request whose client asked for it ([StartSignalHeader], sent by
+// [Transport]), the queue first writes an informational [StartedStatus] response, then runs
+// the handler: the client learns that this copy is in service, no longer queued. With
+// [hedge.Tied], that is what cancels the copy waiting at another replica, which that
+// replica's queue then drops without running it. The signal changes nothing for the
+// handler, which writes its response as usual.
+//
 // No goroutine is started per request: the handler goroutine net/http already
 // runs for each request waits for its turn on its own channel, and a worker
 // that finishes hands its slot directly to the head of the queue, so FIFO
@@ -165,6 +208,7 @@ type Queue struct {
 	capacity   int
 	retryAfter string
 	hedgedLast bool
+	signal     bool
 	observer   func(QueueEvent)
 
 	mu      sync.Mutex
@@ -187,7 +231,7 @@ func NewQueue(next http.Handler, cfg QueueConfig) (*Queue, error) {
 	if cfg.RetryAfter < 0 {
 		return nil, fmt.Errorf("%w: QueueConfig.RetryAfter must be >= 0, got %v", ErrQueueConfig, cfg.RetryAfter)
 	}
-	q := &Queue{next: next, hedgedLast: cfg.HedgedLast, observer: cfg.Observer}
+	q := &Queue{next: next, hedgedLast: cfg.HedgedLast, signal: !cfg.NoStartSignal, observer: cfg.Observer}
 	q.workers = cfg.Workers
 	if q.workers == 0 {
 		q.workers = 4 * runtime.GOMAXPROCS(0)
@@ -289,8 +333,7 @@ func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.running++
 		q.stats.Admitted++
 		q.mu.Unlock()
-		q.emit(QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r)}, 0)
-		q.run(w, r, isHedged(r))
+		q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r)}, 0)
 		return
 	case q.first.n+q.hedged.n >= q.capacity:
 		if hedged || q.hedged.n == 0 {
@@ -366,14 +409,15 @@ func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	queued := q.first.n + q.hedged.n
 	q.mu.Unlock()
-	q.emit(QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r), Wait: wait}, queued)
-	q.run(w, r, isHedged(r))
+	q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r), Wait: wait}, queued)
 }
 
-// run calls the handler on a slot the caller holds and releases the slot when
-// the handler returns, even if it panics (net/http recovers handler panics,
-// so a slot lost to one would never come back).
-func (q *Queue) run(w http.ResponseWriter, r *http.Request, hedged bool) {
+// run reports the admission, calls the handler on a slot the caller holds and
+// releases the slot when the handler returns, even if it or the observer
+// panics (net/http recovers handler panics, so a slot lost to one would never
+// come back).
+func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent, queued int) {
+	hedged := admitted.Hedged
 	var start time.Time
 	if q.observer != nil {
 		start = time.Now()
@@ -390,7 +434,21 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, hedged bool) {
 			q.emit(QueueEvent{Kind: QueueFinished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, -1)
 		}
 	}()
+	q.emit(admitted, queued)
+	if q.signal && wantsStartSignal(r) {
+		// The client learns that this request is in service, not queued: a copy of it
+		// elsewhere can now be cancelled (tied requests), and a hedge of it is a hedge of a
+		// straggler.
+		w.WriteHeader(StartedStatus)
+	}
 	q.next.ServeHTTP(w, r)
+}
+
+// wantsStartSignal reports whether r asked for the start signal and may be sent one: a 1xx
+// must not go to an HTTP/1.0 client.
+func wantsStartSignal(r *http.Request) bool {
+	_, ok := r.Header[StartSignalHeader]
+	return ok && r.ProtoAtLeast(1, 1)
 }
 
 // release hands the caller's slot to the head of the queue (first attempts

@@ -14,17 +14,20 @@
 package hedgehttp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 )
 
 // ErrConfig is wrapped by every error [NewTransport] returns for an invalid [Config].
@@ -59,14 +62,44 @@ type Config struct {
 	// so keys must come from a bounded set.
 	Key func(*http.Request) string
 
+	// PolicyFor, when not nil, configures each dependency on its own (per-operation
+	// configuration files build it): it is called once per key (see Key), when the key is
+	// first called, and returns the key's policy configuration, used in place of Policy, and
+	// whether the key's requests may be sent more than once: hedge.Repeatable or
+	// hedge.NotRepeatable for every request, or hedge.RepeatableDefault to decide by method
+	// and idempotency key. A context marked with [hedge.WithRepeatable] still wins. The
+	// configuration's Observer and Classify are treated as Policy's. An invalid
+	// configuration fails the requests to that key with its error.
+	PolicyFor func(key string) (hedge.Config, hedge.Repeatability)
+
 	// Replicas, when not nil, returns the addresses (host:port) of the replicas behind the
-	// dependency named key, or nil to send every attempt to the request's own URL. Attempt i
-	// of a call goes to replicas[(s+i) % len(replicas)], s random per call, so with two or
-	// more replicas a hedge or a retry never goes to the replica its primary went to, and
-	// load spreads evenly. Only the URL's host changes: the Host header stays the request's
-	// (set Request.Host to control it). It runs on every request; the slice it returns must
-	// not be modified afterwards.
+	// dependency named key, or nil to send every attempt to the request's own URL. Each
+	// attempt goes to the replica Replica's balancer picks among those in good health that
+	// its call has not used yet, so a hedge or a retry goes to another replica than its
+	// primary whenever a healthy one is left; replicas that keep failing (refusing
+	// connections, answering 5xx) are ejected for a while (see [replica.Config]). Only the
+	// URL's host changes: the Host header stays the request's (set Request.Host to control
+	// it). It runs on every request, so it must be fast; return the same slice until the
+	// addresses change, and never modify a slice once returned. Health carries over for
+	// addresses that stay when the list changes.
 	Replicas func(key string) []string
+
+	// Replica configures replica choice and outlier detection for each dependency with
+	// Replicas. The zero value is power of two choices on outstanding attempts with the
+	// defaults documented on [replica.Config].
+	Replica replica.Config
+
+	// ShareConnections lets a hedge to the same host as its primary ride the primary's
+	// connections. By default (false), when Next is an *http.Transport, a hedge to its
+	// primary's host (one without replicas, or whose other replicas are ejected or used) that
+	// speaks HTTP/2 is sent through a clone of Next, with connections of its own: over HTTP/2
+	// every request to a host shares one connection, and one connection-level error (a
+	// malformed response, a GOAWAY, a stalled connection) would fail the primary and its
+	// hedge at once. (Over HTTP/1 every request in flight has a connection of its own
+	// already.) The clone costs one connection per HTTP/2 host that hedges, and nothing on
+	// calls that do not; close its idle connections with [Transport.CloseIdleConnections] (or
+	// the http.Client's), not only Next's.
+	ShareConnections bool
 
 	// Observer, when not nil, receives every event of every call with the key of the host
 	// that made it. It runs synchronously in the goroutine driving the call, so it must be
@@ -102,12 +135,24 @@ type Config struct {
 // arrived is drained (up to ErrorBodyLimit bytes, for at most 250ms) and closed, so that its
 // connection is reused; a failing response (5xx but 501, 429, 408) never wins and
 // is returned only when every attempt failed, as the response of the last one that answered.
+//
+// When the policy's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
+// [hedge.Tied] does), every attempt asks the server for one ([StartSignalHeader]); a [Queue]
+// answers with an informational [StartedStatus] response when a worker starts the request,
+// and the Transport passes it on to the policy with [hedge.StartedService], through an
+// httptrace.ClientTrace joined to any trace the caller set on the request's context. With
+// Tied, the first copy to start cancels the others. A server that sends no such response
+// changes nothing: the policy hedges on latency alone. Other triggers neither ask nor listen,
+// and pay nothing for it.
 type Transport struct {
 	cfg        Config
 	next       http.RoundTripper
+	apart      http.RoundTripper // sends hedges and retries to their primary's host; nil: next
 	classify   func(error) hedge.Outcome
+	discardFn  func(*http.Response, error) // t.discard, bound once rather than per request
 	maxBuffer  int64
 	errorLimit int64
+	signals    bool // ask servers for start signals and pass them on
 
 	// hosts is read on every request and written once per new host: copy-on-write maps
 	// behind an atomic pointer keep the read path free of shared writes (an RWMutex's
@@ -124,10 +169,51 @@ type hostMaps struct {
 // urlKey is the default key before normalisation: looking it up allocates nothing.
 type urlKey struct{ scheme, host string }
 
-// host is one dependency: its name, its policy and its replicas.
+// host is one dependency: its name, its policy, and whether its requests are repeatable
+// (Config.PolicyFor).
 type host struct {
 	name   string
 	policy *hedge.Policy
+	repeat hedge.Repeatability
+	pool   atomic.Pointer[replica.Pool] // nil until a request finds replicas
+	mu     sync.Mutex                   // serialises writers of pool
+	proto  atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
+}
+
+// gotConn learns the host's protocol from the first connection an attempt gets, before any
+// response: the first hedges to a host must already know whether they would share their
+// primary's connection. Responses keep it up to date.
+func (h *host) gotConn(info httptrace.GotConnInfo) {
+	v := int32(1)
+	if tc, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+		v = 2
+	}
+	h.proto.CompareAndSwap(0, v)
+}
+
+// poolFor returns the host's replicas for addrs: the current pool when the addresses have
+// not changed, a new one that keeps the health of the addresses that stayed when they have.
+func (h *host) poolFor(addrs []string, cfg replica.Config) *replica.Pool {
+	if p := h.pool.Load(); p != nil && p.Same(addrs) {
+		return p
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.pool.Load()
+	if p != nil && p.Same(addrs) {
+		return p
+	}
+	var err error
+	if p == nil {
+		p, err = replica.NewPool(addrs, cfg)
+	} else {
+		p, err = p.With(addrs)
+	}
+	if err != nil {
+		panic("hedgehttp: " + err.Error()) // cannot happen: NewTransport checked cfg, addrs is not empty
+	}
+	h.pool.Store(p)
+	return p
 }
 
 // NewTransport returns a [Transport] for cfg. It returns an error wrapping [ErrConfig] that
@@ -137,16 +223,24 @@ func NewTransport(cfg Config) (*Transport, error) {
 	if cfg.ErrorBodyLimit < 0 {
 		return nil, fmt.Errorf("%w: Config.ErrorBodyLimit must be >= 0, got %d", ErrConfig, cfg.ErrorBodyLimit)
 	}
+	if _, err := replica.New(1, cfg.Replica); err != nil {
+		return nil, fmt.Errorf("%w: Config.Replica: %w", ErrConfig, err)
+	}
 	t := &Transport{
 		cfg:        cfg,
 		next:       cfg.Next,
 		classify:   cfg.Policy.Classify,
 		maxBuffer:  cfg.MaxBodyBuffer,
 		errorLimit: cfg.ErrorBodyLimit,
+		signals:    cfg.Policy.Trigger.ReadsStartSignals(),
 	}
+	t.discardFn = t.discard
 	t.hosts.Store(&hostMaps{byURL: map[urlKey]*host{}, byName: map[string]*host{}})
 	if t.next == nil {
 		t.next = http.DefaultTransport
+	}
+	if ht, ok := t.next.(*http.Transport); ok && !cfg.ShareConnections {
+		t.apart = ht.Clone()
 	}
 	if t.classify == nil {
 		t.classify = Classify
@@ -166,7 +260,15 @@ func NewTransport(cfg Config) (*Transport, error) {
 // policyConfig is the template with this Transport's classifier and the host's observer.
 func (t *Transport) policyConfig(name string) hedge.Config {
 	pc := t.cfg.Policy
-	pc.Classify = t.classify
+	return t.withHooks(name, pc)
+}
+
+// withHooks gives a host's policy configuration this Transport's classifier (unless it has
+// its own) and the host's observer.
+func (t *Transport) withHooks(name string, pc hedge.Config) hedge.Config {
+	if pc.Classify == nil {
+		pc.Classify = t.classify
+	}
 	if obs := t.cfg.Observer; obs != nil {
 		inner := pc.Observer
 		pc.Observer = func(e hedge.Event) {
@@ -208,11 +310,15 @@ func (t *Transport) newHost(name string, k urlKey, byURL bool) (*host, error) {
 	}
 	nm := &hostMaps{byURL: old.byURL, byName: old.byName}
 	if h == nil {
-		p, err := hedge.New(t.policyConfig(name))
-		if err != nil {
-			return nil, err // cannot happen: NewTransport built one from the same config
+		pc, repeat := t.cfg.Policy, hedge.RepeatableDefault
+		if t.cfg.PolicyFor != nil {
+			pc, repeat = t.cfg.PolicyFor(name)
 		}
-		h = &host{name: name, policy: p}
+		p, err := hedge.New(t.withHooks(name, pc))
+		if err != nil {
+			return nil, fmt.Errorf("%w: Config.PolicyFor(%q): %w", ErrConfig, name, err)
+		}
+		h = &host{name: name, policy: p, repeat: repeat}
 		nm.byName = maps.Clone(old.byName)
 		nm.byName[name] = h
 	}
@@ -243,6 +349,15 @@ func canonicalName(req *http.Request) string {
 	return u.Scheme + "://" + h + ":" + port
 }
 
+// Replicas returns the replicas of the dependency named key (see Config.Key) as they stood
+// at its last request, with their health, or nil when no request to it has found replicas.
+func (t *Transport) Replicas(key string) *replica.Pool {
+	if h := t.hosts.Load().byName[key]; h != nil {
+		return h.pool.Load()
+	}
+	return nil
+}
+
 // Policy returns the policy of the dependency named key (see Config.Key), or nil when no
 // request has gone to it yet.
 func (t *Transport) Policy(key string) *hedge.Policy {
@@ -270,6 +385,9 @@ func (t *Transport) CloseIdleConnections() {
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+	if c, ok := t.apart.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // repeatableMethod reports whether a request with this method may be sent more than once
@@ -292,9 +410,15 @@ func hasIdempotencyKey(h http.Header) bool {
 
 // RoundTrip sends req under its host's policy: hedged and retried when the request is
 // repeatable and the policy allows, sent exactly once otherwise. It returns the first
-// successful response; when every attempt failed it returns the last failing response the
-// server sent (a 503 is a response, not an error, to an HTTP client), or an error when no
-// server answered.
+// successful response: a fast failing response from one attempt (a 503, or a 404 from a
+// stale replica) never beats a slower success from another. When every attempt failed it
+// returns a failing response the server sent (a 503 is a response, not an error, to an HTTP
+// client): a final one (a 4xx) over a retriable one (a 5xx), and among equals the last to
+// arrive; or an error when no server answered.
+//
+// A panic in Config.Observer, Config.Policy.Observer or Config.Policy.Classify ends the call
+// (every attempt cancelled, every response closed) and reaches the caller of RoundTrip as a
+// *[hedge.PanicError].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		closeBody(req)
@@ -310,16 +434,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	c := &call{t: t, req: req}
+	c := &call{t: t, h: h, req: req}
 	if t.cfg.Replicas != nil {
-		if c.replicas = t.cfg.Replicas(h.name); len(c.replicas) > 1 {
-			c.offset = int(cheapRand() % uint64(len(c.replicas)))
+		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
+			c.pool = h.poolFor(addrs, t.cfg.Replica)
+			c.used = c.usedBuf[:0]
 		}
 	}
 
-	// Repeatability: the caller's explicit word wins; then the method or an idempotency key;
+	// Repeatability: the caller's explicit word wins; then the operation's (PolicyFor); then
+	// the method or an idempotency key;
 	// then the body must be replayable.
-	rep := hedge.RepeatabilityFrom(ctx)
+	said := hedge.RepeatabilityFrom(ctx)
+	rep := said
+	if rep == hedge.RepeatableDefault {
+		rep = h.repeat
+	}
 	repeatable := rep == hedge.Repeatable ||
 		rep == hedge.RepeatableDefault && (repeatableMethod(req.Method) || hasIdempotencyKey(req.Header))
 	if repeatable && req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
@@ -328,21 +458,30 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		repeatable = c.body != nil
 	}
-	if !repeatable && rep != hedge.NotRepeatable {
+	if !repeatable && said != hedge.NotRepeatable {
 		// Tell the core, whose gate then suppresses hedges and retries. (A repeatable call
 		// needs nothing: Do's default is repeatable.)
 		ctx = hedge.WithRepeatable(ctx, false)
 	}
 
-	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discard)
-	if !c.primarySent.Load() && c.body == nil {
-		closeBody(req) // no attempt took ownership of the caller's body
+	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discardFn)
+	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
+		// No attempt took the caller's body, and none can take it now: close it here
+		// (an attempt starting late, after the caller gave up, finds it taken and fails).
+		closeBody(req)
 	}
 	if err == nil {
-		if resp.Body == nil || resp.Body == http.NoBody {
+		switch b := resp.Body.(type) {
+		case nil:
 			release()
-		} else {
-			resp.Body = &body{rc: resp.Body, release: release}
+		case *attemptBody:
+			b.release = release // one wrapper for both: the attempt's and the call's
+		default:
+			if b == http.NoBody {
+				release()
+			} else {
+				resp.Body = &body{rc: b, release: release}
+			}
 		}
 		resp.Request = req // the caller's request, as http.Transport does, not the attempt's clone
 		return resp, nil
@@ -357,11 +496,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
-// lastStatusError returns the failing response of the last attempt that had one: err is
-// either a *StatusError itself (a permanent failure) or a *hedge.AttemptsError.
+// lastStatusError returns the failing response to give the caller when every attempt
+// failed: the one the core names as the most informative (a permanent 4xx over a 5xx, then
+// the last to answer), else the last failing response of any attempt. err is a
+// *hedge.AttemptsError, or a *StatusError itself.
 func lastStatusError(err error) *StatusError {
 	var ae *hedge.AttemptsError
 	if errors.As(err, &ae) {
+		var se *StatusError
+		if errors.As(ae.Err, &se) {
+			return se
+		}
 		for i := len(ae.Attempts) - 1; i >= 0; i-- {
 			var se *StatusError
 			if errors.As(ae.Attempts[i], &se) {
@@ -402,6 +547,8 @@ type body struct {
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
+		// The body is done: net/http has already put the connection back, and nothing of
+		// the call may stay attached to the caller's context until it ends.
 		b.release()
 	}
 	return n, err

@@ -16,6 +16,11 @@ type Answer[T any] struct {
 	Err   error
 	// Stuck makes the attempt never answer on its own: it waits for its context.
 	Stuck bool
+	// Starts makes the attempt report, StartAfter after it began, that its server started
+	// work on it ([hedge.StartedService]), as a transport does when the server says so. A
+	// StartAfter beyond After is never reached: the attempt has answered by then.
+	Starts     bool
+	StartAfter time.Duration
 }
 
 // Script returns an attempt function for [hedge.Do] that plays answers[k] as attempt k (by
@@ -35,20 +40,40 @@ func Script[T any](answers ...Answer[T]) func(context.Context) (T, error) {
 	return func(ctx context.Context) (T, error) {
 		var zero T
 		info, _ := hedge.AttemptFrom(ctx)
-		if info.Index >= len(answers) || answers[info.Index].Stuck {
+		a := Answer[T]{Stuck: true}
+		if info.Index < len(answers) {
+			a = answers[info.Index]
+		}
+		waited := time.Duration(0)
+		if a.Starts && (a.Stuck || a.StartAfter <= a.After) {
+			if !wait(ctx, a.StartAfter) {
+				return zero, ctx.Err()
+			}
+			waited = a.StartAfter
+			hedge.StartedService(ctx)
+		}
+		if a.Stuck {
 			<-ctx.Done()
 			return zero, ctx.Err()
 		}
-		a := answers[info.Index]
-		if a.After > 0 {
-			t := time.NewTimer(a.After)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return zero, ctx.Err()
-			}
+		if !wait(ctx, a.After-waited) {
+			return zero, ctx.Err()
 		}
 		return a.Value, a.Err
+	}
+}
+
+// wait waits d, and reports false when ctx ended first.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -135,35 +135,35 @@ type Config struct {
 }
 
 // Validate reports whether c is a valid configuration, naming the first
-// field that is not.
+// field that is not; the error wraps [ErrInvalidConfig].
 func (c Config) Validate() error {
 	if c.InitialLimit < 0 {
-		return fmt.Errorf("limit: Config.InitialLimit must be >= 0, got %d", c.InitialLimit)
+		return invalid("limit: Config.InitialLimit must be >= 0, got %d", c.InitialLimit)
 	}
 	if c.MinLimit < 0 || c.MinLimit > math.MaxInt32 {
-		return fmt.Errorf("limit: Config.MinLimit must be in [0, %d], got %d", math.MaxInt32, c.MinLimit)
+		return invalid("limit: Config.MinLimit must be in [0, %d], got %d", math.MaxInt32, c.MinLimit)
 	}
 	if c.MaxLimit < 0 || c.MaxLimit > math.MaxInt32 {
-		return fmt.Errorf("limit: Config.MaxLimit must be in [0, %d], got %d", math.MaxInt32, c.MaxLimit)
+		return invalid("limit: Config.MaxLimit must be in [0, %d], got %d", math.MaxInt32, c.MaxLimit)
 	}
 	if math.IsNaN(c.Smoothing) || c.Smoothing < 0 || c.Smoothing > 1 {
-		return fmt.Errorf("limit: Config.Smoothing must be in (0, 1] (0 = default), got %v", c.Smoothing)
+		return invalid("limit: Config.Smoothing must be in (0, 1] (0 = default), got %v", c.Smoothing)
 	}
 	if c.RTTTolerance != 0 && (!(c.RTTTolerance >= 1) || math.IsInf(c.RTTTolerance, 0)) {
-		return fmt.Errorf("limit: Config.RTTTolerance must be >= 1 and finite (0 = default), got %v", c.RTTTolerance)
+		return invalid("limit: Config.RTTTolerance must be >= 1 and finite (0 = default), got %v", c.RTTTolerance)
 	}
 	if c.LongWindow < 0 {
-		return fmt.Errorf("limit: Config.LongWindow must be >= 0, got %d", c.LongWindow)
+		return invalid("limit: Config.LongWindow must be >= 0, got %d", c.LongWindow)
 	}
 	if c.QueueSize < 0 {
-		return fmt.Errorf("limit: Config.QueueSize must be >= 0, got %d", c.QueueSize)
+		return invalid("limit: Config.QueueSize must be >= 0, got %d", c.QueueSize)
 	}
 	d := c.withDefaults()
 	if d.MaxLimit < d.MinLimit {
-		return fmt.Errorf("limit: Config.MaxLimit must be >= MinLimit (%d), got %d", d.MinLimit, d.MaxLimit)
+		return invalid("limit: Config.MaxLimit must be >= MinLimit (%d), got %d", d.MinLimit, d.MaxLimit)
 	}
 	if c.InitialLimit != 0 && (c.InitialLimit < d.MinLimit || c.InitialLimit > d.MaxLimit) {
-		return fmt.Errorf("limit: Config.InitialLimit must be in [MinLimit, MaxLimit] = [%d, %d], got %d", d.MinLimit, d.MaxLimit, c.InitialLimit)
+		return invalid("limit: Config.InitialLimit must be in [MinLimit, MaxLimit] = [%d, %d], got %d", d.MinLimit, d.MaxLimit, c.InitialLimit)
 	}
 	return nil
 }
@@ -322,4 +322,16 @@ func (g *Gradient2) LongRTT() time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return time.Duration(g.long.value)
+}
+
+// ErrInvalidConfig is wrapped by every error from [Config.Validate] and [New].
+var ErrInvalidConfig = errors.New("limit: invalid Config")
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return ErrInvalidConfig }
+
+func invalid(format string, args ...any) error {
+	return &configError{msg: fmt.Sprintf(format, args...)}
 }

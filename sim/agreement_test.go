@@ -54,6 +54,10 @@ func TestDriversAgree(t *testing.T) {
 			sim.Script{Latencies: []time.Duration{ms(100), ms(3)}}},
 		{"AtQuantile without in-service evidence hedges at the threshold", hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumInService: -1},
 			sim.Script{Latencies: []time.Duration{ms(100), ms(3)}}},
+		{"tied: the first to start cancels its copy", hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Unlimited: true}},
+			sim.Script{Latencies: []time.Duration{ms(30), ms(10)}, ReportService: true}},
+		{"tied, three copies", hedge.Config{Trigger: hedge.Tied(), Attempts: 3, MaximumConcurrent: 3, Budget: budget.Config{Unlimited: true}},
+			sim.Script{Latencies: []time.Duration{ms(12), ms(4), ms(8)}, ReportService: true}},
 	}
 	// warm: how many calls of 5ms, one every 10ms, run on the same policy before the
 	// scripted one (AtQuantile is silent until warm).
@@ -98,6 +102,11 @@ func scriptedAttempt(s sim.Script) func(context.Context) (string, error) {
 	answers := make([]hedgetest.Answer[string], len(s.Latencies))
 	for k, d := range s.Latencies {
 		a := hedgetest.Answer[string]{After: d, Value: fmt.Sprint("attempt ", k), Stuck: d < 0}
+		if s.ReportService {
+			// The simulator reports starts in attempt order at the instant they are sent;
+			// Do's attempts run concurrently, so a nanosecond apiece keeps that order.
+			a.Starts, a.StartAfter = true, time.Duration(k)
+		}
 		if k < len(s.Outcomes) && s.Outcomes[k].Class != hedge.Success {
 			a.Value, a.Err = "", s.Outcomes[k].Err
 			if s.Outcomes[k].Class == hedge.Permanent {

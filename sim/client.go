@@ -15,7 +15,7 @@ var epoch = time.Date(2020, time.January, 1, 0, 0, 0, 0, time.UTC)
 // slot, reset for each call: it carries out the actions the Call returns and makes no decision
 // of its own. One hedgeClient serves one run at a time and is reused across runs.
 type hedgeClient struct {
-	p     *hedge.Policy
+	p     []*hedge.Policy // by client
 	s     *sim
 	calls []*hedge.Call     // by slot
 	rands []func() float64  // by slot: the slot's jitter stream
@@ -23,7 +23,7 @@ type hedgeClient struct {
 	sup   [256]int64        // suppressed hedges of measured calls, by hedge.Reason
 }
 
-func (hc *hedgeClient) reset(p *hedge.Policy, s *sim, user func(hedge.Event)) {
+func (hc *hedgeClient) reset(p []*hedge.Policy, s *sim, user func(hedge.Event)) {
 	hc.p, hc.s, hc.user = p, s, user
 	hc.sup = [256]int64{}
 }
@@ -62,7 +62,7 @@ func (hc *hedgeClient) apply(s *sim, si int32, c *hedge.Call, acts []hedge.Actio
 		case hedge.ArmTimer:
 			s.armTimer(si, int64(a.At.Sub(epoch)))
 		case hedge.Finish:
-			s.finish(si, c.Err() != nil)
+			s.finish(si, c.Err())
 		}
 	}
 }
@@ -80,7 +80,7 @@ func (hc *hedgeClient) arrive(s *sim, si int32) {
 	if hc.rands[si] == nil {
 		hc.rands[si] = s.slots[si].rnd.Float64
 	}
-	c.Reset(hc.p, hedge.CallOptions{Repeatable: hedge.Repeatable, Rand: hc.rands[si]})
+	c.Reset(hc.p[s.slots[si].client], hedge.CallOptions{Repeatable: hedge.Repeatable, Rand: hc.rands[si]})
 	hc.apply(s, si, c, c.Start(vtime(s.now)))
 }
 

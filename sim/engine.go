@@ -1,14 +1,19 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 )
 
-// This file is the discrete-event engine: virtual time, the event heap, the shared FIFO queue
-// and its workers, and the bookkeeping behind a Point. It makes no client decision: every call
+// This file is the discrete-event engine: virtual time, the event heap, the replicas (each a
+// FIFO queue and its workers; the reference model is one replica), and the bookkeeping behind a
+// Point. It makes no client decision: every call
 // is driven by a client (client.go drives the library's own per-call state machine), and the
 // engine only carries out what the client asks (start attempt k, cancel it, arm a timer, finish).
 
@@ -24,14 +29,17 @@ const (
 
 // request is one attempt of one call as the server sees it.
 type request struct {
-	svc      int64 // service time, ns, drawn when the attempt is started
-	enq      int64 // when it joined the queue
-	start    int64 // when a worker began serving it
-	slot     int32 // the call slot it belongs to; -1 once detached (its answer will be discarded)
-	attempt  int32
-	worker   int32
-	state    reqState
-	measured bool // it belongs to a measured call
+	svc        int64 // service time, ns, drawn when the attempt is started
+	enq        int64 // when it joined the queue
+	start      int64 // when a worker began serving it
+	slot       int32 // the call slot it belongs to; -1 once detached (its answer will be discarded)
+	attempt    int32
+	worker     int32
+	replica    int32
+	gen        uint32 // bumped when the record is freed, so a delayed cancellation for an earlier use is stale
+	state      reqState
+	measured   bool // it belongs to a measured call
+	cancelling bool // detached in "reaches" mode; its cancellation is still on its way to the server
 }
 
 // slot is one call in flight. Slots are pooled: a finished call's slot serves a later call.
@@ -41,6 +49,8 @@ type slot struct {
 	timerGen uint32
 	measured bool
 	finished bool
+	client   int32   // which client made the call
+	used     []int   // replicas the call has sent attempts to, for the balancer
 	reqs     []int32 // attempt index → request index while the attempt is attached, else -1
 	rng      rand.PCG
 	rnd      *rand.Rand // per-call jitter stream, seeded from (seed, call index)
@@ -60,6 +70,9 @@ const (
 	streamArrivals uint64 = 0x61727269 // "arri"
 	streamService  uint64 = 0x73657276 // "serv"
 	streamJitter   uint64 = 0x6a697474 // "jitt"
+	streamClient   uint64 = 0x636c6e74 // "clnt": which client makes a call
+	streamPhase    uint64 = 0x70686173 // "phas": the replicas' pause phases
+	streamChoose   uint64 = 0x63686f6f // "choo": the balancers' random choices
 )
 
 // mix is the splitmix64 finaliser: it turns related inputs (seed, stream, call index) into
@@ -84,26 +97,37 @@ const checkpoints = 20
 // goroutine), so its slices keep their capacity and a run allocates nothing in steady state.
 type sim struct {
 	// parameters of the run
-	workers   int
-	dist      Distribution
-	calls     int // calls whose arrivals make the run; calls ≥ this index still arrive but are not measured
-	warm      int // index of the first measured call
-	reaches   bool
-	maxQueue  int
-	maxEvents int64
-	meanGap   float64 // mean inter-arrival time, ns
-	cl        client
+	workers              int // per replica
+	replicas             int
+	clients              int
+	tieDelay             int64 // how long a cancellation takes to reach the server ("reaches" mode), ns
+	arrMult              func(t int64) (m float64, until int64)
+	svcMult              func(replica int, t int64) float64
+	pauseEvery, pauseLen int64
+	pausePhase           []int64 // per replica; -1 = this replica never pauses
+	wake                 []int64 // per replica: the end of the pause a wake-up event was pushed for
+	dist                 Distribution
+	calls                int // calls whose arrivals make the run; calls ≥ this index still arrive but are not measured
+	warm                 int // index of the first measured call
+	reaches              bool
+	maxQueue             int
+	maxEvents            int64
+	meanGap              float64 // mean inter-arrival time, ns
+	cl                   client
 
 	// clock and structures
 	now     int64
 	h       eventHeap
-	q       ring
-	live    int // queued requests that are not tombstones
+	q       []ring // per replica
+	live    int    // queued requests that are not tombstones, every replica
+	rlive   []int  // the same per replica
 	reqs    []request
 	freeReq []int32
-	wreq    []int32  // worker → request it serves, -1 idle
-	wgen    []uint32 // worker generation: bumped when a service ends early, so its evDone is stale
-	freeW   []int32
+	wreq    []int32   // worker → request it serves, -1 idle; replica r has workers [r·workers, (r+1)·workers)
+	wgen    []uint32  // worker generation: bumped when a service ends early, so its evDone is stale
+	freeW   [][]int32 // per replica
+	idle    int       // idle workers, every replica
+	choose  []chooser // per client: its own balancer and view of the replicas
 	busy    int
 	slots   []*slot
 	free    []int32
@@ -117,6 +141,7 @@ type sim struct {
 	svcRand *rand.Rand
 	svcKey  uint64
 	jitKey  uint64
+	cliKey  uint64
 	nextArr float64
 
 	arrivals    int
@@ -137,7 +162,8 @@ type sim struct {
 	lat       []int64
 	measuredN int // measured calls that arrived (all of them unless the run collapsed)
 	finishedN int
-	rejected  int
+	rejected  int // failed calls refused before reaching the server (limit, breaker)
+	failed    int // every failed call, rejected ones included
 	reached   int64
 	serverNs  int64
 	wastedNs  int64
@@ -156,36 +182,69 @@ func newSim() *sim {
 
 // runParams is everything the engine needs for one run.
 type runParams struct {
-	workers   int
-	dist      Distribution
-	calls     int
-	warm      int
-	reaches   bool
-	maxQueue  int
-	maxEvents int64
-	lambda    float64 // calls per second
-	seed      uint64
+	workers              int       // per replica
+	replicas             int       // 0 = 1
+	clients              int       // 0 = 1
+	choose               []chooser // per client, when replicas > 1
+	tieDelay             int64
+	arrMult              func(t int64) (m float64, until int64) // nil: a constant rate
+	svcMult              func(replica int, t int64) float64     // nil: no slowdown
+	pauseEvery, pauseLen int64                                  // 0: no pauses
+	pauses               int                                    // how many replicas pause (the first ones)
+	dist                 Distribution
+	calls                int
+	warm                 int
+	reaches              bool
+	maxQueue             int
+	maxEvents            int64
+	lambda               float64 // calls per second
+	seed                 uint64
 }
 
 func (s *sim) reset(p runParams, cl client) {
 	s.workers, s.dist, s.calls, s.warm, s.reaches = p.workers, p.dist, p.calls, p.warm, p.reaches
 	s.maxQueue, s.maxEvents, s.cl = p.maxQueue, p.maxEvents, cl
 	s.meanGap = 1e9 / p.lambda
+	s.replicas, s.clients = max(p.replicas, 1), max(p.clients, 1)
+	s.choose, s.tieDelay, s.arrMult, s.svcMult = p.choose, p.tieDelay, p.arrMult, p.svcMult
+	s.pauseEvery, s.pauseLen = p.pauseEvery, p.pauseLen
 
 	s.now = 0
 	s.h.reset()
-	s.q.reset()
+	for len(s.q) < s.replicas {
+		s.q = append(s.q, ring{})
+		s.freeW = append(s.freeW, nil)
+	}
+	s.q, s.freeW = s.q[:s.replicas], s.freeW[:s.replicas]
+	s.rlive = s.rlive[:0]
+	s.pausePhase = s.pausePhase[:0]
+	s.wake = s.wake[:0]
+	for r := range s.replicas {
+		s.q[r].reset()
+		s.rlive = append(s.rlive, 0)
+		ph := int64(-1)
+		if s.pauseEvery > 0 && r < p.pauses {
+			ph = int64(mix(streamKey(p.seed, streamPhase)+uint64(r)) % uint64(s.pauseEvery)) // unsynchronised
+		}
+		s.pausePhase = append(s.pausePhase, ph)
+		s.wake = append(s.wake, 0)
+	}
 	s.live = 0
 	s.reqs = s.reqs[:0]
 	s.freeReq = s.freeReq[:0]
 	s.wreq = s.wreq[:0]
 	s.wgen = s.wgen[:0]
-	s.freeW = s.freeW[:0]
-	for w := p.workers - 1; w >= 0; w-- {
+	for r := range s.replicas {
+		s.freeW[r] = s.freeW[r][:0]
+		for w := p.workers - 1; w >= 0; w-- {
+			s.freeW[r] = append(s.freeW[r], int32(r*p.workers+w))
+		}
+	}
+	for range s.replicas * p.workers {
 		s.wreq = append(s.wreq, -1)
 		s.wgen = append(s.wgen, 0)
-		s.freeW = append(s.freeW, int32(w))
 	}
+	s.idle = s.replicas * p.workers
 	s.busy = 0
 	s.free = s.free[:0]
 	for i := len(s.slots) - 1; i >= 0; i-- {
@@ -199,6 +258,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.arrRng.Seed(streamKey(p.seed, streamArrivals), mix(p.seed))
 	s.svcKey = streamKey(p.seed, streamService)
 	s.jitKey = streamKey(p.seed, streamJitter)
+	s.cliKey = streamKey(p.seed, streamClient)
 	s.nextArr = 0
 
 	s.arrivals, s.outstanding = 0, 0
@@ -214,7 +274,7 @@ func (s *sim) reset(p runParams, cl client) {
 		s.lat = make([]int64, 0, p.calls)
 	}
 	s.lat = s.lat[:0]
-	s.measuredN, s.finishedN, s.rejected = 0, 0, 0
+	s.measuredN, s.finishedN, s.rejected, s.failed = 0, 0, 0, 0
 	s.reached, s.serverNs, s.wastedNs, s.waitNs, s.waitN = 0, 0, 0, 0, 0
 	s.hedges, s.wins = 0, 0
 }
@@ -243,9 +303,13 @@ func (s *sim) run(stopCheck func() bool) {
 			s.cur = e.idx
 			s.cl.timer(s, e.idx)
 			s.flush()
+		case evCancel:
+			if r := &s.reqs[e.idx]; r.gen == e.gen && r.cancelling {
+				s.cancelAtServer(e.idx)
+			}
 		}
 		s.dispatch()
-		if len(s.freeW) > 0 {
+		if s.idle > 0 {
 			s.lastIdle = s.now
 		}
 		if s.arrivals > s.calls && s.outstanding == 0 {
@@ -263,8 +327,32 @@ func (s *sim) run(stopCheck func() bool) {
 }
 
 func (s *sim) scheduleArrival() {
-	s.nextArr += s.arrRand.ExpFloat64() * s.meanGap
+	if s.arrMult == nil {
+		s.nextArr += s.arrRand.ExpFloat64() * s.meanGap
+	} else {
+		s.nextArr = s.modulatedArrival(s.nextArr, s.arrRand.ExpFloat64())
+	}
 	s.h.push(event{t: int64(s.nextArr), kind: evArrival})
+}
+
+// modulatedArrival is the next arrival after t of a Poisson process whose rate is the mean
+// rate times arrMult: e is an Exp(1) draw, spent across the pieces of the rate at their rates.
+func (s *sim) modulatedArrival(t, e float64) float64 {
+	for range 1 << 20 { // a bound, so that a rate of 0 everywhere cannot loop for ever
+		m, until := s.arrMult(int64(t))
+		if m > 0 {
+			dt := e * s.meanGap / m
+			if until <= 0 || t+dt <= float64(until) {
+				return t + dt
+			}
+			e -= (float64(until) - t) * m / s.meanGap
+		}
+		if until <= 0 {
+			break
+		}
+		t = float64(until)
+	}
+	return math.MaxInt64 / 2
 }
 
 // setBusy adds d to the busy worker count, integrating busy time over the measurement window.
@@ -309,6 +397,10 @@ func (s *sim) arrive() {
 	sl.idx, sl.arrive, sl.finished = i, s.now, false
 	sl.measured = i >= s.warm && i < s.calls
 	sl.reqs = sl.reqs[:0]
+	sl.used, sl.client = sl.used[:0], 0
+	if s.clients > 1 { // each call picks its client at random: each client sees a Poisson stream
+		sl.client = int32(mix(s.cliKey+uint64(i)) % uint64(s.clients))
+	}
 	sl.rng.Seed(s.jitKey, mix(uint64(i)))
 	if sl.measured {
 		s.outstanding++
@@ -329,7 +421,7 @@ func (s *sim) growing() bool {
 	if s.lastIdle < s.midT && end > half {
 		return true
 	}
-	return end >= 50*s.workers && end > q3 && q3 > half
+	return end >= 50*s.workers*s.replicas && end > q3 && q3 > half
 }
 
 // flush releases the slot of a call that finished in the callback just made. Releasing after
@@ -347,21 +439,48 @@ func (s *sim) flush() {
 // dispatch gives idle workers the oldest live queued requests. It runs after each event, never
 // from inside a client callback, so a callback is never re-entered for the same call.
 func (s *sim) dispatch() {
-	for len(s.freeW) > 0 && s.live > 0 {
-		r, _ := s.q.pop()
+	if s.idle == 0 || s.live == 0 {
+		return
+	}
+	for rp := range s.replicas {
+		s.dispatchReplica(rp)
+	}
+}
+
+func (s *sim) dispatchReplica(rp int) {
+	if s.pauseEvery > 0 && len(s.freeW[rp]) > 0 && s.rlive[rp] > 0 {
+		if end := s.pausedUntil(rp, s.now); end > 0 {
+			// A replica in a stop-the-world pause starts nothing (and says nothing) until it
+			// ends; wake the dispatcher then.
+			if s.wake[rp] != end {
+				s.wake[rp] = end
+				s.h.push(event{t: end, kind: evWake})
+			}
+			return
+		}
+	}
+	for len(s.freeW[rp]) > 0 && s.rlive[rp] > 0 {
+		r, _ := s.q[rp].pop()
 		req := &s.reqs[r]
 		if req.state == rqTomb {
 			s.freeRequest(r)
 			continue
 		}
 		s.live--
-		w := s.freeW[len(s.freeW)-1]
-		s.freeW = s.freeW[:len(s.freeW)-1]
+		s.rlive[rp]--
+		free := s.freeW[rp]
+		w := free[len(free)-1]
+		s.freeW[rp] = free[:len(free)-1]
+		s.idle--
 		s.wreq[w] = r
 		s.wgen[w]++
 		s.setBusy(1)
 		req.state, req.start, req.worker = rqService, s.now, w
-		s.h.push(event{t: s.now + req.svc, kind: evDone, idx: w, gen: s.wgen[w]})
+		end := s.now + req.svc
+		if s.pauseEvery > 0 {
+			end = s.unpaused(rp, s.now, req.svc)
+		}
+		s.h.push(event{t: end, kind: evDone, idx: w, gen: s.wgen[w]})
 		if req.measured {
 			s.waitNs += s.now - req.enq
 			s.waitN++
@@ -374,15 +493,79 @@ func (s *sim) dispatch() {
 	}
 }
 
+// pausedUntil is when the pause of replica rp in progress at t ends, or 0 when it is not paused.
+func (s *sim) pausedUntil(rp int, t int64) int64 {
+	ph := s.pausePhase[rp]
+	if ph < 0 || t < ph {
+		return 0
+	}
+	if end := ph + (t-ph)/s.pauseEvery*s.pauseEvery + s.pauseLen; t < end {
+		return end
+	}
+	return 0
+}
+
+// unpaused is when a service of svc ns that starts at t on replica rp ends, the replica's
+// stop-the-world pauses (Every apart, Length long, at the replica's phase) not counting as work.
+func (s *sim) unpaused(rp int, t, svc int64) int64 {
+	ph := s.pausePhase[rp]
+	if ph < 0 {
+		return t + svc
+	}
+	every, length := s.pauseEvery, s.pauseLen
+	for {
+		// the pause that started last at or before t, and the next one
+		k := (t - ph) / every
+		if t < ph {
+			k = -1
+		}
+		ps := ph + k*every
+		if k >= 0 && t < ps+length {
+			t = ps + length // inside a pause: nothing happens until it ends
+			continue
+		}
+		next := ps + every
+		if t+svc <= next {
+			return t + svc
+		}
+		svc -= next - t
+		t = next + length
+	}
+}
+
+// release frees worker w of its request.
+func (s *sim) freeWorker(w int32) {
+	s.wreq[w] = -1
+	rp := int(w) / s.workers
+	s.freeW[rp] = append(s.freeW[rp], w)
+	s.idle++
+}
+
+// answered tells the call's balancer that the request is no longer outstanding: the client got
+// its answer (ok) or stopped waiting for it.
+func (s *sim) answered(si int32, req *request, ok bool) {
+	if s.replicas > 1 {
+		res := replica.Ignored // a loser the client stopped waiting for says nothing about its replica
+		if ok {
+			res = replica.Success
+		}
+		s.choose[s.slots[si].client].done(vtime(s.now), int(req.replica), res)
+	}
+}
+
 // complete ends the service of worker w's request at its natural end.
 func (s *sim) complete(w int32) {
 	r := s.wreq[w]
-	s.wreq[w] = -1
-	s.freeW = append(s.freeW, w)
+	s.freeWorker(w)
 	s.setBusy(-1)
 	req := &s.reqs[r]
 	si, k := req.slot, int(req.attempt)
 	if si < 0 {
+		if req.cancelling && req.measured { // its cancellation did not reach the server in time
+			s.reached++
+			s.serverNs += req.svc
+			s.wastedNs += req.svc
+		}
 		s.freeRequest(r) // a discarded loser ("ignored" mode): already accounted when discarded
 		return
 	}
@@ -390,6 +573,7 @@ func (s *sim) complete(w int32) {
 		s.reached++
 		s.serverNs += req.svc
 	}
+	s.answered(si, req, true)
 	s.slots[si].reqs[k] = -1
 	s.freeRequest(r)
 	s.cur = si
@@ -399,6 +583,8 @@ func (s *sim) complete(w int32) {
 
 func (s *sim) freeRequest(r int32) {
 	s.reqs[r].state = rqFree
+	s.reqs[r].cancelling = false
+	s.reqs[r].gen++
 	s.freeReq = append(s.freeReq, r)
 }
 
@@ -424,18 +610,32 @@ func (s *sim) startAttempt(si int32, k int) {
 		s.reqs = append(s.reqs, request{})
 		r = int32(len(s.reqs) - 1)
 	}
+	rp := 0
+	if s.replicas > 1 {
+		rp = s.choose[sl.client].pick(vtime(s.now), sl.used)
+	}
+	svc := s.serviceTime(sl.idx, k)
+	if s.svcMult != nil {
+		svc = int64(min(float64(svc)*s.svcMult(rp, s.now), float64(maxService)))
+	}
 	s.reqs[r] = request{
-		svc:      s.serviceTime(sl.idx, k),
+		svc:      svc,
 		enq:      s.now,
 		slot:     si,
 		attempt:  int32(k),
 		worker:   -1,
+		replica:  int32(rp),
+		gen:      s.reqs[r].gen,
 		state:    rqQueued,
 		measured: sl.measured,
 	}
 	sl.reqs[k] = r
-	s.q.push(r)
+	if s.replicas > 1 {
+		sl.used = append(sl.used, rp)
+	}
+	s.q[rp].push(r)
 	s.live++
+	s.rlive[rp]++
 	if s.live > s.maxQueue {
 		s.collapse, s.stop = true, true
 	}
@@ -450,6 +650,7 @@ func (s *sim) cancelAttempt(si int32, k int) {
 	}
 	r := sl.reqs[k]
 	sl.reqs[k] = -1
+	s.answered(si, &s.reqs[r], false)
 	s.discard(r)
 }
 
@@ -470,15 +671,27 @@ func (s *sim) discard(r int32) {
 		}
 		return
 	}
+	if s.tieDelay > 0 { // the cancellation travels to the server first
+		req.cancelling = true
+		s.h.push(event{t: s.now + s.tieDelay, kind: evCancel, idx: r, gen: req.gen})
+		return
+	}
+	s.cancelAtServer(r)
+}
+
+// cancelAtServer carries out the cancellation of request r at the server ("reaches" mode).
+func (s *sim) cancelAtServer(r int32) {
+	req := &s.reqs[r]
+	req.cancelling = false
 	switch req.state {
 	case rqQueued:
 		req.state = rqTomb
 		s.live--
+		s.rlive[req.replica]--
 	case rqService:
 		w := req.worker
-		s.wreq[w] = -1
+		s.freeWorker(w)
 		s.wgen[w]++
-		s.freeW = append(s.freeW, w)
 		s.setBusy(-1)
 		if req.measured {
 			served := s.now - req.start
@@ -500,9 +713,11 @@ func (s *sim) armTimer(si int32, at int64) {
 	s.h.push(event{t: at, kind: evTimer, idx: si, gen: sl.timerGen})
 }
 
-// finish records the end of the call in slot si. rejected: the call ended with an error.
-// Attempts still attached are discarded (the client normally cancels them itself first).
-func (s *sim) finish(si int32, rejected bool) {
+// finish records the end of the call in slot si; err is the call's error (nil: it succeeded).
+// A call refused before reaching the server (the adaptive limit, an open breaker) counts as
+// rejected; every failed call counts as failed. Attempts still attached are discarded (the
+// client normally cancels them itself first).
+func (s *sim) finish(si int32, err error) {
 	sl := s.slots[si]
 	if sl.finished {
 		return
@@ -511,8 +726,11 @@ func (s *sim) finish(si int32, rejected bool) {
 	if sl.measured {
 		s.outstanding--
 		s.finishedN++
-		if rejected {
-			s.rejected++
+		if err != nil {
+			s.failed++
+			if errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen) {
+				s.rejected++
+			}
 		} else {
 			s.lat = append(s.lat, s.now-sl.arrive)
 		}
@@ -520,6 +738,7 @@ func (s *sim) finish(si int32, rejected bool) {
 	for k, r := range sl.reqs {
 		if r >= 0 {
 			sl.reqs[k] = -1
+			s.answered(si, &s.reqs[r], false)
 			s.discard(r)
 		}
 	}
@@ -534,11 +753,13 @@ func (s *sim) measure(p *Point) {
 		p.Calls = s.calls
 	}
 	p.Events = s.events
-	if !s.collapse && len(s.lat) > 0 {
+	if !s.collapse && len(s.lat)+s.failed > 0 {
 		slices.Sort(s.lat)
-		p.P50Ms = quantileMs(s.lat, 0.50)
-		p.P99Ms = quantileMs(s.lat, 0.99)
-		p.P999Ms = quantileMs(s.lat, 0.999)
+		p.P50Ms = quantileMs(s.lat, s.failed, 0.50)
+		p.P99Ms = quantileMs(s.lat, s.failed, 0.99)
+		p.P999Ms = quantileMs(s.lat, s.failed, 0.999)
+	}
+	if !s.collapse && len(s.lat) > 0 {
 		var sum float64
 		for _, v := range s.lat {
 			sum += float64(v)
@@ -551,12 +772,13 @@ func (s *sim) measure(p *Point) {
 		p.RequestsPerCall = float64(s.reached) / float64(n)
 		p.HedgeRate = float64(s.hedges) / float64(n)
 		p.RejectedPct = 100 * float64(s.rejected) / float64(n)
+		p.FailedPct = 100 * float64(s.failed) / float64(n)
 	}
 	if s.hedges > 0 {
 		p.HedgeWinRate = float64(s.wins) / float64(s.hedges)
 	}
 	if span := s.now - s.winStart; s.measuring && span > 0 {
-		p.UtilisationPct = 100 * float64(s.area) / (float64(s.workers) * float64(span))
+		p.UtilisationPct = 100 * float64(s.area) / (float64(s.workers*s.replicas) * float64(span))
 	}
 	if s.serverNs > 0 {
 		p.WastedWorkPct = 100 * float64(s.wastedNs) / float64(s.serverNs)
@@ -566,10 +788,16 @@ func (s *sim) measure(p *Point) {
 	}
 }
 
-// quantileMs is the exact q-quantile of sorted (nearest rank: the smallest value with at least
-// q of the values at or below it), in milliseconds.
-func quantileMs(sorted []int64, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	i = max(0, min(i, len(sorted)-1))
+// quantileMs is the exact q-quantile (nearest rank: the smallest value with at least q of the
+// values at or below it), in milliseconds, of every measured call: the successes' latencies in
+// sorted, then failed calls, each slower than any success (SIMULATION.md, "Counting every
+// call"). A quantile that lands on a failed call is [Failed] (+Inf).
+func quantileMs(sorted []int64, failed int, q float64) float64 {
+	n := len(sorted) + failed
+	i := int(math.Ceil(q*float64(n))) - 1
+	i = max(0, min(i, n-1))
+	if i >= len(sorted) {
+		return Failed
+	}
 	return float64(sorted[i]) / float64(time.Millisecond)
 }

@@ -14,7 +14,7 @@ type plainClient struct{}
 
 func (plainClient) arrive(s *sim, sl int32)         { s.startAttempt(sl, 0) }
 func (plainClient) started(s *sim, sl int32, k int) {}
-func (plainClient) done(s *sim, sl int32, k int)    { s.finish(sl, false) }
+func (plainClient) done(s *sim, sl int32, k int)    { s.finish(sl, nil) }
 func (plainClient) timer(s *sim, sl int32)          {}
 
 func runPlain(workers int, d Distribution, calls int, load float64, seed uint64) Point {

@@ -7,6 +7,8 @@ const (
 	evArrival evKind = iota // the next call arrives
 	evDone                  // worker idx finishes its request (gen: the worker's generation)
 	evTimer                 // call slot idx's timer fires (gen: the slot's timer generation)
+	evCancel                // a cancellation of request idx reaches its server (gen: the request's generation)
+	evWake                  // a replica's pause ends: dispatch what waited for it
 )
 
 // event is one pending event. It is a small value: the heap stores events inline, so pushing
@@ -14,7 +16,7 @@ const (
 type event struct {
 	t    int64  // virtual time, ns since the run's epoch
 	seq  uint64 // push order: equal times pop first-in first-out, so ties are deterministic
-	idx  int32  // worker (evDone) or call slot (evTimer)
+	idx  int32  // worker (evDone), call slot (evTimer) or request (evCancel)
 	gen  uint32 // generation the event was pushed for; a mismatch means the event is stale
 	kind evKind
 }

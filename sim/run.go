@@ -46,6 +46,28 @@ type Params struct {
 	// MaxEvents bounds the work of one run; a run that reaches it is reported as a collapse.
 	// 0 = 100 × Calls + 1,000,000.
 	MaxEvents int64
+
+	// Clients is how many independent clients make the calls, each with its own *hedge.Policy
+	// built from the setup (and its own view of the replicas); each call belongs to one client,
+	// at random, so each sees a Poisson share of the arrivals. 0 = 1.
+	Clients int
+	// Replicas is how many servers there are, each with Workers workers and its own FIFO queue,
+	// behind a client-side Balancer; an attempt goes to a replica its call has not used while
+	// one is left. 0 = 1, the reference model; at most 64.
+	Replicas int
+	// Balancer chooses the replica of each attempt: "random", "round-robin",
+	// "least-outstanding" or "p2c" (power of two choices on outstanding attempts). "" = p2c.
+	Balancer string
+	// TieDelay is how long a cancellation takes to reach the server when cancellation reaches
+	// it (the network between them): until then the cancelled request stays queued or in
+	// service. 0 = at once.
+	TieDelay time.Duration
+	// Arrivals shapes the arrival rate over time (bursts, a load step). Zero = constant.
+	Arrivals Arrivals
+	// Slowdowns multiply service times for a while (a brownout, a degraded replica).
+	Slowdowns []Slowdown
+	// Pauses are periodic stop-the-world pauses of the replicas. Zero = none.
+	Pauses Pauses
 }
 
 func (p Params) resolve() (Params, error) {
@@ -61,8 +83,17 @@ func (p Params) resolve() (Params, error) {
 	if p.WarmupFraction == 0 {
 		p.WarmupFraction = 0.1
 	}
+	if p.Clients == 0 {
+		p.Clients = 1
+	}
+	if p.Replicas == 0 {
+		p.Replicas = 1
+	}
+	if p.Balancer == "" {
+		p.Balancer = BalancerP2C
+	}
 	if p.MaxQueue == 0 {
-		p.MaxQueue = 2000 * p.Workers
+		p.MaxQueue = 2000 * p.Workers * max(p.Replicas, 1)
 	}
 	if p.MaxEvents == 0 {
 		p.MaxEvents = 100*int64(p.Calls) + 1_000_000
@@ -78,6 +109,25 @@ func (p Params) resolve() (Params, error) {
 		return p, fmt.Errorf("sim: MaxQueue must be >= 1 (0 = 2000 × Workers), got %d", p.MaxQueue)
 	case p.MaxEvents < 0:
 		return p, fmt.Errorf("sim: MaxEvents must be >= 1 (0 = 100 × Calls + 1e6), got %d", p.MaxEvents)
+	case p.Clients < 0 || p.Clients > 1<<16:
+		return p, fmt.Errorf("sim: Clients must be in [1, 65536] (0 = 1), got %d", p.Clients)
+	case p.Replicas < 0 || p.Replicas > 64 || p.Replicas*p.Workers > maxWorkers:
+		return p, fmt.Errorf("sim: Replicas must be in [1, 64] (0 = 1) with at most %d workers in all, got %d", maxWorkers, p.Replicas)
+	case p.TieDelay < 0:
+		return p, fmt.Errorf("sim: TieDelay must be >= 0, got %v", p.TieDelay)
+	case p.Pauses.Every < 0 || p.Pauses.Length < 0 || p.Pauses.Replicas < 0 || (p.Pauses.Every > 0 && p.Pauses.Length >= p.Pauses.Every):
+		return p, fmt.Errorf("sim: Pauses need 0 <= Length < Every, got %+v", p.Pauses)
+	}
+	if err := checkBalancer(p.Balancer); err != nil {
+		return p, err
+	}
+	if err := p.Arrivals.check(); err != nil {
+		return p, err
+	}
+	for _, d := range p.Slowdowns {
+		if d.Replica < -1 || d.Replica >= p.Replicas || !(d.Factor > 0) || math.IsInf(d.Factor, 0) || d.From < 0 || (d.To != 0 && d.To < d.From) {
+			return p, fmt.Errorf("sim: Slowdown needs Replica in [-1, Replicas), Factor > 0 and 0 <= From <= To, got %+v", d)
+		}
 	}
 	if err := validateDistribution(p.Service); err != nil {
 		return p, err
@@ -98,21 +148,26 @@ func checkPoint(loadPct float64, mode string) error {
 // runner runs points one after another, reusing its engine and client buffers: one per
 // sweep goroutine.
 type runner struct {
-	s  *sim
-	hc hedgeClient
+	s   *sim
+	hc  hedgeClient
+	pol []*hedge.Policy
 }
 
 func newRunner() *runner { return &runner{s: newSim()} }
 
 // Run simulates one point: setup's policy (one *hedge.Policy shared by every call) against
 // the model in p, at loadPct percent of the load that keeps the workers busy without hedging
-// (λ = load · Workers / E[service time]), with the given cancellation mode (Ignored or
+// (λ = load · Workers · Replicas / E[service time], less the capacity that slow or pausing
+// replicas lose), with the given cancellation mode (Ignored or
 // Reaches) and seed. The same arguments give the same Point.
 //
 // What the figures mean:
-//   - latencies (P50Ms, P99Ms, P999Ms, MeanMs) are exact order statistics (nearest rank) of the
-//     measured calls that succeeded; rejected calls fail fast and are counted in RejectedPct
-//     instead. They are 0 when Collapse is set.
+//   - the percentiles (P50Ms, P99Ms, P999Ms) are exact order statistics (nearest rank) of every
+//     measured call, a failed call (rejected by the limit, refused by an open breaker, every
+//     attempt failed) counting as slower than any success: a percentile that lands on a failed
+//     call is [Failed]. FailedPct counts every failed call, RejectedPct those refused before
+//     reaching the server. MeanMs is the mean of the successful calls. All four are 0 when
+//     Collapse is set.
 //   - RequestsPerCall is the attempts that reached the server per measured call. An attempt
 //     reached the server when a worker started it or, in "ignored" mode, when it was queued
 //     (the server will serve it whatever the client does). In "reaches" mode an attempt
@@ -139,27 +194,55 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	cfg := setup.Config
 	user := cfg.Observer
 	cfg.Observer = r.hc.observe
-	pol, err := hedge.New(cfg)
-	if err != nil {
-		return Point{}, fmt.Errorf("sim: setup %q: %w", setup.Name, err)
+	r.pol = r.pol[:0]
+	for range p.Clients {
+		pol, err := hedge.New(cfg)
+		if err != nil {
+			return Point{}, fmt.Errorf("sim: setup %q: %w", setup.Name, err)
+		}
+		r.pol = append(r.pol, pol)
 	}
-	lambda := loadPct / 100 * float64(p.Workers) / p.Service.Mean().Seconds()
+	lambda := loadPct / 100 * (float64(p.Workers) * p.capacity()) / p.Service.Mean().Seconds()
 	if span := float64(p.Calls) / lambda * 1e9; span > 1<<60 {
 		return Point{}, fmt.Errorf("sim: load %v%% is too low: %d calls would take %.3g years of virtual time", loadPct, p.Calls, span/3.15e16)
 	}
 	warm := int(p.WarmupFraction * float64(p.Calls))
+	span := float64(p.Calls) / lambda * 1e9
+	var choose []chooser
+	if p.Replicas > 1 {
+		for c := range p.Clients {
+			rs, err := newReplicaSet(p.Balancer, p.Replicas, mix(streamKey(seed, streamChoose)+uint64(c)))
+			if err != nil {
+				return Point{}, fmt.Errorf("sim: %w", err)
+			}
+			choose = append(choose, rs)
+		}
+	}
+	pauses := p.Pauses.Replicas
+	if pauses == 0 {
+		pauses = p.Replicas
+	}
 	r.s.reset(runParams{
-		workers:   p.Workers,
-		dist:      p.Service,
-		calls:     p.Calls,
-		warm:      warm,
-		reaches:   mode == Reaches,
-		maxQueue:  p.MaxQueue,
-		maxEvents: p.MaxEvents,
-		lambda:    lambda,
-		seed:      seed,
+		replicas:   p.Replicas,
+		clients:    p.Clients,
+		choose:     choose,
+		tieDelay:   int64(p.TieDelay),
+		arrMult:    p.Arrivals.multiplier(span),
+		svcMult:    serviceMultiplier(p.Slowdowns, span),
+		pauseEvery: int64(p.Pauses.Every),
+		pauseLen:   int64(p.Pauses.Length),
+		pauses:     pauses,
+		workers:    p.Workers,
+		dist:       p.Service,
+		calls:      p.Calls,
+		warm:       warm,
+		reaches:    mode == Reaches,
+		maxQueue:   p.MaxQueue,
+		maxEvents:  p.MaxEvents,
+		lambda:     lambda,
+		seed:       seed,
 	}, &r.hc)
-	r.hc.reset(pol, r.s, user)
+	r.hc.reset(r.pol, r.s, user)
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = func() bool { return ctx.Err() != nil }
@@ -168,11 +251,48 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	if err := ctx.Err(); err != nil {
 		return Point{}, err
 	}
-	pt := Point{Setup: setup.Name, LoadPct: loadPct, Cancellation: mode, Seed: seed}
+	pt := Point{Setup: setup.Name, LoadPct: loadPct, Cancellation: mode, Seed: seed,
+		Replicas: p.Replicas, Balancer: p.balancerName(), Clients: p.Clients}
 	r.s.measure(&pt)
 	pt.Suppressed = r.hc.suppressed()
 	r.hc.p = nil
+	clear(r.pol)
 	return pt, nil
+}
+
+// capacity is how many replicas' worth of work the servers can do at the end of the run: a
+// replica slowed down until the end counts for 1/Factor of one, a pausing one for the share of
+// the time it is not paused. The load of a point is a share of this capacity, so that a slow or
+// pausing replica does not overload the model at every load (a brownout, which ends, does not
+// count). It is exactly Replicas when nothing is slowed or paused.
+func (p Params) capacity() float64 {
+	var c float64
+	pauses := p.Pauses.Replicas
+	if pauses == 0 {
+		pauses = p.Replicas
+	}
+	for r := range p.Replicas {
+		share := 1.0
+		for _, d := range p.Slowdowns {
+			if d.To == 0 && (d.Replica < 0 || d.Replica == r) {
+				share /= d.Factor
+			}
+		}
+		if p.Pauses.Every > 0 && r < pauses {
+			share *= 1 - float64(p.Pauses.Length)/float64(p.Pauses.Every)
+		}
+		c += share
+	}
+	return c
+}
+
+// balancerName is the Balancer of a model with replicas, "" for one replica (there is nothing to
+// balance).
+func (p Params) balancerName() string {
+	if p.Replicas <= 1 {
+		return ""
+	}
+	return p.Balancer
 }
 
 // SweepConfig says which points a Sweep runs and in what model. A zero field means the
@@ -203,12 +323,26 @@ type SweepConfig struct {
 	Modes []string
 	// Parallelism is how many points run at once. 0 = runtime.GOMAXPROCS(0).
 	Parallelism int
+
+	// Family is the scenario family whose model the sweep runs (see Families); "" = the
+	// reference model. The fields below, and Workers and Service, override the family's.
+	Family string
+	// Clients, Replicas, Balancer, TieDelay: see Params.
+	Clients  int
+	Replicas int
+	Balancer string
+	TieDelay time.Duration
+	// Balancers, with Replicas > 1: run every setup under each of these balancers ("all" =
+	// every balancer). nil = {Balancer}. Whatever it says, a sweep with replicas also runs "no
+	// hedge" under random and under p2c: the baselines a hedging setup must beat.
+	Balancers []string
 }
 
 // plan is a validated SweepConfig.
 type plan struct {
 	params Params
 	setups []Setup
+	runs   []setupRun // setups × balancers, in report order
 	loads  []float64
 	modes  []string
 	seeds  []uint64
@@ -217,7 +351,18 @@ type plan struct {
 
 func (c SweepConfig) plan() (plan, error) {
 	var pl plan
-	params, err := Params{Workers: c.Workers, Service: c.Service, Calls: c.Calls, WarmupFraction: c.WarmupFraction}.resolve()
+	fam := Family{Name: FamilyReference}
+	if c.Family != "" {
+		f, err := FamilyByName(c.Family)
+		if err != nil {
+			return pl, err
+		}
+		fam = f
+	}
+	params, err := Params{
+		Workers: c.Workers, Service: c.Service, Calls: c.Calls, WarmupFraction: c.WarmupFraction,
+		Clients: c.Clients, Replicas: c.Replicas, Balancer: c.Balancer, TieDelay: c.TieDelay,
+	}.withModel(fam.Params).resolve()
 	if err != nil {
 		return pl, err
 	}
@@ -293,6 +438,45 @@ func (c SweepConfig) plan() (plan, error) {
 	for i, s := range pl.setups {
 		names[i] = s.Name
 	}
+	pl.runs = nil
+	if params.Replicas <= 1 {
+		for _, s := range pl.setups {
+			pl.runs = append(pl.runs, setupRun{s, params.Balancer})
+		}
+	} else {
+		bals := c.Balancers
+		if len(bals) == 0 {
+			bals = []string{params.Balancer}
+		}
+		if slices.Contains(bals, "all") {
+			bals = Balancers
+		}
+		for _, b := range bals {
+			if err := checkBalancer(b); err != nil {
+				return pl, err
+			}
+		}
+		bals = dedup(bals)
+		var nh Setup
+		for _, s := range Setups(delay) {
+			if s.Name == SetupNoHedge {
+				nh = s
+			}
+		}
+		has := func(name, b string) bool {
+			return slices.Contains(bals, b) && slices.ContainsFunc(pl.setups, func(s Setup) bool { return s.Name == name })
+		}
+		for _, b := range []string{BalancerRandom, BalancerP2C} { // the baselines, first
+			if !has(SetupNoHedge, b) {
+				pl.runs = append(pl.runs, setupRun{nh, b})
+			}
+		}
+		for _, s := range pl.setups {
+			for _, b := range bals {
+				pl.runs = append(pl.runs, setupRun{s, b})
+			}
+		}
+	}
 	pl.model = Model{
 		Workers:        params.Workers,
 		ServiceTime:    params.Service.String(),
@@ -304,8 +488,19 @@ func (c SweepConfig) plan() (plan, error) {
 		LoadsPct:       slices.Clone(pl.loads),
 		Setups:         names,
 		Cancellations:  slices.Clone(pl.modes),
+		Family:         fam.Name,
+		Replicas:       params.Replicas,
+		Balancer:       params.balancerName(),
+		Clients:        params.Clients,
+		TieDelayMs:     float64(params.TieDelay) / 1e6,
 	}
 	return pl, nil
+}
+
+// setupRun is a setup under a balancer.
+type setupRun struct {
+	setup    Setup
+	balancer string
 }
 
 func dedup(s []string) []string {
@@ -329,13 +524,13 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 		return Report{}, err
 	}
 	type job struct {
-		setup Setup
-		load  float64
-		mode  string
-		seed  uint64
+		setupRun
+		load float64
+		mode string
+		seed uint64
 	}
 	var jobs []job
-	for _, s := range pl.setups {
+	for _, s := range pl.runs {
 		for _, l := range pl.loads {
 			for _, m := range pl.modes {
 				for _, sd := range pl.seeds {
@@ -367,7 +562,9 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 					return
 				}
 				j := jobs[i]
-				points[i], errs[i] = r.run(ctx, pl.params, j.setup, j.load, j.mode, j.seed)
+				p := pl.params
+				p.Balancer = j.balancer
+				points[i], errs[i] = r.run(ctx, p, j.setup, j.load, j.mode, j.seed)
 				if errs[i] != nil {
 					cancel()
 				}

@@ -22,8 +22,8 @@ type Script struct {
 	// Outcomes: attempt k's outcome. An attempt with no entry succeeds.
 	Outcomes []hedge.Outcome
 	// ReportService tells the call when each attempt starts service (at once, as the server
-	// has a free worker for every attempt). Do has no such signal, so leave it false to
-	// compare with Do; Tied needs it.
+	// has a free worker for every attempt), as hedge.StartedService does for Do; Tied needs
+	// it.
 	ReportService bool
 }
 

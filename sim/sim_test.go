@@ -68,6 +68,7 @@ func TestNoHedgeMatchesEngine(t *testing.T) {
 			t.Errorf("%s: suppressed %v", mode, got.Suppressed)
 		}
 		got.Setup, got.LoadPct, got.Cancellation, got.Seed, got.Suppressed = "", 0, "", 0, nil
+		got.Replicas, got.Clients = 0, 0
 		if !equalPoints(got, want) {
 			t.Errorf("%s: core-driven %+v\nengine alone %+v", mode, got, want)
 		}

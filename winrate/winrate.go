@@ -37,6 +37,7 @@
 package winrate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -77,19 +78,19 @@ type Config struct {
 }
 
 // Validate reports whether c is a valid configuration, naming the first
-// field that is not.
+// field that is not; the error wraps [ErrInvalidConfig].
 func (c Config) Validate() error {
 	if math.IsNaN(c.Floor) || c.Floor < 0 || c.Floor > 1 {
-		return fmt.Errorf("winrate: Config.Floor must be in [0, 1], got %v", c.Floor)
+		return invalid("winrate: Config.Floor must be in [0, 1], got %v", c.Floor)
 	}
 	if c.Window < 0 || (c.Window > 0 && c.Window < periods) {
-		return fmt.Errorf("winrate: Config.Window must be 0 or >= 4ns, got %v", c.Window)
+		return invalid("winrate: Config.Window must be 0 or >= 4ns, got %v", c.Window)
 	}
 	if c.MinimumSamples < 0 {
-		return fmt.Errorf("winrate: Config.MinimumSamples must be >= 0, got %d", c.MinimumSamples)
+		return invalid("winrate: Config.MinimumSamples must be >= 0, got %d", c.MinimumSamples)
 	}
 	if math.IsNaN(c.MinimumAllowance) || c.MinimumAllowance < 0 || c.MinimumAllowance > 1 {
-		return fmt.Errorf("winrate: Config.MinimumAllowance must be in [0, 1], got %v", c.MinimumAllowance)
+		return invalid("winrate: Config.MinimumAllowance must be in [0, 1], got %v", c.MinimumAllowance)
 	}
 	return nil
 }
@@ -222,4 +223,16 @@ func (l *Loop) Allowance(now time.Time) float64 {
 	defer l.mu.Unlock()
 	l.advance(now)
 	return l.allowance
+}
+
+// ErrInvalidConfig is wrapped by every error from [Config.Validate] and [New].
+var ErrInvalidConfig = errors.New("winrate: invalid Config")
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return ErrInvalidConfig }
+
+func invalid(format string, args ...any) error {
+	return &configError{msg: fmt.Sprintf(format, args...)}
 }

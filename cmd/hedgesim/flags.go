@@ -17,6 +17,10 @@ import (
 // config is what the command line asks for, parsed and checked. It holds no sim types, so that
 // flag parsing can be tested without the engine.
 type config struct {
+	// policy is what -config and -operation chose (policy.go): a user's policy, run beside
+	// the setups. nil without -config.
+	policy *policySetup
+
 	calls      int
 	seeds      []uint64
 	loads      []float64
@@ -28,6 +32,17 @@ type config struct {
 	hedgeDelay time.Duration
 	tablesOnly bool   // print Markdown tables on stdout, write no files
 	from       string // re-render this report.json instead of simulating
+
+	family     string // scenario family ("" = reference)
+	clients    int
+	replicas   int
+	balancers  []string // with replicas: the balancers to run every setup under
+	tieDelay   time.Duration
+	scorecard  bool     // run the safety scorecard instead of a report
+	families   []string // the scorecard's families (nil = every family)
+	setupSet   bool     // -setups was given
+	workersSet bool     // -workers was given (else the family's, or 16)
+	callsSet   bool     // -calls was given
 }
 
 // service is the parsed -service flag.
@@ -38,15 +53,19 @@ type service struct {
 	samples []time.Duration // empirical, read from file
 }
 
-// Defaults. With no arguments the command must finish quickly on a fresh machine: 20,000 calls
-// per point (the reference run is 200,000) and one seed.
+// Defaults: the reference run of SIMULATION.md (200,000 calls per point, seeds 1 and 2), so
+// that the figures the command prints with no arguments are the ones the README quotes. It takes
+// about ten seconds on two cores; a shorter run (-calls) prints how far its figures can be trusted.
 const (
-	defaultCalls      = 20000
-	defaultSeeds      = "1"
+	defaultCalls      = 200000
+	defaultSeeds      = "1,2"
 	defaultLoads      = "30,50,70,85,95"
 	defaultOut        = "hedgesim-report"
 	defaultWorkers    = 16
 	defaultHedgeDelay = 20 * time.Millisecond
+	// The scorecard runs 64 runs per family: 100,000 calls each (90,000 measured, so a p99.9
+	// rests on the slowest 90) keeps the whole scorecard near a minute on two cores.
+	defaultScorecardCalls = 100000
 )
 
 // usageError is a bad command line: the command prints it and exits with status 2.
@@ -63,18 +82,24 @@ queue. It runs every setup at every load in both cancellation modes and writes r
 report.html and report.json into -out. Same flags and seeds, same report, byte for byte.
 
 Examples:
-  hedgesim                                       # quick run: 20000 calls per point, seed 1
-  hedgesim -calls 200000 -seeds 1,2              # the reference run
+  hedgesim                                       # the reference run: 200000 calls per point, seeds 1 and 2
+  hedgesim -calls 20000 -seeds 1                 # a quick look (it says how far to trust it)
   hedgesim -setups "no hedge;hedge, default budget" -loads 70,95 -cancellation reaches
   hedgesim -service exponential:10ms -workers 8  # an M/M/8 queue
   hedgesim -service empirical:latencies.txt      # your own service times, one per line
+  hedgesim -family bursty -setups "no hedge;recommended"   # a scenario family's model
+  hedgesim -replicas 4 -workers 4 -balancer all  # 4 replicas with their own queues, every balancer
+  hedgesim -scorecard                            # the safety scorecard of recommended
+  hedgesim -scorecard -setups "recommended, adaptive limit" -families reference,bursty
+  hedgesim -config policy.yaml -operation api.example.com -service empirical:latencies.txt
+                                                 # the policy a service loads, beside no hedge
 
 Flags:
 `
 
 // parseArgs parses the command line. setupNames are the setups the simulator knows, in their
 // reference order. Errors are *usageError, except flag.ErrHelp for -h.
-func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, error) {
+func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("hedgesim", flag.ContinueOnError)
 	// The flag package would print the whole usage after every mistake; the command prints the
 	// error and a hint instead, and the usage only for -h.
@@ -88,18 +113,30 @@ func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, er
 		for _, n := range setupNames {
 			fmt.Fprintf(stderr, "  %s\n", n)
 		}
+		fmt.Fprintf(stderr, "\nScenario families (for -family and -families):\n")
+		for _, n := range familyNames {
+			fmt.Fprintf(stderr, "  %s\n", n)
+		}
 	}
 	calls := fs.Int("calls", defaultCalls, "calls per point (setup × load × cancellation × seed); the first 10% are not measured")
 	seeds := fs.String("seeds", defaultSeeds, "comma-separated seeds, e.g. 1,2")
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setups := fs.String("setups", "all", "setups to run, separated by ';' (names as listed below), or all")
 	cancel := fs.String("cancellation", "both", "cancellation mode: ignored, reaches or both")
+	policy := addPolicyFlags(fs) // -config, -operation
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
 	workers := fs.Int("workers", defaultWorkers, "workers serving the one shared FIFO queue")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN (e.g. exponential:10ms),\nor empirical:FILE (one duration per line, e.g. 12ms or 3.5ms; a bare number is ms; # starts a comment)")
 	delay := fs.Duration("hedge-delay", defaultHedgeDelay, "hedge delay of the fixed-delay setups (After)")
 	tables := fs.Bool("tables-only", false, "print the Markdown tables of each seed on stdout instead of writing files (for docs)")
 	from := fs.String("from", "", "render the report from this report.json instead of simulating (model flags are ignored)")
+	family := fs.String("family", "", "scenario family whose model to run (see the list below); default the reference model")
+	clients := fs.Int("clients", 0, "independent clients, each with its own policy, arrivals split evenly (default 1)")
+	replicas := fs.Int("replicas", 0, "replicas, each with -workers workers and its own FIFO queue (default 1: the reference model)")
+	balancer := fs.String("balancer", "", "client-side balancer with replicas: random, round-robin, least-outstanding or p2c (default p2c),\nor several separated by commas, or all; \"no hedge\" also runs under random and p2c")
+	tieDelay := fs.Duration("tie-delay", 0, "how long a cancellation takes to reach the server (cancellation reaches)")
+	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md and scorecard.json into -out")
+	families := fs.String("families", "all", "the scorecard's scenario families, comma-separated, or all")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -118,6 +155,48 @@ func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, er
 		hedgeDelay: *delay,
 		tablesOnly: *tables,
 		from:       *from,
+		family:     *family,
+		clients:    *clients,
+		replicas:   *replicas,
+		tieDelay:   *tieDelay,
+		scorecard:  *scorecard,
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "setups":
+			cfg.setupSet = true
+		case "workers":
+			cfg.workersSet = true
+		case "calls":
+			cfg.callsSet = true
+		}
+	})
+	if cfg.family != "" && !slices.Contains(familyNames, cfg.family) {
+		return config{}, usagef("-family: unknown family %q; the families are:\n  %s", cfg.family, strings.Join(familyNames, "\n  "))
+	}
+	if !strings.EqualFold(strings.TrimSpace(*families), "all") {
+		for f := range strings.SplitSeq(*families, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			if !slices.Contains(familyNames, f) {
+				return config{}, usagef("-families: unknown family %q; the families are:\n  %s", f, strings.Join(familyNames, "\n  "))
+			}
+			cfg.families = append(cfg.families, f)
+		}
+	}
+	if cfg.clients < 0 || cfg.replicas < 0 || cfg.replicas > 64 || cfg.tieDelay < 0 {
+		return config{}, usagef("-clients must be >= 1, -replicas in [1, 64], -tie-delay >= 0")
+	}
+	for b := range strings.SplitSeq(*balancer, ",") {
+		switch b = strings.TrimSpace(b); b {
+		case "":
+		case "all", "random", "round-robin", "least-outstanding", "p2c":
+			cfg.balancers = append(cfg.balancers, b)
+		default:
+			return config{}, usagef("-balancer must be random, round-robin, least-outstanding, p2c (or several, or all), got %q", b)
+		}
 	}
 	var err error
 	if cfg.calls <= 0 {
@@ -141,10 +220,24 @@ func parseArgs(args []string, setupNames []string, stderr io.Writer) (config, er
 	if cfg.setups, err = parseSetups(*setups, setupNames); err != nil {
 		return config{}, err
 	}
+	if cfg.scorecard {
+		if !cfg.callsSet {
+			cfg.calls = defaultScorecardCalls
+		}
+		if !cfg.setupSet {
+			cfg.setups = []string{"recommended"}
+		}
+		if len(cfg.setups) != 1 {
+			return config{}, usagef("-scorecard judges one setup against no hedge: give -setups one name")
+		}
+	}
 	if cfg.modes, err = parseCancellation(*cancel); err != nil {
 		return config{}, err
 	}
 	if cfg.service, err = parseService(*svc); err != nil {
+		return config{}, err
+	}
+	if err := policy.apply(fs, &cfg); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

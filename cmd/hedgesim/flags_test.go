@@ -23,12 +23,14 @@ var testNames = []string{
 	"recommended",
 }
 
+var testFamilies = []string{"reference", "bursty", "few-workers"}
+
 func TestParseDefaults(t *testing.T) {
-	cfg, err := parseArgs(nil, testNames, &bytes.Buffer{})
+	cfg, err := parseArgs(nil, testNames, testFamilies, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.calls != 20000 || !slices.Equal(cfg.seeds, []uint64{1}) ||
+	if cfg.calls != 200000 || !slices.Equal(cfg.seeds, []uint64{1, 2}) ||
 		!slices.Equal(cfg.loads, []float64{30, 50, 70, 85, 95}) || !slices.Equal(cfg.setups, testNames) ||
 		!slices.Equal(cfg.modes, []string{"ignored", "reaches"}) || cfg.out != "hedgesim-report" ||
 		cfg.workers != 16 || cfg.service.kind != "mixture" || cfg.hedgeDelay != 20*time.Millisecond ||
@@ -43,7 +45,7 @@ func TestParseFlags(t *testing.T) {
 		"-setups", "Hedge, default budget ; no  hedge;hedge, budget 5 %",
 		"-cancellation", "reaches", "-out", "x/y", "-workers", "8",
 		"-service", "exponential:12ms", "-hedge-delay", "35ms", "-tables-only",
-	}, testNames, &bytes.Buffer{})
+	}, testNames, testFamilies, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestParseFlags(t *testing.T) {
 		cfg.hedgeDelay != 35*time.Millisecond || !cfg.tablesOnly {
 		t.Errorf("parsed %+v", cfg)
 	}
-	cfg, err = parseArgs([]string{"-cancellation", "ignored", "-setups", "all"}, testNames, &bytes.Buffer{})
+	cfg, err = parseArgs([]string{"-cancellation", "ignored", "-setups", "all"}, testNames, testFamilies, &bytes.Buffer{})
 	if err != nil || !slices.Equal(cfg.modes, []string{"ignored"}) || !slices.Equal(cfg.setups, testNames) {
 		t.Errorf("-cancellation ignored -setups all: %+v, %v", cfg, err)
 	}
@@ -96,7 +98,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-out", ""}, "-out must name a directory"},
 	} {
 		var stderr bytes.Buffer
-		_, err := parseArgs(c.args, testNames, &stderr)
+		_, err := parseArgs(c.args, testNames, testFamilies, &stderr)
 		var ue *usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%q: error %v is not a usage error", c.args, err)
@@ -113,7 +115,7 @@ func TestParseErrors(t *testing.T) {
 
 func TestParseHelp(t *testing.T) {
 	var stderr bytes.Buffer
-	_, err := parseArgs([]string{"-h"}, testNames, &stderr)
+	_, err := parseArgs([]string{"-h"}, testNames, testFamilies, &stderr)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: error %v, want flag.ErrHelp", err)
 	}
@@ -129,7 +131,7 @@ func TestParseEmpirical(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# measured\n12ms\n\n 3.5ms # fast\n1.5s\n7\n0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseArgs([]string{"-service", "empirical:" + path}, testNames, &bytes.Buffer{})
+	cfg, err := parseArgs([]string{"-service", "empirical:" + path}, testNames, testFamilies, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func FuzzParseArgs(f *testing.F) {
 			return // reads files
 		}
 		cfg, err := parseArgs([]string{"-calls", calls, "-seeds", seeds, "-loads", loads, "-setups", setups,
-			"-cancellation", cancel, "-service", svc}, testNames, &bytes.Buffer{})
+			"-cancellation", cancel, "-service", svc}, testNames, testFamilies, &bytes.Buffer{})
 		if err != nil {
 			var ue *usageError
 			if !errors.As(err, &ue) && !errors.Is(err, flag.ErrHelp) {

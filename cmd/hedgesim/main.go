@@ -42,7 +42,7 @@ func isTerminal(f *os.File) bool {
 // run is the whole command; it returns the exit status: 0 done, 1 the run failed, 2 a bad
 // command line. showProgress writes a "points 12/80" line on stderr while the sweep runs.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgress bool) int {
-	cfg, err := parseArgs(args, setupNames(), stderr)
+	cfg, err := parseArgs(args, setupNames(), sim.FamilyNames(), stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -51,6 +51,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgr
 		return 2
 	}
 
+	if cfg.scorecard {
+		return runScorecard(ctx, cfg, stdout, stderr, showProgress)
+	}
 	var rep sim.Report
 	if cfg.from != "" {
 		rep, err = readReport(cfg.from)
@@ -102,18 +105,85 @@ func (s service) distribution() sim.Distribution {
 	return sim.ReferenceMixture()
 }
 
-// sweepConfig is the sim.SweepConfig the command line asks for.
+// sweepConfig is the sim.SweepConfig the command line asks for. A family's own workers and
+// service time apply unless -workers or -service say otherwise.
 func (c config) sweepConfig() sim.SweepConfig {
-	return sim.SweepConfig{
+	sc := sim.SweepConfig{
 		Workers:    c.workers,
-		Service:    c.service.distribution(),
 		HedgeDelay: c.hedgeDelay,
 		Calls:      c.calls,
 		Seeds:      c.seeds,
 		Loads:      c.loads,
 		Setups:     c.setups,
 		Modes:      c.modes,
+		Family:     c.family,
+		Clients:    c.clients,
+		Replicas:   c.replicas,
+		Balancers:  c.balancers,
+		TieDelay:   c.tieDelay,
 	}
+	if c.family == "" || c.service.kind != "mixture" {
+		sc.Service = c.service.distribution()
+	}
+	if c.family != "" && !c.workersSet {
+		sc.Workers = 0
+	}
+	return sc
+}
+
+// runScorecard runs the safety scorecard and writes scorecard.md and scorecard.json into -out.
+func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, showProgress bool) int {
+	start := time.Now()
+	var mu sync.Mutex
+	var progress func(done, total int)
+	if showProgress {
+		progress = func(done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "\rruns %d/%d", done, total)
+		}
+	}
+	res, err := sim.Scorecard(ctx, sim.ScorecardConfig{
+		Setup:     cfg.setups[0],
+		Candidate: cfg.candidate(), // -config: the file's policy
+		Families:  cfg.families,
+		Loads:     cfg.loads,
+		Modes:     cfg.modes,
+		Seeds:     cfg.seeds,
+		Calls:     cfg.calls,
+	}, progress)
+	if showProgress {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+	var md, js bytes.Buffer
+	if err := report.WriteScorecardMarkdown(&md, res); err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+	if err := report.WriteScorecardJSON(&js, res); err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+	for name, b := range map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes()} {
+		if err := os.WriteFile(filepath.Join(cfg.out, name), b, 0o644); err != nil {
+			fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+			return 1
+		}
+	}
+	held, total := res.Held()
+	paid, checked := res.Paid()
+	fmt.Fprintf(stdout, "Scorecard of %s against no hedge: holds on %d of %d points; payoff on %d of %d checked points "+
+		"(%d calls per run, %.0f s).\nScorecard: %s, %s\n", res.Setup, held, total, paid, checked, cfg.calls,
+		time.Since(start).Seconds(), filepath.Join(cfg.out, "scorecard.md"), filepath.Join(cfg.out, "scorecard.json"))
+	return 0
 }
 
 // sweep runs the simulation, with a progress line on stderr when showProgress is set.
@@ -133,7 +203,7 @@ func sweep(ctx context.Context, cfg config, stderr io.Writer, showProgress bool)
 			fmt.Fprintf(stderr, "\rpoints %d/%d", done, total)
 		}
 	}
-	rep, err := sim.Sweep(ctx, cfg.sweepConfig(), progress)
+	rep, err := sim.Sweep(ctx, cfg.withPolicy(cfg.sweepConfig()), progress)
 	if showProgress {
 		mu.Lock()
 		if last >= 0 {

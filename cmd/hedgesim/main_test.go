@@ -158,3 +158,48 @@ func TestSetupNamesMatchSim(t *testing.T) {
 		t.Errorf(`-setups "hedge, budget 5 %%" = %q, %v`, got, err)
 	}
 }
+
+func TestRunScorecard(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-scorecard", "-calls", "3000", "-seeds", "1", "-loads", "30,95", "-cancellation", "ignored",
+		"-families", "reference,few-workers", "-out", dir}
+	if code := run(context.Background(), args, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Scorecard of recommended against no hedge: holds on ") ||
+		!strings.Contains(stdout.String(), "of 4 points") {
+		t.Errorf("stdout: %s", stdout.String())
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "scorecard.md"))
+	if err != nil || !strings.Contains(string(md), "# Safety scorecard: recommended against no hedge") {
+		t.Errorf("scorecard.md: %v\n%s", err, md)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "scorecard.json"))
+	if err != nil || !strings.Contains(string(js), `"family": "few-workers"`) {
+		t.Errorf("scorecard.json: %v\n%s", err, js)
+	}
+	for _, c := range [][]string{
+		{"-scorecard", "-setups", "no hedge;recommended"},
+		{"-scorecard", "-families", "cloudy"},
+		{"-family", "cloudy"},
+		{"-balancer", "best"},
+	} {
+		if code := run(context.Background(), c, &bytes.Buffer{}, &bytes.Buffer{}, false); code != 2 {
+			t.Errorf("%q: exit %d, want 2", c, code)
+		}
+	}
+}
+
+func TestRunFamily(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-family", "few-workers", "-calls", "3000", "-seeds", "1", "-loads", "50", "-setups", "no hedge", "-out", dir}
+	if code := run(context.Background(), args, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if !strings.Contains(string(js), `"family": "few-workers"`) || !strings.Contains(string(js), `"workers": 4,`) {
+		t.Errorf("report.json of -family few-workers:\n%s", js)
+	}
+}

@@ -56,7 +56,12 @@ func ExampleWriteJSON() {
 	//     "seeds": [],
 	//     "loads_pct": [],
 	//     "setups": [],
-	//     "cancellations": []
+	//     "cancellations": [],
+	//     "family": "",
+	//     "replicas": 0,
+	//     "balancer": "",
+	//     "clients": 0,
+	//     "tie_delay_ms": 0
 	//   },
 	//   "points": [
 	//     {
@@ -72,13 +77,17 @@ func ExampleWriteJSON() {
 	//       "hedge_rate": 0.05,
 	//       "hedge_win_rate": 0.61,
 	//       "rejected_pct": 0,
+	//       "failed_pct": 0,
 	//       "utilisation_pct": 0,
 	//       "wasted_work_pct": 0,
 	//       "suppressed": {},
 	//       "mean_ms": 0,
 	//       "mean_wait_ms": 0,
 	//       "calls": 0,
-	//       "events": 0
+	//       "events": 0,
+	//       "replicas": 0,
+	//       "balancer": "",
+	//       "clients": 0
 	//     }
 	//   ]
 	// }
@@ -118,6 +127,12 @@ func ExampleWriteMarkdownTables() {
 	// | setup    |   50% |   95% |
 	// | -------- | ----: | ----: |
 	// | no hedge | 1.000 | 1.000 |
+	//
+	// ### Failed calls (%)
+	//
+	// | setup    |  50% |  95% |
+	// | -------- | ---: | ---: |
+	// | no hedge | 0.00 | 0.00 |
 	//
 	// ### Rejected calls (%)
 	//

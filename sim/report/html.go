@@ -19,7 +19,8 @@ import (
 //
 // The charts share one logarithmic latency axis so the modes can be compared by eye. A collapsed
 // point is drawn as an "×" in a band marked "collapse" above the plot, and a value above the
-// axis (capped at 100 s) as a triangle on the top edge with its figure, so neither squashes the rest.
+// axis (capped at 100 s) as a triangle on the top edge with its figure, so neither squashes the rest;
+// a percentile that lands on failed calls is a triangle on the top edge marked "failed".
 // Each setup has its own colour and its own dash pattern and marker, so lines stay apart in print
 // and for readers who do not tell the colours apart. Hovering a point shows its figure.
 func WriteHTML(w io.Writer, r sim.Report) error {
@@ -37,7 +38,7 @@ func WriteHTML(w io.Writer, r sim.Report) error {
 	}
 	bw.WriteString("<p>Latencies are in milliseconds. <b>collapse</b>: the queue never drained — hedges " +
 		"multiplied the load and latency grew for as long as the run lasted — so the point has no " +
-		"meaningful percentiles.")
+		"meaningful percentiles. " + strings.ReplaceAll(strings.ReplaceAll(esc(failedNote), "**failed**", "<b>failed</b>"), "**", ""))
 	if n := v.seedNote(); n != "" {
 		bw.WriteString(" " + esc(n) + " The charts show the same medians.")
 	}
@@ -116,6 +117,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.text, th.text { text-align: left; }
 table.model th { text-align: left; }
 td.collapse { color: #b00000; font-weight: bold; }
+td.failed { color: #7a0099; font-weight: bold; }
 td.marked { color: #8a4b00; }
 p.note { font-size: 13px; color: #444; margin: 0 0 8px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 16px; }
@@ -149,6 +151,8 @@ func writeHTMLTable(bw *bufio.Writer, t table) {
 					cls = "text"
 				case c == collapseText:
 					cls = "num collapse"
+				case c == failedText:
+					cls = "num failed"
 				case strings.HasSuffix(c, collapseMark):
 					cls = "num marked"
 				}
@@ -391,7 +395,7 @@ func (c *chart) write(bw *bufio.Writer) {
 		dx := (float64(i) - float64(n-1)/2) * 2.5 // a small dodge so identical points stay visible
 		type pt struct {
 			x, y     float64
-			kind     int // 0 on scale, 1 off the top, 2 collapse
+			kind     int // 0 on scale, 1 off the top, 2 collapse, 3 failed
 			value    float64
 			load     float64
 			hasPoint bool
@@ -403,7 +407,9 @@ func (c *chart) write(bw *bufio.Writer) {
 			case s.collapse[j]:
 				p.hasPoint, p.kind, p.y = true, 2, (bandTop+bandBottom)/2
 			case math.IsNaN(y):
-			case y > c.hi || math.IsInf(y, 1):
+			case sim.IsFailed(y):
+				p.hasPoint, p.kind, p.y = true, 3, plotTop
+			case y > c.hi:
 				p.hasPoint, p.kind, p.y, p.value = true, 1, plotTop, y
 			default:
 				p.hasPoint, p.value = true, y
@@ -443,6 +449,8 @@ func (c *chart) write(bw *bufio.Writer) {
 			switch p.kind {
 			case 2:
 				tip += collapseText
+			case 3:
+				tip += c.label + " " + failedText + " (lands on failed calls)"
 			default:
 				tip += c.label + " " + fmtMs(p.value) + " ms"
 			}
@@ -450,13 +458,17 @@ func (c *chart) write(bw *bufio.Writer) {
 			switch p.kind {
 			case 2:
 				writeCross(bw, p.x, p.y, colour)
-			case 1:
+			case 1, 3:
 				tx, anchor := p.x+7, "start"
 				if p.x > (plotLeft+plotRight)/2 {
 					tx, anchor = p.x-7, "end"
 				}
+				label := failedText
+				if p.kind == 1 {
+					label = fmtDuration(p.value)
+				}
 				fmt.Fprintf(bw, "<path d=\"M%s %sl5 8h-10z\" fill=\"%s\"/><text x=\"%s\" y=\"%s\" text-anchor=\"%s\" font-size=\"10\" fill=\"%s\">%s</text>",
-					f1(p.x), f1(p.y-4), colour, f1(tx), f1(p.y+5), anchor, colour, esc(fmtDuration(p.value)))
+					f1(p.x), f1(p.y-4), colour, f1(tx), f1(p.y+5), anchor, colour, esc(label))
 			default:
 				writeMarker(bw, mk, p.x, p.y, colour)
 			}

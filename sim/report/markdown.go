@@ -2,7 +2,10 @@ package report
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -30,7 +33,8 @@ func WriteMarkdown(w io.Writer, r sim.Report) error {
 		writeMDTable(bw, t, "")
 	}
 	bw.WriteString("Latencies are in milliseconds. **collapse**: the queue never drained — hedges multiplied " +
-		"the load and latency grew for as long as the run lasted — so the point has no meaningful percentiles.\n")
+		"the load and latency grew for as long as the run lasted — so the point has no meaningful percentiles. " +
+		failedNote + "\n")
 	if n := v.seedNote(); n != "" {
 		bw.WriteString(n + " The p99 and p99.9 of each seed are at the end.\n")
 	}
@@ -86,7 +90,9 @@ func writeMDTable(bw *bufio.Writer, t table, heading string) {
 				width[i] = max(width[i], utf8.RuneCountInString(mdEscape(c)))
 			}
 		}
-		left := func(i int) bool { return i == 0 || t.head[i] == "reason" || t.head[i] == "value" }
+		left := func(i int) bool {
+			return i == 0 || t.head[i] == "reason" || t.head[i] == "value" || t.head[i] == "why" || t.head[i] == "cancellation"
+		}
 		line := func(cells []string) {
 			bw.WriteString("|")
 			for i, c := range cells {
@@ -127,7 +133,9 @@ func mdEscape(s string) string {
 }
 
 // WriteHeadline writes the p99 table of each cancellation mode — the figures a person looks at
-// first — in the same padded Markdown as WriteMarkdown, for a terminal.
+// first — in the same padded Markdown as WriteMarkdown, for a terminal, then how far to trust
+// them: how many calls lie beyond p99 and p99.9, how far apart the seeds are, and whether the
+// run is too short for its tail figures.
 func WriteHeadline(w io.Writer, r sim.Report) error {
 	v := newView(r)
 	bw := bufio.NewWriter(w)
@@ -138,5 +146,54 @@ func WriteHeadline(w io.Writer, r sim.Report) error {
 		t := v.modeTables(mode, v.seeds)[0]
 		writeMDTable(bw, t, "p99 latency (ms), "+modeShort(mode)+":")
 	}
+	if n := v.trustNote(); n != "" {
+		bw.WriteString(n + "\n")
+	}
 	return bw.Flush()
+}
+
+// trustNote says how far the percentiles of a run can be trusted: how many calls lie beyond
+// each percentile of a point, and how far apart the seeds' p99s are. A short run says so.
+func (v *view) trustNote() string {
+	m := v.r.Model
+	if m.Calls <= 0 {
+		return ""
+	}
+	measured := int(float64(m.Calls) * (1 - m.WarmupFraction))
+	var b strings.Builder
+	fmt.Fprintf(&b, "How far to trust these figures: each point measured %d calls, so its p99 rests on the "+
+		"slowest %d calls and its p99.9 on the slowest %d.", measured, measured/100, measured/1000)
+	var spreads []float64
+	if len(v.seeds) > 1 {
+		for _, mode := range v.modes {
+			for _, s := range v.setups {
+				for _, l := range v.loads {
+					lo, hi, n := math.Inf(1), 0.0, 0
+					for _, seed := range v.seeds {
+						p := v.points[key{s, l, mode, seed}]
+						if p == nil || p.Collapse || sim.IsFailed(p.P99Ms) || p.P99Ms <= 0 {
+							n = -len(v.seeds)
+							continue
+						}
+						lo, hi, n = min(lo, p.P99Ms), max(hi, p.P99Ms), n+1
+					}
+					if n > 1 {
+						spreads = append(spreads, 100*(hi-lo)/lo)
+					}
+				}
+			}
+		}
+	}
+	if len(spreads) > 0 {
+		fmt.Fprintf(&b, " Between seeds %s the p99 of a point differs by %s %% at the median, %s %% at most.",
+			joinSeeds(v.seeds), fmtFloat(median(slices.Clone(spreads)), 1), fmtFloat(slices.Max(spreads), 1))
+	} else if len(v.seeds) == 1 {
+		b.WriteString(" With one seed the run cannot show how much a figure moves with the seed (add -seeds 1,2).")
+	}
+	if measured/1000 < 100 {
+		b.WriteString(" **This is a short run**: fewer than 100 calls lie beyond each p99.9, and a few bursts of " +
+			"stragglers move its tail figures a lot. The reference figures (README, docs/reference) come from " +
+			"200000 calls per point and seeds 1 and 2, the command's defaults.")
+	}
+	return b.String()
 }

@@ -29,6 +29,15 @@ import (
 // collapseText is what a latency cell shows for a collapsed point. Scripts and tests look for it.
 const collapseText = "collapse"
 
+// failedText is what a latency cell shows when the percentile lands on failed calls: a failed
+// call counts as slower than any success (sim.Failed).
+const failedText = "failed"
+
+// failedNote explains how failed calls enter the latency figures.
+const failedNote = "Every percentile counts every call: a failed call (rejected by the adaptive limit, " +
+	"refused by an open breaker, or every attempt failed) is slower than any success, and a percentile " +
+	"that lands on failed calls reads **failed**."
+
 // key identifies one point of a sweep.
 type key struct {
 	setup string
@@ -54,17 +63,30 @@ type view struct {
 func newView(r sim.Report) *view {
 	r = normalize(r)
 	v := &view{r: r, points: make(map[key]*sim.Point, len(r.Points))}
+	var bals []string
+	for _, p := range r.Points {
+		if p.Balancer != "" {
+			bals = appendUnique(bals, p.Balancer)
+		}
+	}
+	// With replicas, a sweep runs setups under several balancers: each setup × balancer is a row.
+	row := func(p *sim.Point) string { return p.Setup }
+	if len(bals) > 1 {
+		row = func(p *sim.Point) string { return p.Setup + " · " + p.Balancer }
+	}
 	v.modes = appendUnique(nil, r.Model.Cancellations...)
-	v.setups = appendUnique(nil, r.Model.Setups...)
+	if len(bals) <= 1 {
+		v.setups = appendUnique(nil, r.Model.Setups...)
+	}
 	v.loads = appendUnique(nil, r.Model.LoadsPct...)
 	v.seeds = appendUnique(nil, r.Model.Seeds...)
 	for i := range r.Points {
 		p := &r.Points[i]
 		v.modes = appendUnique(v.modes, p.Cancellation)
-		v.setups = appendUnique(v.setups, p.Setup)
+		v.setups = appendUnique(v.setups, row(p))
 		v.loads = appendUnique(v.loads, p.LoadPct)
 		v.seeds = appendUnique(v.seeds, p.Seed)
-		k := key{p.Setup, p.LoadPct, p.Cancellation, p.Seed}
+		k := key{row(p), p.LoadPct, p.Cancellation, p.Seed}
 		if _, dup := v.points[k]; !dup { // the first copy of a duplicated point wins
 			v.points[k] = p
 		}
@@ -93,6 +115,7 @@ type cell struct {
 	hedgeRate  float64
 	winRate    float64
 	rejected   float64
+	failed     float64
 	util       float64
 	wasted     float64
 	suppressed map[string]float64
@@ -127,6 +150,7 @@ func (v *view) cell(setup string, load float64, mode string, seeds []uint64) cel
 	c.hedgeRate = med(func(p *sim.Point) float64 { return p.HedgeRate })
 	c.winRate = med(func(p *sim.Point) float64 { return p.HedgeWinRate })
 	c.rejected = med(func(p *sim.Point) float64 { return p.RejectedPct })
+	c.failed = med(func(p *sim.Point) float64 { return p.FailedPct })
 	c.util = med(func(p *sim.Point) float64 { return p.UtilisationPct })
 	c.wasted = med(func(p *sim.Point) float64 { return p.WastedWorkPct })
 	var reasons []string
@@ -145,7 +169,8 @@ func (v *view) cell(setup string, load float64, mode string, seeds []uint64) cel
 }
 
 // median of xs (sorted in place); the mean of the two middle values for an even count.
-// NaNs sort first and so are ignored unless they are the majority.
+// NaNs sort first and so are ignored unless they are the majority. A failed latency (+Inf)
+// sorts last: the median of two seeds of which one failed is failed.
 func median(xs []float64) float64 {
 	sort.Float64s(xs)
 	n := len(xs)
@@ -193,6 +218,8 @@ func fmtLoad(l float64) string { return strconv.FormatFloat(l, 'f', -1, 64) + "%
 // fmtMs formats a latency: one decimal below 1000 ms, whole milliseconds above.
 func fmtMs(x float64) string {
 	switch {
+	case sim.IsFailed(x):
+		return failedText
 	case math.IsNaN(x) || math.IsInf(x, 0):
 		return "n/a"
 	case math.Abs(x) >= 1000:
@@ -271,6 +298,7 @@ func (v *view) modeTables(mode string, seeds []uint64) []table {
 		latency("p99.9 latency (ms)", func(c cell) float64 { return c.p999 }),
 		latency("p50 latency (ms)", func(c cell) float64 { return c.p50 }),
 		marked("Requests per call (attempts that reached the server ÷ calls)", func(c cell) string { return fmtFloat(c.rpc, 3) }),
+		marked("Failed calls (%)", func(c cell) string { return fmtFloat(c.failed, 2) }),
 		marked("Rejected calls (%)", func(c cell) string { return fmtFloat(c.rejected, 2) }),
 		marked("Worker utilisation (%)", func(c cell) string { return fmtFloat(c.util, 1) }),
 		marked("Hedge rate / hedge win rate (% of calls hedged / % of hedges that won)", func(c cell) string {
@@ -344,8 +372,25 @@ func (v *view) modelRows() [][2]string {
 	m := v.r.Model
 	var rows [][2]string
 	add := func(k, val string) { rows = append(rows, [2]string{k, val}) }
-	if m.Workers > 0 {
+	if m.Family != "" && m.Family != sim.FamilyReference {
+		about := m.Family
+		if f, err := sim.FamilyByName(m.Family); err == nil {
+			about += ": " + f.About
+		}
+		add("scenario family", about)
+	}
+	switch {
+	case m.Replicas > 1:
+		add("replicas", strconv.Itoa(m.Replicas)+" × "+strconv.Itoa(m.Workers)+
+			" workers, each replica with its own FIFO queue; balancer "+m.Balancer+"; a hedge goes to a replica its call has not used")
+	case m.Workers > 0:
 		add("workers", strconv.Itoa(m.Workers)+", one FIFO queue shared by every attempt of every call")
+	}
+	if m.Clients > 1 {
+		add("clients", strconv.Itoa(m.Clients)+" independent clients, each with its own policy; each call belongs to one at random")
+	}
+	if m.TieDelayMs > 0 {
+		add("cancellation delay", fmtFloat(m.TieDelayMs, -1)+" ms for a cancellation to reach the server")
 	}
 	if m.ServiceTime != "" || m.MeanServiceMs > 0 {
 		s := m.ServiceTime

@@ -238,8 +238,23 @@ func TestHeadline(t *testing.T) {
 			t.Errorf("headline lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "p99.9") {
+	if strings.Contains(out, "p99.9 latency") {
 		t.Error("headline has more than the p99 tables")
+	}
+	// sampleReport has 20000 calls per point and one seed: the headline says it is short.
+	for _, want := range []string{"p99 rests on the slowest 180 calls", "With one seed", "This is a short run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("headline lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	long := sampleReport(1, 2)
+	long.Model.Calls = 200000
+	if err := WriteHeadline(&b, long); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "short run") || !strings.Contains(out, "Between seeds 1, 2 the p99 of a point differs by 1.0 % at the median") {
+		t.Errorf("headline of a long two-seed run:\n%s", out)
 	}
 }
 
@@ -625,5 +640,53 @@ func TestHTMLOffScale(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "<title>hedge, budget 5 %, 95%: p99.9 250000 ms</title>") {
 		t.Error("off-scale point lacks its tooltip")
+	}
+}
+
+func TestFailedPercentiles(t *testing.T) {
+	r := sampleReport(1, 2)
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Setup == "hedge, budget 5 %" && p.LoadPct == 95 && p.Cancellation == "ignored" {
+			p.FailedPct = 3
+			p.P999Ms = sim.Failed
+			if p.Seed == 2 { // one seed failed at p99: the median of the two is failed
+				p.P99Ms = sim.Failed
+			}
+		}
+	}
+	var js, md, ht bytes.Buffer
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(js.String(), `"p999_ms": null`); n != 2 {
+		t.Errorf("report.json has %d null p99.9s, want 2", n)
+	}
+	if n := strings.Count(js.String(), `"p99_ms": null`); n != 1 {
+		t.Errorf("report.json has %d null p99s, want 1", n)
+	}
+	var back sim.Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if err := WriteJSON(&again, back); err != nil || again.String() != js.String() {
+		t.Errorf("report.json does not survive a round trip (%v)", err)
+	}
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	// p99 and p99.9 per mode (medians), and the per-seed p99.9 of both seeds plus seed 2's p99.
+	if n := strings.Count(md.String(), " failed |\n"); n != 5 {
+		t.Errorf("report.md has %d failed cells, want 5:\n%s", n, md.String())
+	}
+	if err := WriteHTML(&ht, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ht.String(), `<td class="num failed">failed</td>`) {
+		t.Error("report.html does not mark failed cells")
+	}
+	if !strings.Contains(ht.String(), "p99.9 failed (lands on failed calls)") {
+		t.Error("report.html charts do not show the failed point")
 	}
 }

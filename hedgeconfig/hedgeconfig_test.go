@@ -1,0 +1,304 @@
+package hedgeconfig_test
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/breaker"
+	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/hedgeconfig"
+	"github.com/hedgekit/hedge/limit"
+	"github.com/hedgekit/hedge/winrate"
+)
+
+func load(t *testing.T, path string) *hedgeconfig.File {
+	t.Helper()
+	f, err := hedgeconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestLoadExample(t *testing.T) {
+	f := load(t, "testdata/policy.yaml")
+	defaults := hedge.Config{
+		Trigger:      hedge.AtQuantile(0.95),
+		MinimumDelay: 5 * time.Millisecond,
+		Budget:       budget.Config{Ratio: 0.1, MinPerSecond: 1},
+		Limit:        &limit.Config{},
+		Breaker:      &breaker.Config{FailureRatio: 0.5},
+	}
+	if !reflect.DeepEqual(f.Defaults.Policy, defaults) || f.Defaults.Name != "defaults" {
+		t.Errorf("defaults = %+v, want %+v", f.Defaults.Policy, defaults)
+	}
+	want := map[string]struct {
+		edit func(*hedge.Config)
+		rep  hedge.Repeatability
+	}{
+		"users.internal": {func(c *hedge.Config) { c.Trigger = hedge.AtQuantile(0.9) }, hedge.RepeatableDefault},
+		"users.internal/v1/search": {func(c *hedge.Config) {
+			c.Trigger, c.Attempts, c.MaximumConcurrent = hedge.After(40*time.Millisecond), 3, 2
+		}, hedge.Repeatable},
+		"payments.internal:8443":          {func(c *hedge.Config) { c.Trigger = hedge.Trigger{} }, hedge.NotRepeatable},
+		"/inventory.v1.Inventory/":        {func(c *hedge.Config) { c.WinRate = &winrate.Config{Floor: 0.2} }, hedge.RepeatableDefault},
+		"/inventory.v1.Inventory/Reserve": {func(c *hedge.Config) { c.Breaker, c.Limit = nil, nil }, hedge.RepeatableDefault},
+	}
+	if got := f.Names(); len(got) != len(want) || got[0] != "users.internal" || got[4] != "/inventory.v1.Inventory/Reserve" {
+		t.Errorf("names %v", got)
+	}
+	for name, w := range want {
+		op, ok := f.Lookup(name)
+		if !ok {
+			t.Errorf("no operation %q", name)
+			continue
+		}
+		c := defaults
+		c.Limit = &limit.Config{}
+		c.Breaker = &breaker.Config{FailureRatio: 0.5}
+		w.edit(&c)
+		if !reflect.DeepEqual(op.Policy, c) || op.Repeatable != w.rep {
+			t.Errorf("%s = %+v %v, want %+v %v", name, op.Policy, op.Repeatable, c, w.rep)
+		}
+	}
+	// An operation's block is its own: changing it leaves the defaults alone.
+	op, _ := f.Lookup("users.internal")
+	op.Policy.Limit.MaxLimit = 7
+	if f.Defaults.Policy.Limit.MaxLimit != 0 {
+		t.Error("operations share the defaults' blocks")
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	f := load(t, "testdata/policy.yaml")
+	out, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := hedgeconfig.Parse("marshalled", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !sameFile(f, g) {
+		t.Errorf("load → marshal → load changed the file:\n%s", out)
+	}
+	// The output is what a person would write.
+	for _, part := range []string{"trigger: quantile 0.95", "minimum_delay: 5ms", "trigger: after 40ms", "breaker: false", "idempotent: true", "limit: true"} {
+		if !strings.Contains(string(out), part) {
+			t.Errorf("marshalled file has no %q:\n%s", part, out)
+		}
+	}
+}
+
+func sameFile(a, b *hedgeconfig.File) bool {
+	if !reflect.DeepEqual(a.Defaults.Policy, b.Defaults.Policy) || a.Defaults.Repeatable != b.Defaults.Repeatable ||
+		len(a.Operations) != len(b.Operations) {
+		return false
+	}
+	for i := range a.Operations {
+		x, y := a.Operations[i], b.Operations[i]
+		if x.Name != y.Name || x.Repeatable != y.Repeatable || !reflect.DeepEqual(x.Policy, y.Policy) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestJSON(t *testing.T) {
+	src := "{\n\t\"defaults\": {\"trigger\": \"after 20ms\", \"budget\": {\"unlimited\": true}},\n" +
+		"\t\"operations\": {\"/pkg.S/M\": {\"attempts\": 3, \"idempotent\": true}}\n}\n"
+	f, err := hedgeconfig.Parse("policy.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := f.ForMethod("/pkg.S/M")
+	if op.Policy.Trigger != hedge.After(20*time.Millisecond) || !op.Policy.Budget.Unlimited || op.Policy.Attempts != 3 || op.Repeatable != hedge.Repeatable {
+		t.Errorf("op = %+v", op)
+	}
+	_, err = hedgeconfig.Parse("policy.json", []byte("{\n\t\"defaults\": {\"atempts\": 3}\n}"))
+	if err == nil || err.Error() != `policy.json:2:15: defaults.atempts: unknown field (known: trigger, attempts, maximum_concurrent, window, minimum_samples, minimum_delay, maximum_delay, budget, backoff, breaker, suppress_at, limit, win_rate, criticality, overload_cooldown, local_saturation)` {
+		t.Errorf("JSON error: %v", err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"unknown field", "defaults:\n  trigger: after 20ms\n  tirgger: after 30ms\n",
+			"policy.yaml:3:3: defaults.tirgger: unknown field (known: trigger, attempts,"},
+		{"unknown nested field", "operations:\n  a.example:\n    budget:\n      ratio: 0.1\n      ration: 0.2\n",
+			`policy.yaml:5:7: operations["a.example"].budget.ration: unknown field (known: ratio, min_per_second, window, unlimited)`},
+		{"bad duration", "defaults:\n  minimum_delay: 20xs\n",
+			`policy.yaml:2:18: defaults.minimum_delay: must be a duration such as 20ms or 1m30s, got "20xs"`},
+		{"duration without unit", "defaults:\n  window: 30\n",
+			"policy.yaml:2:11: defaults.window: must be a duration such as 20ms or 1m30s, got 30"},
+		{"quantile 1.5", "operations:\n  a.example:\n    trigger: quantile 1.5\n",
+			`policy.yaml:3:14: operations["a.example"].trigger: hedge: invalid config: trigger "quantile 1.5": the quantile must be a number in [0.5, 1), got "1.5"`},
+		{"wrong type", "defaults:\n  attempts: two\n",
+			`policy.yaml:2:13: defaults.attempts: must be a whole number, got "two"`},
+		{"wrong type, a list", "defaults:\n  breaker: [1, 2]\n",
+			"policy.yaml:2:12: defaults.breaker: must be a mapping of fields, true or false, got a list"},
+		{"float for int", "defaults:\n  attempts: 2.5\n",
+			"policy.yaml:2:13: defaults.attempts: must be a whole number, got 2.5"},
+		{"policy rule", "defaults:\n  trigger: after 20ms\n  attempts: 2\n  maximum_concurrent: 3\n",
+			"policy.yaml:4:23: defaults.maximum_concurrent: hedge: invalid config: MaximumConcurrent (3) must not exceed Attempts (2)"},
+		{"nested policy rule", "operations:\n  a.example:\n    breaker:\n      failure_ratio: 2\n",
+			`policy.yaml:4:22: operations["a.example"].breaker.failure_ratio: hedge: invalid config: Breaker: breaker: Config.FailureRatio must be in [0, 1] or negative (rule off), got 2`},
+		{"repeated key", "defaults:\n  attempts: 2\n  attempts: 3\n",
+			"policy.yaml:3:3: defaults.attempts: repeated key"},
+		{"scheme in name", "operations:\n  https://a.example:\n    attempts: 2\n",
+			`policy.yaml:2:3: operations["https://a.example"]: operation name "https://a.example": write the host without a scheme`},
+		{"bad gRPC name", "operations:\n  /a/b/c:\n    attempts: 2\n",
+			`policy.yaml:2:3: operations["/a/b/c"]: operation name "/a/b/c": a gRPC operation is /package.Service/Method or /package.Service/`},
+		{"gRPC service without its slash", "operations:\n  /pkg.Service:\n    attempts: 2\n",
+			`policy.yaml:2:3: operations["/pkg.Service"]: operation name "/pkg.Service": a gRPC operation is /package.Service/Method or /package.Service/`},
+		{"unknown top-level key", "default:\n  attempts: 2\n",
+			"policy.yaml:1:1: default: unknown key (want defaults or operations)"},
+		{"not a mapping", "- 1\n- 2\n",
+			"policy.yaml:1:1: the file must be a mapping with the keys defaults and operations"},
+		{"idempotent", "defaults:\n  idempotent: yes\n",
+			`policy.yaml:2:15: defaults.idempotent: must be true, false or null, got "yes"`},
+		{"NaN", "defaults:\n  suppress_at: .nan\n",
+			"policy.yaml:2:16: defaults.suppress_at: must be a finite number, got .nan"},
+		{"syntax: a tab", "defaults:\n\tattempts: 2\n",
+			"policy.yaml:2: found character that cannot start any token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := hedgeconfig.Parse("policy.yaml", []byte(tc.src))
+			if err == nil {
+				t.Fatalf("no error; want %s", tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error:\n%v\nwant:\n%s", err, tc.want)
+			}
+			var e *hedgeconfig.Error
+			if !errors.As(err, &e) || !errors.Is(err, hedgeconfig.ErrInvalid) || e.File != "policy.yaml" || e.Line == 0 {
+				t.Errorf("error %#v: want an *Error wrapping ErrInvalid with file and line", err)
+			}
+			if strings.Count(err.Error(), "policy.yaml") != 1 {
+				t.Errorf("more than one error: %v", err)
+			}
+		})
+	}
+}
+
+func TestEmptyFile(t *testing.T) {
+	for _, src := range []string{"", "# nothing\n", "defaults:\noperations:\n", "{}"} {
+		f, err := hedgeconfig.Parse("empty.yaml", []byte(src))
+		if err != nil || len(f.Operations) != 0 || !reflect.DeepEqual(f.Defaults.Policy, hedge.Config{}) {
+			t.Errorf("Parse(%q) = %+v, %v", src, f, err)
+		}
+	}
+}
+
+func TestForHTTPMostSpecificWins(t *testing.T) {
+	f := load(t, "testdata/policy.yaml")
+	for url, want := range map[string]string{
+		"http://users.internal/v1/users/7":         "users.internal",
+		"http://USERS.internal:8080/v1/search":     "users.internal/v1/search",
+		"http://users.internal/v1/search/deep?q=1": "users.internal/v1/search",
+		"http://users.internal/v1/searchable":      "users.internal",
+		"https://payments.internal:8443/pay":       "payments.internal:8443",
+		"https://payments.internal/pay":            "defaults",
+		"http://elsewhere/":                        "defaults",
+	} {
+		r, _ := http.NewRequest("GET", url, nil)
+		if got := f.ForHTTP(r).Name; got != want {
+			t.Errorf("ForHTTP(%s) = %s, want %s", url, got, want)
+		}
+	}
+	for method, want := range map[string]string{
+		"/inventory.v1.Inventory/Reserve": "/inventory.v1.Inventory/Reserve",
+		"/inventory.v1.Inventory/List":    "/inventory.v1.Inventory/",
+		"/users.v1.Users/Get":             "defaults",
+	} {
+		if got := f.ForMethod(method).Name; got != want {
+			t.Errorf("ForMethod(%s) = %s, want %s", method, got, want)
+		}
+	}
+}
+
+// Every data field of hedge.Config, its blocks included, can be written in a file, and
+// comes back from marshalling as it was.
+func TestEveryFieldRoundTrips(t *testing.T) {
+	src := `defaults:
+  trigger: after 25ms
+  attempts: 4
+  maximum_concurrent: 3
+  window: 1m
+  minimum_samples: 50
+  minimum_delay: 2ms
+  maximum_delay: 2s
+  budget: {ratio: 0.05, min_per_second: 2, window: 20s, unlimited: false}
+  backoff: {initial: 5ms, maximum: 500ms, multiplier: 1.5, jitter: -1}
+  breaker: {consecutive_failures: 7, failure_ratio: 0.4, window: 30s, minimum_calls: 40, open_for: 10s, half_open_calls: 2}
+  suppress_at: 0.75
+  limit: {initial_limit: 30, min_limit: 10, max_limit: 300, smoothing: 0.1, rtt_tolerance: 2, long_window: 900, queue_size: 6}
+  win_rate: {floor: 0.15, window: 2m, minimum_samples: 20, minimum_allowance: 0.1}
+  criticality: true
+  overload_cooldown: 3s
+  local_saturation: {scheduler_latency: 8ms, interval: 250ms}
+  idempotent: true
+operations:
+  a.example/x:
+    budget: {ratio: 1e-12}
+    breaker: {half_open_calls: 3}
+    local_saturation: false
+    idempotent: null
+`
+	f, err := hedgeconfig.Parse("all.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.Defaults.Policy
+	if d.Attempts != 4 || d.Budget.Window != 20*time.Second || d.Backoff.Multiplier != 1.5 || d.Breaker.HalfOpenCalls != 2 ||
+		d.Limit.RTTTolerance != 2 || d.WinRate.Window != 2*time.Minute || !d.Criticality || d.LocalSaturation.Interval != 250*time.Millisecond ||
+		f.Defaults.Repeatable != hedge.Repeatable {
+		t.Errorf("defaults = %+v", d)
+	}
+	op := f.Operations[0]
+	if op.Policy.Budget.Ratio != budget.Zero || op.Policy.Budget.MinPerSecond != 2 || op.Policy.Breaker.HalfOpenCalls != 3 ||
+		op.Policy.Breaker.ConsecutiveFailures != 7 || op.Policy.LocalSaturation != nil || op.Repeatable != hedge.RepeatableDefault {
+		t.Errorf("operation = %+v", op.Policy)
+	}
+	out, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := hedgeconfig.Parse("again.yaml", out)
+	if err != nil || !sameFile(f, g) {
+		t.Errorf("round trip: %v\n%s", err, out)
+	}
+}
+
+func TestMarshalProgrammaticFile(t *testing.T) {
+	// A File built in code marshals too, and its operations' matchers come from parsing.
+	f := &hedgeconfig.File{
+		Defaults: hedgeconfig.Operation{Name: "defaults", Policy: hedge.Config{Trigger: hedge.AtQuantile(0.99)}},
+		Operations: []hedgeconfig.Operation{
+			{Name: "a.example", Policy: hedge.Config{Trigger: hedge.Tied(), Attempts: 2, Breaker: &breaker.Config{}}, Repeatable: hedge.NotRepeatable},
+		},
+	}
+	out, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := hedgeconfig.Parse("m.yaml", out)
+	if err != nil || !sameFile(f, g) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r, _ := http.NewRequest("GET", "http://a.example/", nil)
+	if g.ForHTTP(r).Name != "a.example" {
+		t.Error("no match after parsing")
+	}
+}
+
+func parseString(src string) (*hedgeconfig.File, error) {
+	return hedgeconfig.Parse("test.yaml", []byte(src))
+}

@@ -1,0 +1,218 @@
+package hedgegrpc
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hedgekit/hedge/replica"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/balancer/endpointsharding"
+	"google.golang.org/grpc/balancer/pickfirst"
+	"google.golang.org/grpc/connectivity"
+)
+
+// BalancerName is the name under which the hedging balancer is registered with gRPC (when
+// this package is imported). It round-robins over the READY backends, like gRPC's round_robin,
+// with two differences, both decided by the core's package replica: an attempt of a call made
+// through an [Interceptor] never goes to a backend another attempt of the same call already
+// used while another fit backend exists (a hedge that waits behind its own primary's slow
+// backend cannot help), and a backend that keeps failing (UNAVAILABLE, INTERNAL, UNKNOWN,
+// DATA_LOSS, or a connection that never carried the request) is ejected for a while that grows
+// each time, as in Envoy's outlier detection. Select it with a service config, for example
+// [ServiceConfig].
+const BalancerName = "hedge_round_robin"
+
+// ServiceConfig is a service config (JSON) that selects the [BalancerName] balancer, for
+// grpc.WithDefaultServiceConfig.
+const ServiceConfig = `{"loadBalancingConfig":[{"` + BalancerName + `":{}}]}`
+
+func init() {
+	balancer.Register(builder{})
+}
+
+type builder struct{}
+
+func (builder) Name() string { return BalancerName }
+
+// Build returns a balancer with one pick_first child per endpoint (gRPC's endpointsharding,
+// as round_robin does), whose pickers it wraps with one that knows which backends each call
+// has used.
+func (builder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) balancer.Balancer {
+	w := &ccWrapper{ClientConn: cc}
+	return &hedgeBalancer{
+		Balancer: endpointsharding.NewBalancer(w, opts, balancer.Get(pickfirst.Name).Build, endpointsharding.Options{}),
+	}
+}
+
+type hedgeBalancer struct {
+	balancer.Balancer
+}
+
+func (b *hedgeBalancer) UpdateClientConnState(s balancer.ClientConnState) error {
+	// Health checks, when the service config asks for them, reach the pick_first children
+	// this way (as in round_robin).
+	return b.Balancer.UpdateClientConnState(balancer.ClientConnState{
+		ResolverState: pickfirst.EnableHealthListener(s.ResolverState),
+	})
+}
+
+// ccWrapper intercepts the children's aggregated state to install the hedging picker. It
+// keeps the replicas' health (replica.Pool) across picker updates. grpc calls UpdateState
+// from one goroutine at a time.
+type ccWrapper struct {
+	balancer.ClientConn
+	pool *replica.Pool
+}
+
+func (w *ccWrapper) UpdateState(s balancer.State) {
+	var ready []readyBackend
+	for _, c := range endpointsharding.ChildStatesFromPicker(s.Picker) {
+		if c.State.ConnectivityState != connectivity.Ready || len(c.Endpoint.Addresses) == 0 {
+			continue
+		}
+		ready = append(ready, readyBackend{addr: c.Endpoint.Addresses[0].Addr, picker: c.State.Picker})
+	}
+	if len(ready) == 0 {
+		w.ClientConn.UpdateState(s) // nothing ready: endpointsharding's picker queues or fails picks
+		return
+	}
+	// A stable order, so that a backend keeps its place (and its health) across updates.
+	slices.SortFunc(ready, func(a, b readyBackend) int { return strings.Compare(a.addr, b.addr) })
+	addrs := make([]string, len(ready))
+	for i, r := range ready {
+		addrs[i] = r.addr
+	}
+	switch {
+	case w.pool == nil:
+		w.pool, _ = replica.NewPool(addrs, replica.Config{Balancer: replica.RoundRobin}) // a valid config, addrs not empty
+	case !w.pool.Same(addrs):
+		w.pool, _ = w.pool.With(addrs)
+	}
+	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: &picker{ready: ready, pool: w.pool}})
+}
+
+type readyBackend struct {
+	addr   string
+	picker balancer.Picker
+}
+
+// picker sends each attempt to a READY backend chosen by the core's replica choice
+// (round-robin, skipping backends that outlier detection ejected) and, for a call made
+// through an Interceptor, to one the call's other attempts have not used, while there is one.
+// Each attempt's result feeds outlier detection.
+type picker struct {
+	ready []readyBackend
+	pool  *replica.Pool // replica i is ready[i]
+}
+
+func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	r, _ := info.Ctx.Value(routeKey{}).(*route)
+	k := attemptIndex(info.Ctx)
+	var buf [4]int
+	used := buf[:0]
+	if r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range r.used {
+			if e.attempt != k {
+				if j := p.pool.Index(e.addr); j >= 0 {
+					used = append(used, j)
+				}
+			}
+		}
+	}
+	set := p.pool.Set()
+	i := set.Pick(time.Now(), used)
+	res, err := p.ready[i].picker.Pick(info)
+	if err != nil {
+		set.Done(time.Now(), i, replica.Ignored)
+		return res, err
+	}
+	if r != nil {
+		r.use(k, p.ready[i].addr)
+	}
+	next := res.Done
+	res.Done = func(di balancer.DoneInfo) {
+		if next != nil {
+			next(di)
+		}
+		set.Done(time.Now(), i, resultOf(di))
+	}
+	return res, nil
+}
+
+// resultOf says what an attempt's end tells about its backend's health.
+func resultOf(di balancer.DoneInfo) replica.Result {
+	if di.Err == nil {
+		return replica.Success
+	}
+	switch status.Code(di.Err) {
+	case codes.Canceled:
+		return replica.Ignored // it lost, or its caller gave up
+	case codes.Unavailable, codes.Internal, codes.Unknown, codes.DataLoss:
+		if !di.BytesSent {
+			return replica.Unreachable
+		}
+		return replica.Failure
+	}
+	return replica.Ignored // the backend's answer about the request, not about itself
+}
+
+// routeKey is the context key of a call's route.
+type routeKey struct{}
+
+// routeCtx carries a call's route in its context, for the balancer.
+type routeCtx struct {
+	context.Context
+	route route
+}
+
+func (c *routeCtx) Value(key any) any {
+	if key == (routeKey{}) {
+		return &c.route
+	}
+	return c.Context.Value(key)
+}
+
+// route records which backend each attempt of one call was sent to. The picker reads and
+// writes it under mu: attempts of one call pick concurrently.
+type route struct {
+	mu     sync.Mutex
+	inline [2]routeEntry
+	used   []routeEntry
+}
+
+type routeEntry struct {
+	attempt int
+	addr    string
+}
+
+// usedByOther reports whether an attempt other than k went to addr.
+func (r *route) usedByOther(k int, addr string) bool {
+	for _, e := range r.used {
+		if e.attempt != k && e.addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// use records that attempt k goes to addr (a new pick for the same attempt replaces the old).
+func (r *route) use(k int, addr string) {
+	for i := range r.used {
+		if r.used[i].attempt == k {
+			r.used[i].addr = addr
+			return
+		}
+	}
+	if r.used == nil {
+		r.used = r.inline[:0]
+	}
+	r.used = append(r.used, routeEntry{k, addr})
+}

@@ -1,0 +1,493 @@
+package hedgegrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+// AttemptKey is the request metadata key that marks a hedged copy or a retry on the wire: the
+// [Interceptor] sets it to the attempt index ("1", "2", ...) on every attempt but the first.
+// A [Queue] or a server's logs can read it to tell copies from first attempts.
+const AttemptKey = "hedge-attempt"
+
+// PushbackKey is the trailer key of gRPC's retry pushback (gRFC A6): a server that is
+// overloaded answers with it, in milliseconds. A positive value pauses hedging for that long
+// (or the policy's OverloadCooldown, when longer); a negative one, or one that is not a
+// number, means "do not retry": the attempt's failure is final and hedging pauses for the
+// cool-down.
+const PushbackKey = "grpc-retry-pushback-ms"
+
+// ErrConfig is wrapped by every error [NewInterceptor] returns for an invalid [Config].
+var ErrConfig = errors.New("hedgegrpc: invalid Config")
+
+// DescriptorResolver finds a method's protobuf descriptor by its full name (for example
+// "grpc.health.v1.Health.Check"). *protoregistry.Files satisfies it.
+type DescriptorResolver interface {
+	FindDescriptorByName(protoreflect.FullName) (protoreflect.Descriptor, error)
+}
+
+// Config configures an [Interceptor]. The zero value hedges nothing (its Policy has no
+// Trigger) and treats every method as unsafe to repeat unless its descriptor says otherwise;
+// Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, Idempotent: ...} is a
+// complete, recommended configuration. Every zero field means the default documented on it.
+type Config struct {
+	// Policy is the template for every method without an entry in Methods. Each method gets
+	// its own [hedge.Policy] built from its template the first time it is called, so that
+	// each learns its own latency, spends its own budget and trips its own breaker. A nil
+	// Classify means [Classify]; a classifier of your own should fall back to it.
+	Policy hedge.Config
+
+	// Methods holds per-method templates, keyed by full method name ("/pkg.Service/Method")
+	// or by service ("/pkg.Service/", for every method of the service). The most specific
+	// key wins, then Policy.
+	Methods map[string]hedge.Config
+
+	// Idempotent names the methods ("/pkg.Service/Method") and services ("/pkg.Service/")
+	// that are safe to send more than once. A method is also safe when its protobuf
+	// descriptor, found through Descriptors, has idempotency_level NO_SIDE_EFFECTS or
+	// IDEMPOTENT; and a call whose context was marked with [hedge.WithRepeatable] follows
+	// that mark. Every other call is sent exactly once: never hedged, never retried.
+	Idempotent []string
+
+	// Descriptors looks up method descriptors for their idempotency_level option. nil means
+	// [protoregistry.GlobalFiles], where generated code registers every compiled .proto.
+	Descriptors DescriptorResolver
+
+	// NonFatal lists the status codes that leave the call going: another attempt still
+	// running may win, and with nothing in flight the next attempt starts after the
+	// policy's backoff (when Attempts and the budget allow). nil means
+	// UNAVAILABLE alone, as in gRPC's hedging design (gRFC A6). OK always wins;
+	// RESOURCE_EXHAUSTED, and UNAVAILABLE with a pushback trailer, are overload signals
+	// whatever this says (see [PushbackKey]); every other code is final.
+	NonFatal []codes.Code
+
+	// Observer, when not nil, receives every event of every call with the full method name
+	// of the call that made it. It runs synchronously in the goroutine driving the call, so
+	// it must be fast and safe for concurrent use.
+	Observer func(method string, e hedge.Event)
+}
+
+// Interceptor hedges gRPC calls under one [hedge.Policy] per method. Build it with
+// [NewInterceptor], once per client connection or shared by several, and install
+// [Interceptor.UnaryClient] (and [Interceptor.StreamClient] for server-streaming calls), or
+// every option at once with [Interceptor.DialOptions]. It is safe for concurrent use.
+//
+// Each attempt has its own reply message (a new message of the caller's reply type); the
+// winner's is merged into the caller's reply after the reply is reset, so attempts never
+// share memory. grpc.Header, grpc.Trailer and grpc.Peer call options are filled from the
+// winning attempt, or, when every attempt failed, from the attempt whose error is returned.
+// Replies that are not protobuf messages cannot be copied: such calls pass through, unhedged.
+//
+// A method's policy is kept for the Interceptor's life, so method names must come from a
+// bounded set, as they do from generated clients.
+type Interceptor struct {
+	cfg         Config
+	nonFatal    uint32 // bit per code
+	descriptors DescriptorResolver
+	methods     atomic.Pointer[map[string]*method] // copy-on-write
+	mu          sync.Mutex                         // serialises writers of methods
+}
+
+// method is what the interceptor knows of one full method name.
+type method struct {
+	name       string
+	template   string // the Methods key it was built from, "" for Config.Policy
+	policy     *hedge.Policy
+	classify   func(error) hedge.Outcome
+	repeatable bool
+}
+
+// NewInterceptor returns an [Interceptor] for cfg. It returns an error wrapping [ErrConfig]
+// that names the field and the rule when cfg is invalid, including when a policy template is.
+func NewInterceptor(cfg Config) (*Interceptor, error) {
+	cfg.Methods, cfg.Idempotent = maps.Clone(cfg.Methods), slices.Clone(cfg.Idempotent) // the caller's to change
+	i := &Interceptor{cfg: cfg, descriptors: cfg.Descriptors}
+	if i.descriptors == nil {
+		i.descriptors = protoregistry.GlobalFiles
+	}
+	nonFatal := cfg.NonFatal
+	if nonFatal == nil {
+		nonFatal = []codes.Code{codes.Unavailable}
+	}
+	for _, c := range nonFatal {
+		if c == codes.OK || c > 31 {
+			return nil, fmt.Errorf("%w: Config.NonFatal: %v cannot be a failure", ErrConfig, c)
+		}
+		i.nonFatal |= 1 << c
+	}
+	for key := range cfg.Methods {
+		if !validKey(key) {
+			return nil, fmt.Errorf("%w: Config.Methods: key %q is not /pkg.Service/Method nor /pkg.Service/", ErrConfig, key)
+		}
+	}
+	for _, key := range cfg.Idempotent {
+		if !validKey(key) {
+			return nil, fmt.Errorf("%w: Config.Idempotent: %q is not /pkg.Service/Method nor /pkg.Service/", ErrConfig, key)
+		}
+	}
+	if _, err := hedge.New(i.policyConfig("", cfg.Policy)); err != nil {
+		return nil, fmt.Errorf("%w: Config.Policy: %w", ErrConfig, err)
+	}
+	for key, pc := range cfg.Methods {
+		if _, err := hedge.New(i.policyConfig(key, pc)); err != nil {
+			return nil, fmt.Errorf("%w: Config.Methods[%q]: %w", ErrConfig, key, err)
+		}
+	}
+	m := map[string]*method{}
+	i.methods.Store(&m)
+	return i, nil
+}
+
+func validKey(key string) bool {
+	if !strings.HasPrefix(key, "/") {
+		return false
+	}
+	svc, _, ok := strings.Cut(key[1:], "/")
+	return ok && svc != ""
+}
+
+// policyConfig is a template with the interceptor's classifier and the method's observer.
+func (i *Interceptor) policyConfig(name string, pc hedge.Config) hedge.Config {
+	if pc.Classify == nil {
+		pc.Classify = Classify
+	}
+	if obs := i.cfg.Observer; obs != nil {
+		inner := pc.Observer
+		pc.Observer = func(e hedge.Event) {
+			if inner != nil {
+				inner(e)
+			}
+			obs(name, e)
+		}
+	}
+	return pc
+}
+
+// method returns the state of a full method name, creating it on first use.
+func (i *Interceptor) method(name string) *method {
+	if m := (*i.methods.Load())[name]; m != nil {
+		return m
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	old := *i.methods.Load()
+	if m := old[name]; m != nil {
+		return m
+	}
+	svc := serviceKey(name)
+	template := name
+	pc, ok := i.cfg.Methods[name]
+	if !ok {
+		template = svc
+		if pc, ok = i.cfg.Methods[svc]; !ok {
+			template, pc = "", i.cfg.Policy
+		}
+	}
+	pc = i.policyConfig(name, pc)
+	p, err := hedge.New(pc)
+	if err != nil {
+		panic("hedgegrpc: " + err.Error()) // cannot happen: NewInterceptor built one from the same template
+	}
+	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc)}
+	nm := maps.Clone(old)
+	nm[name] = m
+	i.methods.Store(&nm)
+	return m
+}
+
+// serviceKey is "/pkg.Service/" of "/pkg.Service/Method".
+func serviceKey(name string) string {
+	if k := strings.LastIndexByte(name, '/'); k > 0 {
+		return name[:k+1]
+	}
+	return name
+}
+
+// idempotent reports whether the configuration or the method's descriptor says the method is
+// safe to send more than once.
+func (i *Interceptor) idempotent(name, svc string) bool {
+	for _, k := range i.cfg.Idempotent {
+		if k == name || k == svc {
+			return true
+		}
+	}
+	// "/pkg.Service/Method" names the descriptor "pkg.Service.Method".
+	full := protoreflect.FullName(strings.Replace(strings.TrimPrefix(name, "/"), "/", ".", 1))
+	if !full.IsValid() {
+		return false
+	}
+	d, err := i.descriptors.FindDescriptorByName(full)
+	if err != nil {
+		return false
+	}
+	md, ok := d.(protoreflect.MethodDescriptor)
+	if !ok {
+		return false
+	}
+	opts, ok := md.Options().(*descriptorpb.MethodOptions)
+	if !ok || opts == nil {
+		return false
+	}
+	switch opts.GetIdempotencyLevel() {
+	case descriptorpb.MethodOptions_NO_SIDE_EFFECTS, descriptorpb.MethodOptions_IDEMPOTENT:
+		return true
+	}
+	return false
+}
+
+// Policy returns the policy of a full method name ("/pkg.Service/Method"), or nil when the
+// method has not been called yet.
+func (i *Interceptor) Policy(fullMethod string) *hedge.Policy {
+	if m := (*i.methods.Load())[fullMethod]; m != nil {
+		return m.policy
+	}
+	return nil
+}
+
+// Measured returns each called method's [hedge.Measured] figures, keyed by full method name.
+func (i *Interceptor) Measured() map[string]hedge.Measured {
+	ms := *i.methods.Load()
+	out := make(map[string]hedge.Measured, len(ms))
+	now := time.Now()
+	for name, m := range ms {
+		out[name] = m.policy.MeasuredAt(now)
+	}
+	return out
+}
+
+// DialOptions returns everything a client connection needs to hedge with i: the unary and
+// stream interceptors, the start-signal stats handler ([StatsHandler]), gRPC's own retries
+// turned off (grpc.WithDisableRetry: the policy's attempts are the only ones, and its budget
+// bounds them), and the [BalancerName] balancer as the default service config, so each
+// attempt of a call goes to a different backend. Pass them to grpc.NewClient with your
+// transport credentials.
+func (i *Interceptor) DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(i.UnaryClient),
+		grpc.WithChainStreamInterceptor(i.StreamClient),
+		grpc.WithStatsHandler(StatsHandler()),
+		grpc.WithDisableRetry(),
+		grpc.WithDefaultServiceConfig(ServiceConfig),
+	}
+}
+
+// repeatable decides whether a call may reach the server more than once: the caller's word
+// (hedge.WithRepeatable) first, then the method's.
+func (m *method) repeatableFor(ctx context.Context) bool {
+	switch hedge.RepeatabilityFrom(ctx) {
+	case hedge.Repeatable:
+		return true
+	case hedge.NotRepeatable:
+		return false
+	}
+	return m.repeatable
+}
+
+// callOptions splits a call's options into those the interceptor fills from the winning
+// attempt (header, trailer, peer) and those every attempt passes on.
+type callOptions struct {
+	header  *metadata.MD
+	trailer *metadata.MD
+	peer    *peer.Peer
+	rest    []grpc.CallOption
+}
+
+func splitOptions(opts []grpc.CallOption) callOptions {
+	var co callOptions
+	found := false
+	for _, o := range opts {
+		switch o.(type) {
+		case grpc.HeaderCallOption, *grpc.HeaderCallOption, grpc.TrailerCallOption, *grpc.TrailerCallOption, grpc.PeerCallOption, *grpc.PeerCallOption:
+			found = true
+		}
+	}
+	if !found {
+		co.rest = opts // nothing to take out: share the caller's slice, read only
+		return co
+	}
+	for _, o := range opts {
+		switch o := o.(type) {
+		case grpc.HeaderCallOption:
+			co.header = o.HeaderAddr
+		case *grpc.HeaderCallOption:
+			co.header = o.HeaderAddr
+		case grpc.TrailerCallOption:
+			co.trailer = o.TrailerAddr
+		case *grpc.TrailerCallOption:
+			co.trailer = o.TrailerAddr
+		case grpc.PeerCallOption:
+			co.peer = o.PeerAddr
+		case *grpc.PeerCallOption:
+			co.peer = o.PeerAddr
+		default:
+			co.rest = append(co.rest, o)
+		}
+	}
+	return co
+}
+
+// fill copies an attempt's header, trailer and peer to where the caller asked for them.
+func (co *callOptions) fill(r *attemptResult) {
+	if co.header != nil {
+		*co.header = r.header
+	}
+	if co.trailer != nil {
+		*co.trailer = r.trailer
+	}
+	if co.peer != nil && r.peer.Addr != nil {
+		*co.peer = r.peer
+	}
+}
+
+// attemptResult is what one attempt received. Only the attempt's goroutine writes it, until
+// the attempt function returns.
+type attemptResult struct {
+	reply   proto.Message
+	header  metadata.MD
+	trailer metadata.MD
+	peer    peer.Peer
+	opts    []grpc.CallOption
+}
+
+// attemptError is a failed attempt: its status, what it received, and how the interceptor
+// classified it. It unwraps to the status error the attempt returned.
+type attemptError struct {
+	err     error
+	st      *status.Status
+	result  *attemptResult
+	answer  int // 1 for the first attempt to answer, then 2, ...
+	outcome hedge.Outcome
+}
+
+func (e *attemptError) Error() string              { return e.err.Error() }
+func (e *attemptError) Unwrap() error              { return e.err }
+func (e *attemptError) GRPCStatus() *status.Status { return e.st }
+
+// mark classifies a failed attempt from its status code and trailer.
+func (i *Interceptor) mark(err error, r *attemptResult, answer int) error {
+	st, _ := status.FromError(err)
+	e := &attemptError{err: err, st: st, result: r, answer: answer}
+	code := st.Code()
+	pushback, hasPushback, stop := pushbackFrom(r.trailer)
+	switch {
+	case code == codes.ResourceExhausted || code == codes.Unavailable && hasPushback:
+		// The server says it is overloaded: hedging pauses. A negative pushback says
+		// "do not retry" as well: the failure is final.
+		e.outcome = hedge.Outcome{Class: hedge.Retriable, Err: e, Overload: true, RetryAfter: pushback}
+		if stop {
+			e.outcome.Class = hedge.Permanent
+		}
+	case code < 32 && i.nonFatal&(1<<code) != 0:
+		e.outcome = hedge.Outcome{Class: hedge.Retriable, Err: e}
+	default:
+		e.outcome = hedge.Outcome{Class: hedge.Permanent, Err: e}
+	}
+	return e
+}
+
+// pushbackFrom reads the retry pushback trailer: a delay, whether there was one, and whether
+// it says not to retry (negative or not a number, as gRFC A6 has it).
+func pushbackFrom(trailer metadata.MD) (d time.Duration, ok, stop bool) {
+	v := trailer.Get(PushbackKey)
+	if len(v) == 0 {
+		return 0, false, false
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
+	if err != nil || ms < 0 {
+		return 0, true, true
+	}
+	return time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond, true, false
+}
+
+// Classify is the classifier the interceptor's policies use unless their template sets
+// another: it reads the class the interceptor gave each failed attempt from its status code
+// and trailer (OK wins; a NonFatal code is [hedge.Retriable]; RESOURCE_EXHAUSTED, and
+// UNAVAILABLE with a pushback, are overload signals; every other code is [hedge.Permanent]),
+// and falls back to [hedge.Classify] for other errors. A classifier of your own receives
+// the attempt's error, which unwraps to its status error, and should fall back to this one.
+func Classify(err error) hedge.Outcome {
+	var e *attemptError
+	if errors.As(err, &e) {
+		o := e.outcome
+		o.Err = err
+		return o
+	}
+	return hedge.Classify(err)
+}
+
+// Error is the error a call returns when no attempt succeeded and the caller's context is
+// still live. Its status (what status.Code and status.FromError see) is that of the most
+// informative failure: a final one before a retriable one, then the last to answer; a call
+// refused before any attempt (breaker open: UNAVAILABLE; concurrency limit:
+// RESOURCE_EXHAUSTED) has a status of its own. Unwrap returns what [hedge.Do] returned, so
+// errors.Is sees [hedge.ErrBreakerOpen] and errors.As a *[hedge.AttemptsError].
+type Error struct {
+	Status  *status.Status
+	Err     error
+	attempt *attemptError
+}
+
+func (e *Error) Error() string              { return e.Err.Error() }
+func (e *Error) Unwrap() error              { return e.Err }
+func (e *Error) GRPCStatus() *status.Status { return e.Status }
+
+// newError chooses the failure a call reports among its attempts' failures.
+func newError(err error) *Error {
+	var best *attemptError
+	consider := func(x error) {
+		var ae *attemptError
+		if !errors.As(x, &ae) {
+			return
+		}
+		if best == nil {
+			best = ae
+			return
+		}
+		bp, ap := best.outcome.Class == hedge.Permanent, ae.outcome.Class == hedge.Permanent
+		if ap && !bp || ap == bp && ae.answer > best.answer {
+			best = ae
+		}
+	}
+	var all *hedge.AttemptsError
+	switch {
+	case errors.As(err, &all) && all.Err != nil:
+		consider(all.Err) // the core's choice: final before retriable, then the last to answer
+	case all != nil:
+		for _, x := range all.Attempts {
+			consider(x)
+		}
+	default:
+		consider(err)
+	}
+	e := &Error{Err: err, attempt: best}
+	switch {
+	case best != nil:
+		e.Status = best.st
+	case errors.Is(err, hedge.ErrBreakerOpen):
+		e.Status = status.New(codes.Unavailable, err.Error())
+	case errors.Is(err, hedge.ErrLimitExceeded):
+		e.Status = status.New(codes.ResourceExhausted, err.Error())
+	default:
+		e.Status = status.Convert(err)
+	}
+	return e
+}

@@ -1,0 +1,303 @@
+package hedgegrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// ErrQueueConfig is wrapped by every error [NewQueue] returns for an invalid [QueueConfig].
+var ErrQueueConfig = errors.New("hedgegrpc: invalid QueueConfig")
+
+// QueueConfig configures a [Queue]. The zero value is a valid configuration: every zero field
+// means the default documented on it.
+type QueueConfig struct {
+	// Workers bounds how many calls run their handler at once. 0 means
+	// 4 × runtime.GOMAXPROCS(0), read when the Queue is built. Negative is an error.
+	Workers int
+
+	// Queue bounds how many calls wait for a worker, in FIFO order. 0 means the same as
+	// Workers. Negative means no waiting at all: a call that finds every worker busy is
+	// answered RESOURCE_EXHAUSTED at once.
+	Queue int
+
+	// Pushback is the delay sent in the [PushbackKey] trailer of the RESOURCE_EXHAUSTED
+	// answered when the queue is full. 0 means 1s. A hedging client ([Interceptor]) pauses
+	// hedging for that long: a full queue must not attract more copies. Negative is an
+	// error.
+	Pushback time.Duration
+
+	// HedgedLast puts hedged copies and retries (calls whose [AttemptKey] metadata is present
+	// and not "0") in a second, low-priority lane: a worker takes one only when no first
+	// attempt is waiting, and when the queue is full a first attempt pushes out the newest
+	// of them (answered RESOURCE_EXHAUSTED with the pushback) instead of being turned away.
+	// A copy that waits behind the queue cannot beat its primary anyway; it is worth serving
+	// only from spare capacity. false (the default) treats every call alike.
+	HedgedLast bool
+}
+
+// QueueStats is a snapshot of a [Queue]'s state and its counters since it was built.
+type QueueStats struct {
+	Workers  int // the configured number of workers
+	Capacity int // the configured queue length (0: no queue)
+
+	Running      int // handlers running now
+	Queued       int // calls waiting now, both lanes
+	QueuedHedged int // of which copies in the low-priority lane (HedgedLast)
+
+	Admitted  uint64 // calls that ran the handler
+	Rejected  uint64 // answered RESOURCE_EXHAUSTED because the queue was full
+	Abandoned uint64 // left the queue without running: the client cancelled or went away
+	Evicted   uint64 // copies pushed out of the low-priority lane by first attempts (HedgedLast)
+	Cancelled uint64 // handler runs whose context was done when they returned
+}
+
+// Queue is a bounded pool of workers with a FIFO queue in front of a server's handlers, the
+// gRPC counterpart of hedgehttp.Queue, built so that a client's cancellation reaches the
+// server: a call cancelled while it waits (a hedged copy that lost, or a client that gave up)
+// leaves the queue without running its handler, and a running one sees its context
+// cancelled. When the queue is full the call is answered RESOURCE_EXHAUSTED with a pushback
+// trailer, which a hedging client treats as "stop hedging for a while".
+//
+// Install [Queue.UnaryServer] (and [Queue.StreamServer] to bound streams as well) as a server
+// interceptor; chain [StartSignal] after it. No goroutine is started per call: the call's
+// own goroutine waits for its turn, and a finishing worker hands its slot to the head of the
+// queue. Build it with [NewQueue]; it is safe for concurrent use.
+type Queue struct {
+	workers    int
+	capacity   int
+	trailer    metadata.MD
+	hedgedLast bool
+
+	mu      sync.Mutex
+	running int
+	first   waitList // first attempts, or every call without HedgedLast
+	hedged  waitList // copies, with HedgedLast
+	stats   QueueStats
+}
+
+// waiter is one call waiting for a worker; its fields but ready are guarded by Queue.mu.
+type waiter struct {
+	ready      chan struct{} // closed when the wait ends: a slot handed over, or evicted
+	state      waiterState
+	prev, next *waiter
+}
+
+type waiterState uint8
+
+const (
+	waiting waiterState = iota
+	granted             // a worker's slot was handed to this waiter
+	evicted             // pushed out of the low-priority lane by a first attempt
+)
+
+// waitList is an intrusive doubly-linked FIFO list.
+type waitList struct {
+	head, tail *waiter
+	n          int
+}
+
+func (l *waitList) pushBack(w *waiter) {
+	w.prev, w.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+	l.n++
+}
+
+func (l *waitList) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	l.n--
+}
+
+// isCopy reports whether the call is a hedged copy or a retry: its AttemptKey metadata is
+// present and not "0".
+func isCopy(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get(AttemptKey)
+	return len(v) > 0 && v[0] != "" && v[0] != "0"
+}
+
+// NewQueue returns a [Queue] with the limits in cfg, or an error wrapping [ErrQueueConfig]
+// that names the field and the rule.
+func NewQueue(cfg QueueConfig) (*Queue, error) {
+	if cfg.Workers < 0 {
+		return nil, fmt.Errorf("%w: QueueConfig.Workers must be >= 0, got %d", ErrQueueConfig, cfg.Workers)
+	}
+	if cfg.Pushback < 0 {
+		return nil, fmt.Errorf("%w: QueueConfig.Pushback must be >= 0, got %v", ErrQueueConfig, cfg.Pushback)
+	}
+	q := &Queue{workers: cfg.Workers, hedgedLast: cfg.HedgedLast}
+	if q.workers == 0 {
+		q.workers = 4 * runtime.GOMAXPROCS(0)
+	}
+	switch {
+	case cfg.Queue == 0:
+		q.capacity = q.workers
+	case cfg.Queue > 0:
+		q.capacity = cfg.Queue
+	}
+	pb := cfg.Pushback
+	if pb == 0 {
+		pb = time.Second
+	}
+	q.trailer = metadata.Pairs(PushbackKey, strconv.FormatInt(pb.Milliseconds(), 10))
+	q.stats.Workers, q.stats.Capacity = q.workers, q.capacity
+	return q, nil
+}
+
+// Stats returns a snapshot of the queue's state and counters.
+func (q *Queue) Stats() QueueStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.stats
+	s.Running = q.running
+	s.Queued = q.first.n + q.hedged.n
+	s.QueuedHedged = q.hedged.n
+	return s
+}
+
+// UnaryServer is a grpc.UnaryServerInterceptor that runs the handler when a worker is free,
+// waits in the queue when none is, and answers RESOURCE_EXHAUSTED with a pushback trailer
+// when the queue is full.
+func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := q.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer q.done(ctx)
+	return handler(ctx, req)
+}
+
+// StreamServer is [Queue.UnaryServer] for streaming calls: a stream holds its worker until
+// its handler returns.
+func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx := ss.Context()
+	if err := q.acquire(ctx); err != nil {
+		return err
+	}
+	defer q.done(ctx)
+	return handler(srv, ss)
+}
+
+// acquire takes a worker's slot, waiting in FIFO order for one, and returns the status
+// error to answer when the call must not run.
+func (q *Queue) acquire(ctx context.Context) error {
+	hedged := q.hedgedLast && isCopy(ctx)
+	q.mu.Lock()
+	switch {
+	case q.running < q.workers:
+		// A free worker implies an empty queue: a finishing worker hands its slot on.
+		q.running++
+		q.stats.Admitted++
+		q.mu.Unlock()
+		return nil
+	case q.first.n+q.hedged.n >= q.capacity:
+		if hedged || q.hedged.n == 0 {
+			q.stats.Rejected++
+			q.mu.Unlock()
+			return q.overloaded(ctx)
+		}
+		// A first attempt pushes out the newest copy: the one that would wait longest, and
+		// whose primary is most likely still running.
+		victim := q.hedged.tail
+		q.hedged.remove(victim)
+		victim.state = evicted
+		q.stats.Evicted++
+		close(victim.ready)
+	}
+	w := &waiter{ready: make(chan struct{})}
+	lane := &q.first
+	if hedged {
+		lane = &q.hedged
+	}
+	lane.pushBack(w)
+	q.mu.Unlock()
+
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+	}
+
+	q.mu.Lock()
+	switch w.state {
+	case waiting:
+		// Cancelled while waiting, and no slot handed over: leave without running.
+		lane.remove(w)
+		q.stats.Abandoned++
+		q.mu.Unlock()
+		return status.FromContextError(ctx.Err()).Err()
+	case evicted:
+		q.mu.Unlock()
+		return q.overloaded(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		// The slot and the cancellation arrived together: pass the slot on unused.
+		q.stats.Abandoned++
+		q.mu.Unlock()
+		q.release()
+		return status.FromContextError(err).Err()
+	}
+	q.stats.Admitted++
+	q.mu.Unlock()
+	return nil
+}
+
+// overloaded is the answer of a call the queue has no room for: RESOURCE_EXHAUSTED with the
+// pushback trailer.
+func (q *Queue) overloaded(ctx context.Context) error {
+	_ = grpc.SetTrailer(ctx, q.trailer)
+	return status.Error(codes.ResourceExhausted, "hedgegrpc: server queue full")
+}
+
+// done releases the slot of a call whose handler returned.
+func (q *Queue) done(ctx context.Context) {
+	if ctx.Err() != nil {
+		q.mu.Lock()
+		q.stats.Cancelled++
+		q.mu.Unlock()
+	}
+	q.release()
+}
+
+// release hands the caller's slot to the head of the queue (first attempts before copies),
+// or frees it when nobody waits.
+func (q *Queue) release() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var w *waiter
+	switch {
+	case q.first.head != nil:
+		w = q.first.head
+		q.first.remove(w)
+	case q.hedged.head != nil:
+		w = q.hedged.head
+		q.hedged.remove(w)
+	default:
+		q.running--
+		return
+	}
+	w.state = granted
+	close(w.ready)
+}

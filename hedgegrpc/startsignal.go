@@ -1,0 +1,72 @@
+package hedgegrpc
+
+import (
+	"context"
+
+	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
+)
+
+// StartedKey is the response header key of the start signal: a server that runs
+// [StartSignal] sends response headers carrying it the moment a handler starts work on a
+// call, before the handler has answered. A client whose connection has [StatsHandler]
+// tells the attempt's policy that the server is serving the attempt, not queueing it, which
+// is what start-aware hedging needs to hedge stragglers and not backlogs.
+const StartedKey = "hedge-started"
+
+// startedHeader is the header StartSignal sends; metadata.MD is a map, read-only once sent.
+var startedHeader = metadata.Pairs(StartedKey, "1")
+
+// StartSignal is a grpc.UnaryServerInterceptor that sends the response headers, carrying
+// [StartedKey], when the handler starts. Chain it after anything that makes a call wait (a
+// [Queue]): grpc.ChainUnaryInterceptor(q.UnaryServer, hedgegrpc.StartSignal), so the
+// signal means "a worker has started", not "the call has arrived".
+//
+// Headers can be sent once per call: a handler behind StartSignal that calls
+// grpc.SetHeader gets an error, and grpc.SendHeader is too late; put such metadata in
+// trailers instead.
+func StartSignal(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	_ = grpc.SendHeader(ctx, startedHeader) // a call already gone has nobody to tell
+	return handler(ctx, req)
+}
+
+// StreamStartSignal is [StartSignal] for streaming calls.
+func StreamStartSignal(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	_ = ss.SendHeader(startedHeader)
+	return handler(srv, ss)
+}
+
+// StatsHandler returns the client-side stats.Handler that reads the start signal: when an
+// attempt's response headers carry [StartedKey], it reports the attempt as in service to its
+// call (see [hedge.Trigger] and the start-aware trigger). Install it on the client connection
+// with grpc.WithStatsHandler, or through [Interceptor.DialOptions]. It costs nothing for
+// calls whose server sends no signal.
+func StatsHandler() stats.Handler { return startSignal{report: startedService} }
+
+// startedService reports to the core that the server started work on the attempt whose
+// context is ctx (the RPC's context, derived from the attempt's).
+func startedService(ctx context.Context) {
+	if a, ok := ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
+		a.startedService() // a unary call, driven by the interceptor itself
+		return
+	}
+	hedge.StartedService(ctx) // a stream, driven by hedge.DoDetached
+}
+
+type startSignal struct {
+	report func(context.Context)
+}
+
+func (startSignal) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+func (s startSignal) HandleRPC(ctx context.Context, rs stats.RPCStats) {
+	if h, ok := rs.(*stats.InHeader); ok && h.Client && len(h.Header.Get(StartedKey)) > 0 {
+		s.report(ctx)
+	}
+}
+
+func (startSignal) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+func (startSignal) HandleConn(context.Context, stats.ConnStats) {}

@@ -1,0 +1,238 @@
+package hedgegrpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// StreamClient is a grpc.StreamClientInterceptor. Server-streaming calls are hedged up to
+// their commit point, the first response message: every attempt opens its own stream, sends
+// the request and waits for its first message (or the end of an empty stream); the first to
+// get one wins, the others are cancelled, and the caller reads the rest of the winner's
+// stream. Once a message has reached the caller nothing is sent again: a stream that fails
+// after its first message returns its error. Client- and bidi-streaming calls are passed
+// through, unhedged: their requests are not known in advance.
+//
+// The race starts at the caller's first RecvMsg, which gives the response type. A caller that
+// asks for Header before its first RecvMsg gets an unhedged stream: the headers of a stream
+// not yet chosen are nobody's.
+func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, fullMethod string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if desc.ClientStreams || !desc.ServerStreams {
+		return streamer(ctx, desc, cc, fullMethod, opts...)
+	}
+	return &hedgedStream{ctx: ctx, i: i, desc: desc, cc: cc, method: fullMethod, streamer: streamer, co: splitOptions(opts)}, nil
+}
+
+// hedgedStream is a server-streaming call. Its methods are called from one goroutine at a
+// time for sending and one for receiving, as grpc.ClientStream's are; before the race both
+// kinds happen in the caller's goroutine (generated code sends and closes before returning
+// the stream).
+type hedgedStream struct {
+	ctx      context.Context
+	rctx     routeCtx
+	i        *Interceptor
+	desc     *grpc.StreamDesc
+	cc       *grpc.ClientConn
+	method   string
+	streamer grpc.Streamer
+	co       callOptions
+	req      any
+	answer   atomic.Int32
+
+	started bool
+	winner  *streamAttempt
+	release func()
+	err     error // the race's failure, or the winner's end
+	ended   bool
+}
+
+// streamAttempt is one attempt's stream and what it received before the commit point.
+type streamAttempt struct {
+	grpc.ClientStream
+	first proto.Message // the first message, until the caller has read it
+	eof   bool          // the stream ended, OK, before any message
+}
+
+func (s *hedgedStream) SendMsg(m any) error {
+	if s.started {
+		return errors.New("hedgegrpc: SendMsg on a server-streaming call after its request")
+	}
+	if pm, ok := m.(proto.Message); ok {
+		// Attempts send it later, some after the caller may have reused its own.
+		m = proto.Clone(pm)
+	}
+	s.req = m
+	return nil
+}
+
+func (s *hedgedStream) CloseSend() error { return nil } // each attempt closes its own
+
+func (s *hedgedStream) Context() context.Context {
+	if s.winner != nil {
+		return s.winner.Context()
+	}
+	return s.ctx
+}
+
+func (s *hedgedStream) Header() (metadata.MD, error) {
+	if !s.started {
+		s.startOnce()
+	}
+	if s.winner == nil {
+		return nil, s.err
+	}
+	return s.winner.Header()
+}
+
+func (s *hedgedStream) Trailer() metadata.MD {
+	if s.winner == nil {
+		return nil
+	}
+	return s.winner.Trailer()
+}
+
+func (s *hedgedStream) RecvMsg(m any) error {
+	if !s.started {
+		if pm, ok := m.(proto.Message); ok {
+			s.race(pm)
+		} else {
+			s.startOnce()
+		}
+	}
+	if s.winner == nil || s.ended {
+		return s.err
+	}
+	w := s.winner
+	if w.first != nil {
+		first := w.first
+		w.first = nil
+		pm := m.(proto.Message)
+		proto.Reset(pm)
+		proto.Merge(pm, first)
+		return nil
+	}
+	var err error
+	if w.eof {
+		err = io.EOF
+	} else {
+		err = w.RecvMsg(m)
+	}
+	if err != nil {
+		s.end(err)
+	}
+	return err
+}
+
+// end closes the call: the caller's header, trailer and peer are filled from the winner, and
+// the winner's context is let go.
+func (s *hedgedStream) end(err error) {
+	s.ended, s.err = true, err
+	if s.co.header != nil {
+		*s.co.header, _ = s.winner.Header()
+	}
+	if s.co.trailer != nil {
+		*s.co.trailer = s.winner.Trailer()
+	}
+	if s.co.peer != nil {
+		if p, ok := peer.FromContext(s.winner.Context()); ok {
+			*s.co.peer = *p
+		}
+	}
+	s.release()
+}
+
+// race runs the attempts up to the first response message.
+func (s *hedgedStream) race(typ proto.Message) {
+	s.started = true
+	m := s.i.method(s.method)
+	s.rctx.Context = s.ctx
+	ctx := context.Context(&s.rctx)
+	if !m.repeatableFor(s.ctx) && hedge.RepeatabilityFrom(s.ctx) != hedge.NotRepeatable {
+		ctx = hedge.WithRepeatable(ctx, false)
+	}
+	mt := typ.ProtoReflect().Type() // read here: attempts must not touch the caller's message
+	attempt := func(ctx context.Context) (*streamAttempt, error) {
+		if info, _ := hedge.AttemptFrom(ctx); info.Index > 0 {
+			ctx = metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(info.Index))
+		}
+		var r attemptResult
+		cs, err := s.streamer(ctx, s.desc, s.cc, s.method, s.co.rest...)
+		if err != nil {
+			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+		}
+		a := &streamAttempt{ClientStream: cs}
+		if err := cs.SendMsg(s.req); err != nil && err != io.EOF {
+			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+		}
+		if err := cs.CloseSend(); err != nil {
+			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+		}
+		first := mt.New().Interface()
+		switch err := cs.RecvMsg(first); err {
+		case nil:
+			a.first = first
+		case io.EOF:
+			a.eof = true
+		default:
+			r.header, _ = cs.Header()
+			r.trailer = cs.Trailer()
+			if p, ok := peer.FromContext(cs.Context()); ok {
+				r.peer = *p
+			}
+			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+		}
+		return a, nil
+	}
+	w, release, err := hedge.DoDetached(ctx, m.policy, attempt, nil)
+	if err != nil {
+		release()
+		if ctxErr := s.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			s.err = status.FromContextError(ctxErr).Err()
+			return
+		}
+		e := newError(err)
+		if e.attempt != nil {
+			s.co.fill(e.attempt.result)
+		}
+		s.err = e
+		return
+	}
+	s.winner, s.release = w, release
+}
+
+// startOnce opens one unhedged stream: the caller needs it before a race could start.
+func (s *hedgedStream) startOnce() {
+	s.started = true
+	opts := s.co.rest[:len(s.co.rest):len(s.co.rest)] // appending copies
+	if s.co.header != nil {
+		opts = append(opts, grpc.Header(s.co.header))
+	}
+	if s.co.trailer != nil {
+		opts = append(opts, grpc.Trailer(s.co.trailer))
+	}
+	if s.co.peer != nil {
+		opts = append(opts, grpc.Peer(s.co.peer))
+	}
+	cs, err := s.streamer(s.ctx, s.desc, s.cc, s.method, opts...)
+	if err == nil {
+		if err = cs.SendMsg(s.req); err == nil || err == io.EOF {
+			err = cs.CloseSend()
+		}
+	}
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.winner, s.release = &streamAttempt{ClientStream: cs}, func() {}
+	s.co = callOptions{rest: s.co.rest} // grpc fills them itself
+}

@@ -1,0 +1,112 @@
+//go:build !race
+
+// The agreement test runs real servers on real timers, which the race detector slows several
+// times over: it runs in scripts/test-all's pass without -race (see the README).
+
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge/sim"
+)
+
+// ciBand is the agreement band of the short comparison, in %: looser than the standard
+// comparison's 15 % because a short run's p99.9 rests on a handful of calls.
+const ciBand = 25
+
+// shortRun is the short comparison CI runs: both reference setups that matter, both
+// cancellation modes, at 50 % load, at half speed. About 10 s.
+func shortRun() runConfig {
+	return runConfig{
+		calls:      3000,
+		warmup:     0.1,
+		seeds:      []uint64{1},
+		loads:      []float64{50},
+		setups:     []string{sim.SetupNoHedge, sim.SetupRecommended},
+		modes:      []string{sim.Ignored, sim.Reaches},
+		protocols:  []string{HTTP2},
+		workers:    16,
+		replicas:   1,
+		service:    sim.ReferenceMixture(),
+		hedgeDelay: 20 * time.Millisecond,
+		timeScale:  0.5,
+		parallel:   4,
+		band:       ciBand,
+		maxLag:     defaultMaxLag,
+		calibrateN: 1000,
+	}
+}
+
+// The real servers agree with the simulator, and a simulator run with a wrong parameter does
+// not: the comparison can fail.
+func TestAgreement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock load test: not in -short")
+	}
+	cfg := shortRun()
+	rep, err := run(context.Background(), cfg, nil)
+	if errors.Is(err, ErrBehind) {
+		// The machine could not offer the load (another heavy process ran): nothing was
+		// measured, so nothing can be said about agreement.
+		t.Skipf("the machine is too busy to offer the load: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Points) != 4 {
+		t.Fatalf("%d points, want 4", len(rep.Points))
+	}
+	for _, p := range rep.Points {
+		t.Logf("%s, %s: real p50 %.1f p99 %.1f p99.9 %.1f, sim %.1f %.1f %.1f ms; lag p99 %.0fµs",
+			p.Setup, p.Cancellation, p.Real.P50Ms, p.Real.P99Ms, p.Real.P999Ms, p.Sim.P50Ms, p.Sim.P99Ms, p.Sim.P999Ms, p.Generator.LagP99Us)
+		if !p.Agreement.OK {
+			t.Errorf("%s, %v%% load, %s: real and simulated disagree: %s", p.Setup, p.LoadPct, p.Cancellation, p.Agreement.Why)
+		}
+		if p.Real.RequestsPerCall < 1 || (p.Setup == sim.SetupRecommended) != (p.Real.HedgeRate > 0) {
+			t.Errorf("%s, %s: %.3f requests per call, hedge rate %.3f", p.Setup, p.Cancellation, p.Real.RequestsPerCall, p.Real.HedgeRate)
+		}
+	}
+	overhead := rep.Calibration[0].OverheadUs / 1e3 / cfg.timeScale
+
+	// The same real points against a simulator told the wrong model: it must not agree.
+	s := cfg.timeScale
+	for _, wrong := range []struct {
+		name   string
+		params sim.Params
+		all    bool // every point must disagree, not only "no hedge"
+	}{
+		// Half the workers: the simulated queue is twice as loaded.
+		{"8 workers", sim.Params{Workers: 8, Service: scaleDist(sim.ReferenceMixture(), s)}, true},
+		// The right mean, the wrong shape: no 100-300ms hiccups in the tail.
+		{"exponential service", sim.Params{Workers: 16, Service: scaleDist(sim.Exponential{MeanTime: sim.ReferenceMixture().Mean()}, s)}, false},
+	} {
+		sets, err := setups(cfg.setups, cfg.hedgeDelay, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rep.Points {
+			st := sets[0]
+			if p.Setup != st.Name {
+				st = sets[1]
+			}
+			wrong.params.Calls, wrong.params.WarmupFraction = cfg.calls, cfg.warmup
+			var sims []sim.Point
+			for _, seed := range p.SimSeeds {
+				sp, err := sim.Run(wrong.params, st, p.LoadPct, p.Cancellation, seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sims = append(sims, inModel(sp, s))
+			}
+			a := compare(p.Real, sims, overhead, cfg.band)
+			if a.OK && (wrong.all || p.Setup == sim.SetupNoHedge) {
+				t.Errorf("%s: %s, %s agrees with the real servers (%+v); the comparison cannot tell a wrong model",
+					wrong.name, p.Setup, p.Cancellation, a.Checks)
+			}
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/sim"
+)
+
+// Calibration is the fixed cost this machine adds to every call, measured before the points
+// run: what a real call pays that the model does not have. Durations are wire time, in µs.
+//
+// The comparison may subtract OverheadUs (a measured constant) from a real figure; it never
+// fits anything to the simulator's figures.
+type Calibration struct {
+	Protocol string `json:"protocol"`
+	// RoundTrip*: latency of a call to a server whose service time is 0, through the same
+	// pacer, transport and queue as the points, measured from the call's due time: the
+	// generator's lag, the client, the loopback network, the server and the queue.
+	RoundTripP50Us float64 `json:"round_trip_p50_us"`
+	RoundTripP99Us float64 `json:"round_trip_p99_us"`
+	// Sleep*: how much longer than asked a worker holds its slot when it sleeps for a service
+	// time drawn from the model (timer slack), W sleepers at once.
+	SleepP50Us float64 `json:"sleep_p50_us"`
+	SleepP99Us float64 `json:"sleep_p99_us"`
+	// OverheadUs = RoundTripP50Us + SleepP50Us: the constant a real call pays beyond its
+	// simulated latency when it does not wait in the queue.
+	OverheadUs float64 `json:"overhead_us"`
+}
+
+// calibrate measures the round trip and the timer slack on this machine: n calls at the
+// given rate to a server with no service time, and n sleeps of service times drawn from svc
+// by workers sleepers at once.
+func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64) (Calibration, error) {
+	c := Calibration{Protocol: protocol}
+	rt, err := roundTrips(ctx, protocol, workers, n, callRate)
+	if err != nil {
+		return c, err
+	}
+	c.RoundTripP50Us, c.RoundTripP99Us = pctUs(rt, 0.50), pctUs(rt, 0.99)
+	sl := sleepSlack(svc, workers, n)
+	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
+	c.OverheadUs = c.RoundTripP50Us + c.SleepP50Us
+	return c, nil
+}
+
+// zero is a service time of 0.
+type zero struct{}
+
+func (zero) Sample(*rand.Rand) time.Duration { return 0 }
+func (zero) Mean() time.Duration             { return 0 }
+func (zero) String() string                  { return "zero" }
+
+// roundTrips sends n calls, open loop at callRate per second, to a server that answers at
+// once, and returns their latencies from their due times.
+func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64) ([]time.Duration, error) {
+	acct := newAccounts(n, 0, n, workers)
+	rp, err := startReplica(serverConfig{workers: workers, service: zero{}, reaches: true, protocol: protocol, maxQueue: 1000 * workers}, acct)
+	if err != nil {
+		return nil, err
+	}
+	defer rp.close()
+	client, closeClient, err := newClient(protocol, hedge.Config{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeClient()
+	url := "http://" + rp.addr + "/"
+	lat := make([]time.Duration, n)
+	failed := make([]bool, n)
+	p := &pacer{
+		offsets:     poissonOffsets(n, callRate, 42),
+		maxLag:      time.Second,
+		maxInFlight: 100 * workers,
+		send: func(i int, due time.Time) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				failed[i] = true
+				return
+			}
+			req.Header.Set(callHeader, strconv.Itoa(i))
+			resp, err := client.Do(req)
+			if err != nil {
+				failed[i] = true
+				return
+			}
+			resp.Body.Close()
+			lat[i] = time.Since(due)
+			failed[i] = resp.StatusCode != http.StatusOK
+		},
+	}
+	if err := p.run(ctx, time.Now().Add(time.Millisecond)); err != nil {
+		return nil, fmt.Errorf("calibration: %w", err)
+	}
+	if slices.Contains(failed, true) {
+		return nil, fmt.Errorf("calibration: a call to the loopback server failed")
+	}
+	return lat, nil
+}
+
+// sleepSlack sleeps n service times drawn from svc, on workers goroutines at once, and
+// returns how much longer than asked each sleep took.
+func sleepSlack(svc sim.Distribution, workers, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	per := (n + workers - 1) / workers
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 0x736c61636b))
+			for i := w * per; i < min(n, (w+1)*per); i++ {
+				d := max(svc.Sample(r), 0)
+				t := time.Now()
+				time.Sleep(d)
+				out[i] = time.Since(t) - d
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// pctUs is the q-quantile of ds (nearest rank), in µs.
+func pctUs(ds []time.Duration, q float64) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := max(0, min(len(s)-1, int(float64(len(s))*q+0.999999)-1))
+	return float64(s[i]) / 1e3
+}

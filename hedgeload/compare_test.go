@@ -1,0 +1,59 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hedgekit/hedge/sim"
+)
+
+func pt(p50, p99, p999 float64) sim.Point { return sim.Point{P50Ms: p50, P99Ms: p99, P999Ms: p999} }
+
+func TestCompare(t *testing.T) {
+	collapse := sim.Point{Collapse: true}
+	ref := []sim.Point{pt(10, 200, 290)}
+	// Three seeds of a bursty point: a p99 anywhere from 26 to 300 ms.
+	bursty := []sim.Point{pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}
+	for _, tc := range []struct {
+		name       string
+		real       sim.Point
+		sims       []sim.Point
+		overheadMs float64
+		ok         bool
+		by         string // of the p50 check, or the first failing one
+		why        string
+	}{
+		{"equal", pt(10, 200, 290), ref, 0, true, "band", ""},
+		{"inside the band", pt(11.4, 180, 320), ref, 0, true, "band", ""},
+		{"p99 outside", pt(10, 240, 290), ref, 0, false, "", "p99_ms real 240.0, simulated 200.0"},
+		{"explained by the overhead", pt(12, 200, 290), ref, 1, true, "overhead", ""},
+		{"not explained by the overhead", pt(13, 200, 290), ref, 1, false, "", "p50_ms"},
+		{"overhead only subtracts", pt(8, 200, 290), ref, 1, false, "", "p50_ms real 8.0"},
+		{"within one seed of the spread", pt(10, 80, 170), bursty, 0, true, "band", ""},
+		{"outside every seed", pt(10, 500, 600), bursty, 0, false, "", "p99_ms real 500.0, simulated 90.0 (seeds 26.0–300.0)"},
+		{"both fail", pt(10, 200, failedMs), []sim.Point{pt(10, 200, failedMs)}, 0, true, "band", ""},
+		{"only real fails", pt(10, 200, failedMs), ref, 0, false, "", "p999_ms real failed"},
+		{"both collapse", collapse, []sim.Point{collapse, collapse}, 0, true, "", ""},
+		{"real collapses, one seed too", collapse, []sim.Point{collapse, pt(10, 200, 290)}, 0, true, "", ""},
+		{"only the simulator collapses", pt(10, 200, 290), []sim.Point{collapse}, 0, false, "", "collapse: real false, simulated in 1 of 1 seeds"},
+		{"only the real run collapses", collapse, ref, 0, false, "", "collapse: real true, simulated in 0 of 1 seeds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := compare(tc.real, tc.sims, tc.overheadMs, 15)
+			if a.OK != tc.ok {
+				t.Errorf("OK = %v, want %v (%+v)", a.OK, tc.ok, a)
+			}
+			if !strings.Contains(a.Why, tc.why) || (tc.why == "") != (a.Why == "") {
+				t.Errorf("Why = %q, want it to say %q", a.Why, tc.why)
+			}
+			if tc.by != "" && (len(a.Checks) == 0 || a.Checks[0].By != tc.by) {
+				t.Errorf("checks = %+v, want the p50 agreeing by %q", a.Checks, tc.by)
+			}
+		})
+	}
+	// A figure that agrees only with another seed says so.
+	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
+	if !a.OK || a.Checks[1].By != "spread" {
+		t.Errorf("p99 80 against seeds 26, 26, 90, 300: %+v, want agreement by spread", a.Checks[1])
+	}
+}

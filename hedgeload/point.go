@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/hedgehttp"
+	"github.com/hedgekit/hedge/sim"
+)
+
+// pointConfig is one real point: a setup at a load, in a cancellation mode, over a protocol.
+// Every duration in it is wire time (already multiplied by the time scale).
+type pointConfig struct {
+	setup    sim.Setup
+	loadPct  float64
+	mode     string // sim.Ignored or sim.Reaches
+	protocol string // HTTP1 or HTTP2
+	seed     uint64
+	workers  int              // per replica
+	replicas int              // servers
+	service  sim.Distribution // wire time
+	calls    int              // calls whose arrival is measured or warms up; more arrive until they end
+	warmup   float64          // fraction of calls not measured
+
+	maxLag      time.Duration // a call sent later than this after it was due stops the run
+	maxInFlight int           // 0 = 200 × workers × replicas
+	callTimeout time.Duration // a call that takes longer fails
+	deadline    time.Duration // the whole point must end within this, or it fails
+}
+
+// diagnostics is what a real point says about the generator, beside its figures.
+type diagnostics struct {
+	LagP50Us     float64 `json:"lag_p50_us"` // how late the generator sent calls, wire µs
+	LagP99Us     float64 `json:"lag_p99_us"`
+	LagMaxUs     float64 `json:"lag_max_us"`
+	MaxInFlight  int     `json:"max_in_flight"` // the most calls in flight at a send
+	DurationSecs float64 `json:"duration_s"`    // wall time of the point
+	Sent         int     `json:"sent"`          // calls sent, measured or not
+}
+
+// rate is the Poisson arrival rate (calls per second of wire time) that keeps the workers busy
+// loadPct of the time without hedges, as the simulator computes it.
+func rate(loadPct float64, workers, replicas int, service sim.Distribution) float64 {
+	return loadPct / 100 * float64(workers*replicas) / service.Mean().Seconds()
+}
+
+// callRecord is what the client saw of one call.
+type callRecord struct {
+	lat    time.Duration // from its due time to its end
+	failed bool
+	hedges int8 // hedged attempts started
+	won    bool // a hedge answered first
+	winner int8 // attempt index of the winner; -1 if none
+	ended  bool
+}
+
+// runReal runs one point on loopback servers and returns its figures (latencies in wire ms).
+func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error) {
+	var diag diagnostics
+	if pc.maxInFlight == 0 {
+		pc.maxInFlight = 200 * pc.workers * pc.replicas
+	}
+	ctx, cancel := context.WithTimeout(ctx, pc.deadline)
+	defer cancel()
+	warm := int(pc.warmup * float64(pc.calls))
+	// More calls arrive after the last measured one until every measured call has ended, as
+	// in the simulator: the last measured calls see the same load as the first.
+	total := pc.calls + pc.calls/2 + 1000
+	acct := newAccounts(total, warm, pc.calls, pc.workers*pc.replicas)
+
+	var reps []*replica
+	defer func() {
+		for _, rp := range reps {
+			rp.close()
+		}
+	}()
+	for range pc.replicas {
+		rp, err := startReplica(serverConfig{
+			workers:  pc.workers,
+			service:  pc.service,
+			seed:     pc.seed,
+			reaches:  pc.mode == sim.Reaches,
+			protocol: pc.protocol,
+			maxQueue: 2000 * pc.workers,
+		}, acct)
+		if err != nil {
+			return sim.Point{}, diag, err
+		}
+		reps = append(reps, rp)
+	}
+	addrs := make([]string, len(reps))
+	for i, rp := range reps {
+		addrs[i] = rp.addr
+	}
+
+	var measuring atomic.Bool
+	var supMu sync.Mutex
+	sup := map[string]int64{}
+	pol := pc.setup.Config
+	user := pol.Observer
+	pol.Observer = func(e hedge.Event) {
+		if user != nil {
+			user(e)
+		}
+		if e.Kind == hedge.HedgeSuppressed && measuring.Load() {
+			supMu.Lock()
+			sup[e.Reason.String()]++
+			supMu.Unlock()
+		}
+	}
+	var replicasOf func(string) []string
+	if pc.replicas > 1 {
+		replicasOf = func(string) []string { return addrs }
+	}
+	client, closeClient, err := newClient(pc.protocol, pol, replicasOf)
+	if err != nil {
+		return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
+	}
+	defer closeClient()
+	url := "http://" + addrs[0] + "/"
+
+	recs := make([]callRecord, total)
+	var left atomic.Int64 // measured calls not yet ended
+	left.Store(int64(pc.calls - warm))
+	pctx, stopPacer := context.WithCancel(ctx)
+	defer stopPacer()
+	var winStart, winEnd time.Time
+	var areaStart, areaEnd float64
+	var endOnce sync.Once
+	var startOnce sync.Once
+
+	send := func(i int, due time.Time) {
+		measured := i >= warm && i < pc.calls
+		if i == warm {
+			startOnce.Do(func() {
+				measuring.Store(true)
+				winStart = due
+				areaStart = acct.busyArea(due)
+			})
+		}
+		if i == pc.calls {
+			measuring.Store(false)
+		}
+		rec := &recs[i]
+		rec.winner = -1
+		cctx, ccancel := context.WithTimeout(ctx, pc.callTimeout)
+		defer ccancel()
+		var lg hedge.Log
+		req, err := http.NewRequestWithContext(hedge.WithLog(cctx, &lg), http.MethodGet, url, nil)
+		if err != nil {
+			rec.failed = true
+		} else {
+			req.Header.Set(callHeader, strconv.Itoa(i))
+			resp, err := client.Do(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				rec.failed = resp.StatusCode != http.StatusOK
+			} else {
+				rec.failed = true
+			}
+		}
+		end := time.Now()
+		rec.lat = end.Sub(due)
+		for _, a := range lg.Attempts {
+			if a.Hedge {
+				rec.hedges++
+			}
+			if a.Result == hedge.OK {
+				rec.winner = int8(a.Index)
+				rec.won = a.Hedge
+			}
+		}
+		rec.ended = true
+		if measured && left.Add(-1) == 0 {
+			endOnce.Do(func() {
+				winEnd = end
+				areaEnd = acct.busyArea(end)
+				stopPacer()
+			})
+		}
+	}
+
+	lambda := rate(pc.loadPct, pc.workers, pc.replicas, pc.service)
+	p := &pacer{
+		offsets:     poissonOffsets(total, lambda, pc.seed),
+		maxLag:      pc.maxLag,
+		maxInFlight: pc.maxInFlight,
+		send:        send,
+	}
+	t0 := time.Now()
+	err = p.run(pctx, t0.Add(5*time.Millisecond))
+	diag.DurationSecs = time.Since(t0).Seconds()
+	diag.Sent = len(p.lags)
+	diag.MaxInFlight = p.maxSeen
+	if len(p.lags) > 0 {
+		lags := slices.Clone(p.lags)
+		slices.Sort(lags)
+		diag.LagP50Us = float64(lags[len(lags)/2]) / 1e3
+		diag.LagP99Us = float64(lags[len(lags)*99/100]) / 1e3
+		diag.LagMaxUs = float64(lags[len(lags)-1]) / 1e3
+	}
+	if err == nil || errors.Is(err, context.Canceled) && left.Load() == 0 {
+		if err := checkLag(p.lags, pc.maxLag); err != nil {
+			return sim.Point{}, diag, err
+		}
+	}
+	pt := sim.Point{Setup: pc.setup.Name, LoadPct: pc.loadPct, Cancellation: pc.mode, Seed: pc.seed, Suppressed: sup}
+	var behind *BehindError
+	switch {
+	case errors.As(err, &behind) && behind.Limit > 0 && queued(reps) >= behind.InFlight/2:
+		// The calls in flight wait in the servers' queues: the server, not the client, cannot
+		// keep up. That is a collapse, a figure in its own right.
+		pt.Collapse = true
+		pt.Calls = behind.Call
+		return pt, diag, nil
+	case err != nil && !(errors.Is(err, context.Canceled) && left.Load() == 0):
+		if ctx.Err() != nil && left.Load() > 0 && behind == nil {
+			return pt, diag, fmt.Errorf("hedgeload: point did not end within %v: %w", pc.deadline, ctx.Err())
+		}
+		return pt, diag, err
+	}
+	if left.Load() > 0 {
+		// Every call was sent and the measured ones have still not ended: the queue never
+		// drained.
+		pt.Collapse = true
+		return pt, diag, nil
+	}
+	// Losers the servers finish regardless ("ignored") still count in the server's figures.
+	for _, rp := range reps {
+		if err := rp.drain(time.Now().Add(pc.callTimeout)); err != nil {
+			return pt, diag, err
+		}
+	}
+
+	// Figures over the measured calls, as the simulator computes them.
+	n := pc.calls - warm
+	var lat []int64
+	var failed, hedges, wins int
+	var wasted, served int64
+	for i := warm; i < pc.calls; i++ {
+		r := &recs[i]
+		if r.failed {
+			failed++
+		} else {
+			lat = append(lat, int64(r.lat))
+		}
+		hedges += int(r.hedges)
+		if r.won {
+			wins++
+		}
+		for k := range maxAttempts {
+			s := acct.served[i*maxAttempts+k].Load()
+			served += s
+			if k != int(r.winner) {
+				wasted += s
+			}
+		}
+	}
+	slices.Sort(lat)
+	pt.P50Ms = quantileMs(lat, n, 0.50)
+	pt.P99Ms = quantileMs(lat, n, 0.99)
+	pt.P999Ms = quantileMs(lat, n, 0.999)
+	if len(lat) > 0 {
+		var sum float64
+		for _, v := range lat {
+			sum += float64(v)
+		}
+		pt.MeanMs = sum / float64(len(lat)) / 1e6
+	}
+	pt.Calls = pc.calls
+	pt.RequestsPerCall = float64(acct.reached.Load()) / float64(n)
+	pt.HedgeRate = float64(hedges) / float64(n)
+	if hedges > 0 {
+		pt.HedgeWinRate = float64(wins) / float64(hedges)
+	}
+	pt.RejectedPct = 100 * float64(failed) / float64(n)
+	if span := winEnd.Sub(winStart); span > 0 {
+		pt.UtilisationPct = 100 * (areaEnd - areaStart) / (float64(acct.workers) * float64(span))
+	}
+	if served > 0 {
+		pt.WastedWorkPct = 100 * float64(wasted) / float64(served)
+	}
+	return pt, diag, nil
+}
+
+// failedMs is the value of a percentile that lands on a failed call: failures count as slower
+// than any success.
+var failedMs = math.Inf(1)
+
+// quantileMs is the q-quantile (nearest rank) of n calls, of which sorted are the successes'
+// latencies and the rest failed (slower than any success), in ms.
+func quantileMs(sorted []int64, n int, q float64) float64 {
+	i := int(math.Ceil(q*float64(n))) - 1
+	i = max(0, min(i, n-1))
+	if i >= len(sorted) {
+		return failedMs
+	}
+	return float64(sorted[i]) / 1e6
+}
+
+// queued is how many requests wait in the replicas' queues now.
+func queued(reps []*replica) int {
+	n := 0
+	for _, rp := range reps {
+		n += rp.q.Stats().Queued
+	}
+	return n
+}
+
+// newClient returns an HTTP client that hedges under policy through hedgehttp.Transport, over
+// the given protocol, and a function that closes its idle connections.
+func newClient(protocol string, policy hedge.Config, replicas func(string) []string) (*http.Client, func(), error) {
+	base := &http.Transport{
+		MaxIdleConnsPerHost: 4096, // every connection a burst opened stays for the next one
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+		Protocols:           new(http.Protocols),
+		HTTP2:               &http.HTTP2Config{MaxConcurrentStreams: 1 << 16},
+	}
+	if protocol == HTTP2 {
+		base.Protocols.SetUnencryptedHTTP2(true)
+	} else {
+		base.Protocols.SetHTTP1(true)
+	}
+	tr, err := hedgehttp.NewTransport(hedgehttp.Config{Policy: policy, Next: base, Replicas: replicas})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &http.Client{Transport: tr}, base.CloseIdleConnections, nil
+}

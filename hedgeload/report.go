@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// writeJSON writes report.json: {"model", "calibration", "points": [{setup, load_pct,
+// cancellation, protocol, seed, real, sim, agreement, generator}]}; real and sim have
+// hedgesim's point field names.
+func writeJSON(w io.Writer, rep Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// pctOrDash formats a percentage difference.
+func pctOrDash(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f %%", *p)
+}
+
+// ptrMs formats an optional latency: nil is a percentile on failed calls.
+func ptrMs(p *float64) string {
+	if p == nil {
+		return "failed"
+	}
+	return fmtMs(*p)
+}
+
+// cell is "real / simulated median", with the simulated seeds' range when there are several.
+func cell(c Check, seeds int) string {
+	s := ptrMs(c.Real) + " / " + ptrMs(c.Sim.Median)
+	if seeds > 1 {
+		s += " (" + ptrMs(c.Sim.Min) + "–" + ptrMs(c.Sim.Max) + ")"
+	}
+	return s
+}
+
+// writeMarkdown writes report.md: the model, the calibration, and one table per protocol and
+// cancellation mode with the real and simulated figures side by side.
+func writeMarkdown(w io.Writer, rep Report) error {
+	var b bytes.Buffer
+	m := rep.Model
+	fmt.Fprintf(&b, "# hedgeload: real servers against the simulator\n\n")
+	fmt.Fprintf(&b, "Model: %d workers × %d server(s); service time %s (mean %.2f ms); hedge delay %.0f ms; "+
+		"%d calls per point (first %.0f %% not measured); seeds %v; time scale %g (figures in the model's ms).\n\n",
+		m.Workers, m.Replicas, m.ServiceTime, m.MeanServiceMs, m.HedgeDelayMs, m.Calls, 100*m.WarmupFraction, m.Seeds, m.TimeScale)
+	if rep.Stopped != "" {
+		fmt.Fprintf(&b, "**The run stopped before every point ran:** %s\n\n", rep.Stopped)
+	}
+	agree := 0
+	for _, p := range rep.Points {
+		if p.Agreement.OK {
+			agree++
+		}
+	}
+	fmt.Fprintf(&b, "**%d of %d points agree** (p50, p99 and p99.9 within ±%g %% of the simulator's, as measured "+
+		"or less the measured overhead, or of one of the simulated seeds). Simulated figures: the median over the seeds, "+
+		"their range in brackets. Wall time %.0f s.\n\n", agree, len(rep.Points), m.BandPct, rep.WallSeconds)
+
+	b.WriteString("## Calibration (wire time, µs)\n\n")
+	b.WriteString("| protocol | round trip p50 | round trip p99 | sleep slack p50 | sleep slack p99 | overhead subtracted |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, c := range rep.Calibration {
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", c.Protocol, c.RoundTripP50Us, c.RoundTripP99Us, c.SleepP50Us, c.SleepP99Us, c.OverheadUs)
+	}
+	b.WriteString("\nRound trip: a call to a server with no service time, from its due time (generator, client, loopback, queue). " +
+		"Sleep slack: how much longer than asked a worker sleeps. Overhead = round trip p50 + sleep slack p50.\n")
+
+	for _, proto := range m.Protocols {
+		for _, mode := range m.Cancellations {
+			fmt.Fprintf(&b, "\n## %s, cancellation %s\n\n", proto, mode)
+			b.WriteString("| setup | load | p50 real / sim | p99 real / sim | p99.9 real / sim | p99 diff | req/call real / sim | hedge rate real / sim | win rate real / sim | failed % | util % real / sim | agrees |\n")
+			b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+			for _, p := range rep.Points {
+				if p.Protocol != proto || p.Cancellation != mode {
+					continue
+				}
+				r, s := p.Real, p.Sim
+				ok := "yes"
+				var by []string
+				for _, c := range p.Agreement.Checks {
+					if c.By != "" && c.By != "band" && !slices.Contains(by, c.By) {
+						by = append(by, c.By)
+					}
+				}
+				if len(by) > 0 {
+					ok += " (" + strings.Join(by, ", ") + ")"
+				}
+				if !p.Agreement.OK {
+					ok = "**no**: " + p.Agreement.Why
+				}
+				if r.Collapse || len(p.Agreement.Checks) != 3 {
+					fmt.Fprintf(&b, "| %s | %g%% | collapse: real %v, sim %v | | | | | | | | | %s |\n", p.Setup, p.LoadPct, r.Collapse, s.Collapse, ok)
+					continue
+				}
+				ch := p.Agreement.Checks
+				fmt.Fprintf(&b, "| %s | %g%% | %s | %s | %s | %s | %.3f / %.3f | %.3f / %.3f | %.2f / %.2f | %.2f | %.1f / %.1f | %s |\n",
+					p.Setup, p.LoadPct, cell(ch[0], len(p.SimSeeds)), cell(ch[1], len(p.SimSeeds)), cell(ch[2], len(p.SimSeeds)), pctOrDash(ch[1].DiffPct),
+					r.RequestsPerCall, s.RequestsPerCall, r.HedgeRate, s.HedgeRate, r.HedgeWinRate, s.HedgeWinRate,
+					r.RejectedPct, r.UtilisationPct, s.UtilisationPct, ok)
+			}
+		}
+	}
+	b.WriteString("\n## Generator\n\n")
+	b.WriteString("| setup | load | cancellation | protocol | seed | lag p50 µs | lag p99 µs | lag max µs | most in flight | seconds |\n")
+	b.WriteString("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, p := range rep.Points {
+		g := p.Generator
+		fmt.Fprintf(&b, "| %s | %g%% | %s | %s | %d | %.0f | %.0f | %.0f | %d | %.1f |\n",
+			p.Setup, p.LoadPct, p.Cancellation, p.Protocol, p.Seed, g.LagP50Us, g.LagP99Us, g.LagMaxUs, g.MaxInFlight, g.DurationSecs)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeHTML writes report.html: the Markdown report's tables as an HTML page.
+func writeHTML(w io.Writer, rep Report) error {
+	var md bytes.Buffer
+	if err := writeMarkdown(&md, rep); err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hedgeload report</title>\n" +
+		"<style>body{font-family:sans-serif;max-width:90em;margin:2em auto}table{border-collapse:collapse;margin:1em 0}" +
+		"td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}td:first-child,th:first-child{text-align:left}</style>\n</head><body>\n")
+	inTable := false
+	for _, line := range strings.Split(md.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "|"):
+			cells := strings.Split(strings.Trim(line, "|"), "|")
+			if strings.HasPrefix(strings.TrimSpace(cells[0]), "---") {
+				continue
+			}
+			tag := "td"
+			if !inTable {
+				b.WriteString("<table>\n")
+				inTable, tag = true, "th"
+			}
+			b.WriteString("<tr>")
+			for _, c := range cells {
+				fmt.Fprintf(&b, "<%s>%s</%s>", tag, inline(c), tag)
+			}
+			b.WriteString("</tr>\n")
+			continue
+		case inTable:
+			b.WriteString("</table>\n")
+			inTable = false
+		}
+		switch {
+		case strings.HasPrefix(line, "## "):
+			fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(line[3:]))
+		case strings.HasPrefix(line, "# "):
+			fmt.Fprintf(&b, "<h1>%s</h1>\n", html.EscapeString(line[2:]))
+		case strings.TrimSpace(line) != "":
+			fmt.Fprintf(&b, "<p>%s</p>\n", inline(line))
+		}
+	}
+	if inTable {
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// inline escapes s and renders its **bold** spans.
+func inline(s string) string {
+	s = html.EscapeString(strings.TrimSpace(s))
+	for {
+		i := strings.Index(s, "**")
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(s[i+2:], "**")
+		if j < 0 {
+			return s
+		}
+		s = s[:i] + "<b>" + s[i+2:i+2+j] + "</b>" + s[i+2+j+2:]
+	}
+}
+
+// writeReport writes report.json, report.md and report.html into dir.
+func writeReport(dir string, rep Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, Report) error
+	}{{"report.json", writeJSON}, {"report.md", writeMarkdown}, {"report.html", writeHTML}} {
+		var b bytes.Buffer
+		if err := f.write(&b, rep); err != nil {
+			return fmt.Errorf("%s: %v", f.name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

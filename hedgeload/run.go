@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hedgekit/hedge/sim"
+)
+
+// runConfig is a whole run: every setup × load × cancellation × protocol × seed, real and
+// simulated. Durations are in the model's time unless they say wire.
+type runConfig struct {
+	calls      int
+	warmup     float64
+	seeds      []uint64
+	loads      []float64
+	setups     []string
+	modes      []string
+	protocols  []string
+	workers    int
+	replicas   int
+	service    sim.Distribution // model time
+	hedgeDelay time.Duration
+	timeScale  float64
+	parallel   int
+	band       float64       // agreement band, %
+	maxLag     time.Duration // wire
+	calibrateN int           // calls and sleeps of the calibration; 0 = 2000
+	simSeeds   int           // simulated seeds per point; 0 = 10
+}
+
+// Model is the parameters of the run, as report.json's "model".
+type Model struct {
+	Workers        int       `json:"workers"`
+	Replicas       int       `json:"replicas"`
+	ServiceTime    string    `json:"service_time"`
+	MeanServiceMs  float64   `json:"mean_service_ms"`
+	HedgeDelayMs   float64   `json:"hedge_delay_ms"`
+	Calls          int       `json:"calls"`
+	WarmupFraction float64   `json:"warmup_fraction"`
+	Seeds          []uint64  `json:"seeds"`
+	LoadsPct       []float64 `json:"loads_pct"`
+	Setups         []string  `json:"setups"`
+	Cancellations  []string  `json:"cancellations"`
+	Protocols      []string  `json:"protocols"`
+	TimeScale      float64   `json:"time_scale"` // wire time = model time × time_scale
+	BandPct        float64   `json:"band_pct"`
+	MaxLagMs       float64   `json:"max_lag_ms"` // wire
+}
+
+// Result is one point: the real run and its simulated twin, side by side. Every time is in the
+// model's milliseconds (wire time divided by the time scale).
+type Result struct {
+	Setup        string      `json:"setup"`
+	LoadPct      float64     `json:"load_pct"`
+	Cancellation string      `json:"cancellation"`
+	Protocol     string      `json:"protocol"`
+	Seed         uint64      `json:"seed"`
+	Real         sim.Point   `json:"real"`
+	Sim          sim.Point   `json:"sim"`       // the simulated run with the same seed
+	SimSeeds     []uint64    `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
+	Agreement    Agreement   `json:"agreement"`
+	Generator    diagnostics `json:"generator"`
+}
+
+// Report is everything a run produced; report.json is this, encoded.
+type Report struct {
+	Model       Model         `json:"model"`
+	Calibration []Calibration `json:"calibration"`
+	Points      []Result      `json:"points"`
+	// Stopped says why the run stopped before every point ran (the generator fell behind);
+	// empty when it ran to the end.
+	Stopped string `json:"stopped,omitempty"`
+	// WallSeconds is how long the run took.
+	WallSeconds float64 `json:"wall_s"`
+}
+
+// Agrees reports whether every point agrees with the simulator and the run was not stopped.
+func (r Report) Agrees() bool {
+	if r.Stopped != "" || len(r.Points) == 0 {
+		return false
+	}
+	for _, p := range r.Points {
+		if !p.Agreement.OK {
+			return false
+		}
+	}
+	return true
+}
+
+type job struct {
+	setup    sim.Setup
+	load     float64
+	mode     string
+	protocol string
+	seed     uint64
+}
+
+// run calibrates, then runs every point real and simulated. progress, when not nil, is called
+// after each point. A point whose generator falls behind stops the run: the report holds the
+// points that ended before it, and Stopped says why; the error is returned too.
+func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Result)) (Report, error) {
+	start := time.Now()
+	s := cfg.timeScale
+	wireSvc := scaleDist(cfg.service, s)
+	sets, err := setups(cfg.setups, cfg.hedgeDelay, s)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Model: Model{
+		Workers:        cfg.workers,
+		Replicas:       cfg.replicas,
+		ServiceTime:    cfg.service.String(),
+		MeanServiceMs:  float64(cfg.service.Mean()) / 1e6,
+		HedgeDelayMs:   float64(cfg.hedgeDelay) / 1e6,
+		Calls:          cfg.calls,
+		WarmupFraction: cfg.warmup,
+		Seeds:          cfg.seeds,
+		LoadsPct:       cfg.loads,
+		Setups:         cfg.setups,
+		Cancellations:  cfg.modes,
+		Protocols:      cfg.protocols,
+		TimeScale:      s,
+		BandPct:        cfg.band,
+		MaxLagMs:       float64(cfg.maxLag) / 1e6,
+	}}
+
+	// Calibration, one protocol at a time, at the highest load's arrival rate.
+	n := cfg.calibrateN
+	if n == 0 {
+		n = 2000
+	}
+	overhead := map[string]float64{} // model ms
+	for _, proto := range cfg.protocols {
+		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc))
+		if err != nil {
+			return rep, err
+		}
+		rep.Calibration = append(rep.Calibration, c)
+		overhead[proto] = c.OverheadUs / 1e3 / s
+	}
+
+	var jobs []job
+	for _, st := range sets {
+		for _, l := range cfg.loads {
+			for _, m := range cfg.modes {
+				for _, proto := range cfg.protocols {
+					for _, sd := range cfg.seeds {
+						jobs = append(jobs, job{st, l, m, proto, sd})
+					}
+				}
+			}
+		}
+	}
+	// Longest points (lowest load) first, so parallel runs end together.
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case jobs[a].load < jobs[b].load:
+			return -1
+		case jobs[a].load > jobs[b].load:
+			return 1
+		}
+		return 0
+	})
+
+	if progress != nil {
+		progress(0, len(jobs), Result{})
+	}
+	results := make([]Result, len(jobs))
+	ran := make([]bool, len(jobs))
+	errs := make([]error, len(jobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	done := 0
+	next := 0
+	var wg sync.WaitGroup
+	for range max(1, min(cfg.parallel, len(jobs))) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if next >= len(order) || ctx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				i := order[next]
+				next++
+				mu.Unlock()
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol])
+				mu.Lock()
+				if err != nil {
+					if errs[i] = err; !errors.Is(err, context.Canceled) {
+						cancel()
+					}
+				} else {
+					results[i], ran[i] = r, true
+					done++
+					if progress != nil {
+						progress(done, len(jobs), r)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i := range jobs {
+		if ran[i] {
+			rep.Points = append(rep.Points, results[i])
+		}
+	}
+	rep.WallSeconds = time.Since(start).Seconds()
+	for i, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			j := jobs[i]
+			rep.Stopped = fmt.Sprintf("%s, %v%% load, %s, %s, seed %d: %v", j.setup.Name, j.load, j.mode, j.protocol, j.seed, e)
+			return rep, e
+		}
+	}
+	if len(rep.Points) < len(jobs) {
+		err := ctx.Err()
+		if err == nil {
+			err = errors.New("hedgeload: the run stopped before every point ran")
+		}
+		rep.Stopped = err.Error()
+		return rep, err
+	}
+	return rep, nil
+}
+
+// runPoint runs one point for real, then simulates it, and compares them.
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64) (Result, error) {
+	s := cfg.timeScale
+	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
+	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
+	pc := pointConfig{
+		setup:       j.setup,
+		loadPct:     j.load,
+		mode:        j.mode,
+		protocol:    j.protocol,
+		seed:        j.seed,
+		workers:     cfg.workers,
+		replicas:    cfg.replicas,
+		service:     wireSvc,
+		calls:       cfg.calls,
+		warmup:      cfg.warmup,
+		maxLag:      cfg.maxLag,
+		callTimeout: time.Duration(float64(30*time.Second) * s),
+		deadline:    2*expected + time.Duration(float64(60*time.Second)*s),
+	}
+	real, diag, err := runReal(ctx, pc)
+	if err == nil {
+		err = ctx.Err() // another point stopped the run: this one's calls were cut short
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	k := cfg.simSeeds
+	if k == 0 {
+		k = 10
+	}
+	var sims []sim.Point
+	var seeds []uint64
+	for i := range k {
+		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
+		sp, err := simulate(cfg, j, wireSvc, seed)
+		if err != nil {
+			return Result{}, err
+		}
+		sims = append(sims, inModel(sp, s))
+		seeds = append(seeds, seed)
+	}
+	real = inModel(real, s)
+	return Result{
+		Setup:        j.setup.Name,
+		LoadPct:      j.load,
+		Cancellation: j.mode,
+		Protocol:     j.protocol,
+		Seed:         j.seed,
+		Real:         real,
+		Sim:          sims[0],
+		SimSeeds:     seeds,
+		Agreement:    compare(real, sims, overheadMs, cfg.band),
+		Generator:    diag,
+	}, nil
+}
+
+// simulate runs the point's twin in the simulator, with the given seed: the same model, the
+// same (scaled) setup.
+func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64) (sim.Point, error) {
+	if cfg.replicas != 1 {
+		return sim.Point{}, fmt.Errorf("hedgeload: the simulator models one server (-replicas 1), got %d", cfg.replicas)
+	}
+	return sim.Run(sim.Params{
+		Workers:        cfg.workers,
+		Service:        wireSvc,
+		Calls:          cfg.calls,
+		WarmupFraction: cfg.warmup,
+	}, j.setup, j.load, j.mode, seed)
+}

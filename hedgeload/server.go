@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge/hedgehttp"
+	"github.com/hedgekit/hedge/sim"
+)
+
+// callHeader carries a call's index (in arrival order) to the server, so the server draws the
+// same service time for the same request in every setup, and counts only measured calls.
+const callHeader = "Hedgeload-Call"
+
+// Protocols.
+const (
+	HTTP1 = "http/1.1"
+	HTTP2 = "http/2" // cleartext HTTP/2 (h2c with prior knowledge)
+)
+
+// maxAttempts bounds the attempts per call the server keeps accounts for.
+const maxAttempts = 4
+
+// replica is one loopback HTTP server: a hedgehttp.Queue with W workers in front of a handler
+// that holds its worker for a service time drawn from the model's distribution.
+type replica struct {
+	srv  *http.Server
+	ln   net.Listener
+	addr string // host:port on the loopback interface
+	q    *hedgehttp.Queue
+	acct *accounts
+	done chan struct{} // closed when Serve returns
+}
+
+// accounts is what the servers of one point saw, shared by its replicas.
+type accounts struct {
+	warm    int // calls with a lower index are not measured
+	calls   int // calls with this index or higher are not measured
+	workers int // across replicas
+
+	reached atomic.Int64   // attempts of measured calls a worker started
+	served  []atomic.Int64 // by call × maxAttempts + attempt: ns the attempt held a worker
+
+	mu    sync.Mutex // guards the busy-time integral
+	busy  int
+	last  time.Time
+	area  float64 // worker-nanoseconds since the first event
+	first time.Time
+}
+
+// newAccounts keeps accounts for total calls, of which those in [warm, calls) are measured.
+func newAccounts(total, warm, calls, workers int) *accounts {
+	return &accounts{warm: warm, calls: calls, workers: workers, served: make([]atomic.Int64, total*maxAttempts)}
+}
+
+// busyDelta adds d to the number of busy workers at now, integrating busy time.
+func (a *accounts) busyDelta(now time.Time, d int) {
+	a.mu.Lock()
+	if a.last.IsZero() {
+		a.first = now
+	} else {
+		a.area += float64(a.busy) * float64(now.Sub(a.last))
+	}
+	a.last, a.busy = now, a.busy+d
+	a.mu.Unlock()
+}
+
+// busyArea returns the busy worker-time integral up to now, in worker-nanoseconds.
+func (a *accounts) busyArea(now time.Time) float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.last.IsZero() {
+		return 0
+	}
+	return a.area + float64(a.busy)*float64(now.Sub(a.last))
+}
+
+// serverConfig is what a replica serves.
+type serverConfig struct {
+	workers  int
+	service  sim.Distribution // wire time: already scaled
+	seed     uint64
+	reaches  bool   // the handler stops when its request is cancelled; else it finishes regardless
+	protocol string // HTTP1 or HTTP2
+	maxQueue int
+}
+
+// requestIDs reads a request's call index and attempt index.
+func requestIDs(r *http.Request) (call, attempt int, ok bool) {
+	call, err := strconv.Atoi(r.Header.Get(callHeader))
+	if err != nil || call < 0 {
+		return 0, 0, false
+	}
+	if v := r.Header.Get(hedgehttp.AttemptHeader); v != "" {
+		attempt, err = strconv.Atoi(v)
+		if err != nil || attempt < 0 || attempt >= maxAttempts {
+			return 0, 0, false
+		}
+	}
+	return call, attempt, true
+}
+
+// serviceTime draws the service time of attempt k of call i: a stream keyed by (seed, i, k),
+// so the draw does not depend on the order in which requests reach the server.
+func serviceTime(d sim.Distribution, seed uint64, call, attempt int) time.Duration {
+	r := rand.New(rand.NewPCG(seed^0x73657276, uint64(call)*maxAttempts+uint64(attempt)))
+	return max(d.Sample(r), 0)
+}
+
+// handler holds its worker for the request's service time. With reaches it returns early when
+// the request is cancelled (the worker is freed at the cancellation); without, it always
+// serves the whole time.
+func handler(cfg serverConfig, acct *accounts) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call, attempt, ok := requestIDs(r)
+		if !ok || call*maxAttempts+attempt >= len(acct.served) {
+			http.Error(w, "hedgeload: bad call or attempt header", http.StatusBadRequest)
+			return
+		}
+		if call >= acct.warm && call < acct.calls {
+			// A worker started it: it reached the server. (In "ignored" mode every request
+			// that joined the queue gets here, as the simulator counts it.)
+			acct.reached.Add(1)
+		}
+		d := serviceTime(cfg.service, cfg.seed, call, attempt)
+		start := time.Now()
+		if cfg.reaches {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
+		} else {
+			time.Sleep(d)
+		}
+		acct.served[call*maxAttempts+attempt].Add(int64(time.Since(start)))
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// startReplica starts one server on a fresh loopback port.
+func startReplica(cfg serverConfig, acct *accounts) (*replica, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rp := &replica{ln: ln, addr: ln.Addr().String(), acct: acct, done: make(chan struct{})}
+	q, err := hedgehttp.NewQueue(handler(cfg, acct), hedgehttp.QueueConfig{
+		Workers: cfg.workers,
+		Queue:   cfg.maxQueue,
+		Observer: func(e hedgehttp.QueueEvent) {
+			switch e.Kind {
+			case hedgehttp.QueueAdmitted:
+				acct.busyDelta(time.Now(), 1)
+			case hedgehttp.QueueFinished:
+				acct.busyDelta(time.Now(), -1)
+			}
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	rp.q = q
+	var h http.Handler = q
+	if !cfg.reaches {
+		// The server finishes every request it received: the request's cancellation must
+		// reach neither the queue (which would drop a queued request) nor the handler.
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
+		})
+	}
+	rp.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          discardLogger,
+	}
+	rp.srv.Protocols = new(http.Protocols)
+	rp.srv.Protocols.SetHTTP1(true)
+	rp.srv.Protocols.SetUnencryptedHTTP2(true)
+	rp.srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 16}
+	go func() {
+		defer close(rp.done)
+		rp.srv.Serve(ln)
+	}()
+	return rp, nil
+}
+
+// close stops the server at once (the point is over: every measured call has ended).
+func (rp *replica) close() {
+	rp.srv.Close()
+	<-rp.done
+}
+
+// drain waits until the replica runs and queues nothing (losers the server finishes in
+// "ignored" mode), or until the deadline.
+func (rp *replica) drain(deadline time.Time) error {
+	for {
+		s := rp.q.Stats()
+		if s.Running == 0 && s.Queued == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("hedgeload: server %s still busy (%d running, %d queued) at the end of the point", rp.addr, s.Running, s.Queued)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// discardLogger drops net/http's server log lines: cancelled requests on a busy loopback
+// server are expected and not worth a line each.
+var discardLogger = log.New(io.Discard, "", 0)

@@ -1,0 +1,483 @@
+// Package hedgeotel exports what hedging policies do as OpenTelemetry metrics.
+//
+// One call wires a policy, or every per-host policy of a [hedgehttp.Transport], to a
+// [metric.MeterProvider]:
+//
+//	p, err := hedgeotel.NewPolicy(provider, "users", hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+//	tr, err := hedgeotel.NewTransport(provider, hedgehttp.Config{Policy: ...})
+//
+// Any other integration that reports events with a name and can list its policies'
+// [hedge.Measured] figures is wired with [Metrics.KeyedObserver] and [Metrics.Watch]; for
+// hedgegrpc's per-method policies:
+//
+//	cfg.Observer = metrics.KeyedObserver()
+//	interceptor, err := hedgegrpc.NewInterceptor(cfg)
+//	stop, err := metrics.Watch(interceptor.Measured)
+//
+// # Instruments
+//
+// Every measurement carries hedge.operation (the policy's name: the name given to NewPolicy,
+// the host key of a Transport, the method of a gRPC interceptor). Other attributes take a
+// handful of values each, so the number of series stays small.
+//
+//	hedge.attempt.duration     histogram  s         hedge.attempt.kind (primary|hedge|retry),
+//	                                                hedge.attempt.outcome (ok|error|discarded)
+//	hedge.call.duration        histogram  s         hedge.call.outcome
+//	hedge.calls                counter    {call}    hedge.call.outcome (ok|error|rejected|breaker_open|cancelled|unreachable)
+//	hedge.hedges.started       counter    {hedge}
+//	hedge.hedges.won           counter    {hedge}
+//	hedge.attempts.discarded   counter    {attempt} hedge.attempt.kind
+//	hedge.hedges.suppressed    counter    {hedge}   hedge.suppression.reason (budget, cold, win rate, …)
+//	hedge.retries              counter    {retry}
+//	hedge.limit.rejections     counter    {attempt} hedge.attempt.kind
+//	hedge.threshold            gauge      s         (only once the policy is warm)
+//	hedge.budget.balance       gauge      {attempt} (not for a policy without a budget)
+//	hedge.breaker.state        gauge      1         hedge.breaker.state (closed|open|half-open): 1 for the current state, 0 for the others
+//	hedge.breaker.error_rate   gauge      1         (with a breaker)
+//	hedge.concurrency.limit    gauge      {attempt} (with an adaptive limit)
+//	hedge.concurrency.in_flight gauge     {attempt} (with an adaptive limit)
+//	hedge.win_rate.allowance   gauge      1
+//
+// The histograms' buckets resolve 1 ms to 10 s (1, 2, 3, 5 and 7.5 per decade). A discarded
+// attempt's duration is how long it had run when it lost.
+//
+// # Cost
+//
+// With a nil MeterProvider nothing is installed: the policy's Observer stays as it was, and a
+// call costs exactly what it costs without this package. (The global provider is not used
+// unless given: pass otel.GetMeterProvider() for it.) With a provider, each event is one
+// instrument update with attribute sets built once per operation.
+package hedgeotel
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/hedgehttp"
+)
+
+// ScopeName is the instrumentation scope of the meter this package uses.
+const ScopeName = "github.com/hedgekit/hedge/hedgeotel"
+
+// Attribute keys.
+const (
+	KeyOperation   = attribute.Key("hedge.operation")
+	KeyAttemptKind = attribute.Key("hedge.attempt.kind")
+	KeyAttemptOut  = attribute.Key("hedge.attempt.outcome")
+	KeyCallOut     = attribute.Key("hedge.call.outcome")
+	KeyReason      = attribute.Key("hedge.suppression.reason")
+	KeyBreaker     = attribute.Key("hedge.breaker.state")
+)
+
+// Buckets are the histograms' bucket boundaries, in seconds: 1 ms to 10 s.
+var Buckets = []float64{
+	0.001, 0.002, 0.003, 0.005, 0.0075,
+	0.01, 0.02, 0.03, 0.05, 0.075,
+	0.1, 0.2, 0.3, 0.5, 0.75,
+	1, 2, 3, 5, 7.5,
+	10,
+}
+
+// Metrics holds the instruments of one MeterProvider. Build it once and share it; it is safe
+// for concurrent use. A nil *Metrics records nothing: its observers are nil and Watch does
+// nothing, so code can wire metrics unconditionally.
+type Metrics struct {
+	meter metric.Meter
+
+	attemptDuration metric.Float64Histogram
+	callDuration    metric.Float64Histogram
+	calls           metric.Int64Counter
+	hedgesStarted   metric.Int64Counter
+	hedgesWon       metric.Int64Counter
+	discarded       metric.Int64Counter
+	suppressed      metric.Int64Counter
+	retries         metric.Int64Counter
+	limitRejections metric.Int64Counter
+
+	threshold  metric.Float64ObservableGauge
+	budget     metric.Float64ObservableGauge
+	breaker    metric.Int64ObservableGauge
+	errorRate  metric.Float64ObservableGauge
+	limit      metric.Int64ObservableGauge
+	inFlight   metric.Int64ObservableGauge
+	allowance  metric.Float64ObservableGauge
+	reg        metric.Registration
+	regErr     error
+	registered sync.Once
+
+	ops sync.Map // operation name → *operation
+
+	mu      sync.Mutex
+	sources map[int]func() map[string]hedge.Measured
+	nextID  int
+}
+
+// New returns the instruments of mp's meter for this package. A nil mp returns a nil
+// *Metrics, which records nothing at no cost.
+func New(mp metric.MeterProvider) (*Metrics, error) {
+	if mp == nil {
+		return nil, nil
+	}
+	m := &Metrics{meter: mp.Meter(ScopeName), sources: map[int]func() map[string]hedge.Measured{}}
+	var err, e error
+	hist := func(name, desc string) metric.Float64Histogram {
+		h, e := m.meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(Buckets...))
+		err = errors.Join(err, e)
+		return h
+	}
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, e := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		err = errors.Join(err, e)
+		return c
+	}
+	m.attemptDuration = hist("hedge.attempt.duration", "How long each attempt ran, until it answered or lost the race.")
+	m.callDuration = hist("hedge.call.duration", "How long each call took, from its start to its answer.")
+	m.calls = counter("hedge.calls", "{call}", "Calls finished, by outcome.")
+	m.hedgesStarted = counter("hedge.hedges.started", "{hedge}", "Hedges sent.")
+	m.hedgesWon = counter("hedge.hedges.won", "{hedge}", "Hedges that answered first.")
+	m.discarded = counter("hedge.attempts.discarded", "{attempt}", "Attempts that lost the race and were cancelled.")
+	m.suppressed = counter("hedge.hedges.suppressed", "{hedge}", "Hedges that were due but a gate refused, by reason.")
+	m.retries = counter("hedge.retries", "{retry}", "Sequential retries scheduled.")
+	m.limitRejections = counter("hedge.limit.rejections", "{attempt}", "Attempts the adaptive concurrency limit refused.")
+
+	m.threshold, e = m.meter.Float64ObservableGauge("hedge.threshold", metric.WithUnit("s"),
+		metric.WithDescription("The hedge delay a call starting now would use."))
+	err = errors.Join(err, e)
+	m.budget, e = m.meter.Float64ObservableGauge("hedge.budget.balance", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Hedges or retries the budget would fund now."))
+	err = errors.Join(err, e)
+	m.breaker, e = m.meter.Int64ObservableGauge("hedge.breaker.state", metric.WithUnit("1"),
+		metric.WithDescription("1 for the circuit breaker's current state, 0 for the others."))
+	err = errors.Join(err, e)
+	m.errorRate, e = m.meter.Float64ObservableGauge("hedge.breaker.error_rate", metric.WithUnit("1"),
+		metric.WithDescription("The breaker's failure ratio over its window."))
+	err = errors.Join(err, e)
+	m.limit, e = m.meter.Int64ObservableGauge("hedge.concurrency.limit", metric.WithUnit("{attempt}"),
+		metric.WithDescription("The adaptive concurrency limit."))
+	err = errors.Join(err, e)
+	m.inFlight, e = m.meter.Int64ObservableGauge("hedge.concurrency.in_flight", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts holding a permit of the adaptive concurrency limit."))
+	err = errors.Join(err, e)
+	m.allowance, e = m.meter.Float64ObservableGauge("hedge.win_rate.allowance", metric.WithUnit("1"),
+		metric.WithDescription("The share of would-be hedges the win-rate loop lets start."))
+	err = errors.Join(err, e)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Attempt kinds, attempt outcomes and call outcomes, as indexes into an operation's
+// precomputed options.
+const (
+	kindPrimary = iota
+	kindHedge
+	kindRetry
+	numKinds
+)
+
+const (
+	attemptOK = iota
+	attemptError
+	attemptDiscarded
+	numAttemptOutcomes
+)
+
+const (
+	callOK = iota
+	callError
+	callRejected
+	callBreakerOpen
+	callCancelled
+	callUnreachable
+	numCallOutcomes
+)
+
+var (
+	kindNames           = [numKinds]string{"primary", "hedge", "retry"}
+	attemptOutcomeNames = [numAttemptOutcomes]string{"ok", "error", "discarded"}
+	callOutcomeNames    = [numCallOutcomes]string{"ok", "error", "rejected", "breaker_open", "cancelled", "unreachable"}
+	breakerStates       = [...]string{"closed", "open", "half-open"}
+)
+
+// operation is one policy's attribute sets, built once so that recording allocates nothing.
+type operation struct {
+	name     string
+	op       []metric.AddOption // hedge.operation only
+	opRecord metric.MeasurementOption
+	attempt  [numKinds][numAttemptOutcomes][]metric.RecordOption
+	kind     [numKinds][]metric.AddOption
+	callAdd  [numCallOutcomes][]metric.AddOption
+	callRec  [numCallOutcomes][]metric.RecordOption
+	reasons  map[hedge.Reason][]metric.AddOption
+	breaker  [len(breakerStates)]metric.ObserveOption
+}
+
+func newOperation(name string) *operation {
+	o := &operation{name: name, reasons: map[hedge.Reason][]metric.AddOption{}}
+	opKV := KeyOperation.String(name)
+	o.opRecord = metric.WithAttributeSet(attribute.NewSet(opKV))
+	o.op = []metric.AddOption{o.opRecord}
+	for k := range numKinds {
+		o.kind[k] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(opKV, KeyAttemptKind.String(kindNames[k])))}
+		for out := range numAttemptOutcomes {
+			o.attempt[k][out] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(opKV,
+				KeyAttemptKind.String(kindNames[k]), KeyAttemptOut.String(attemptOutcomeNames[out])))}
+		}
+	}
+	for c := range numCallOutcomes {
+		set := metric.WithAttributeSet(attribute.NewSet(opKV, KeyCallOut.String(callOutcomeNames[c])))
+		o.callAdd[c], o.callRec[c] = []metric.AddOption{set}, []metric.RecordOption{set}
+	}
+	for _, r := range hedge.Reasons() {
+		o.reasons[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(opKV, KeyReason.String(r.String())))}
+	}
+	for i, s := range breakerStates {
+		o.breaker[i] = metric.WithAttributeSet(attribute.NewSet(opKV, KeyBreaker.String(s)))
+	}
+	return o
+}
+
+func (m *Metrics) operation(name string) *operation {
+	if o, ok := m.ops.Load(name); ok {
+		return o.(*operation)
+	}
+	o, _ := m.ops.LoadOrStore(name, newOperation(name))
+	return o.(*operation)
+}
+
+// Observer returns a Config.Observer that records the events of the policy named operation.
+// On a nil *Metrics it returns nil (no observer, no cost).
+func (m *Metrics) Observer(operation string) func(hedge.Event) {
+	if m == nil {
+		return nil
+	}
+	o := m.operation(operation)
+	return func(e hedge.Event) { m.record(o, e) }
+}
+
+// KeyedObserver returns an observer for integrations that report each event with the name of
+// the policy it belongs to (hedgehttp.Config.Observer, and the same shape in other
+// integrations). On a nil *Metrics it returns nil.
+func (m *Metrics) KeyedObserver() func(key string, e hedge.Event) {
+	if m == nil {
+		return nil
+	}
+	return func(key string, e hedge.Event) { m.record(m.operation(key), e) }
+}
+
+func kindOf(e hedge.Event) int {
+	switch {
+	case e.Hedge:
+		return kindHedge
+	case e.Retry:
+		return kindRetry
+	}
+	return kindPrimary
+}
+
+func (m *Metrics) record(o *operation, e hedge.Event) {
+	ctx := context.Background()
+	switch e.Kind {
+	case hedge.AttemptFinished:
+		out := attemptOK
+		if e.Err != nil {
+			out = attemptError
+		}
+		m.attemptDuration.Record(ctx, e.Duration.Seconds(), o.attempt[kindOf(e)][out]...)
+	case hedge.HedgeDiscarded:
+		k := kindOf(e)
+		m.attemptDuration.Record(ctx, e.Duration.Seconds(), o.attempt[k][attemptDiscarded]...)
+		m.discarded.Add(ctx, 1, o.kind[k]...)
+	case hedge.HedgeStarted:
+		m.hedgesStarted.Add(ctx, 1, o.op...)
+	case hedge.HedgeWon:
+		m.hedgesWon.Add(ctx, 1, o.op...)
+	case hedge.HedgeSuppressed:
+		if opts, ok := o.reasons[e.Reason]; ok {
+			m.suppressed.Add(ctx, 1, opts...)
+		} else { // a reason newer than this operation's sets
+			m.suppressed.Add(ctx, 1, metric.WithAttributes(KeyOperation.String(o.name), KeyReason.String(e.Reason.String())))
+		}
+		if e.Reason == hedge.ReasonLimit {
+			m.limitRejections.Add(ctx, 1, o.kind[kindHedge]...)
+		}
+	case hedge.RetryScheduled:
+		m.retries.Add(ctx, 1, o.op...)
+	case hedge.CallFinished:
+		c := callOutcome(e.Err)
+		switch {
+		case c == callRejected:
+			m.limitRejections.Add(ctx, 1, o.kind[kindPrimary]...)
+		case c == callError && errors.Is(e.Err, hedge.ErrLimitExceeded):
+			m.limitRejections.Add(ctx, 1, o.kind[kindRetry]...) // a retry the limit refused
+		}
+		m.calls.Add(ctx, 1, o.callAdd[c]...)
+		m.callDuration.Record(ctx, e.Duration.Seconds(), o.callRec[c]...)
+	}
+}
+
+// callOutcome classifies a finished call's error: nil is ok; the limit and the breaker
+// refusing it before any attempt are rejected and breaker_open; no attempt reaching the
+// dependency is unreachable; the caller giving up is cancelled; anything else (every attempt
+// failed, a permanent failure) is error.
+func callOutcome(err error) int {
+	var ae *hedge.AttemptsError
+	switch {
+	case err == nil:
+		return callOK
+	case errors.Is(err, hedge.ErrUnreachable):
+		return callUnreachable
+	case errors.As(err, &ae):
+		return callError
+	case errors.Is(err, hedge.ErrLimitExceeded):
+		return callRejected
+	case errors.Is(err, hedge.ErrBreakerOpen):
+		return callBreakerOpen
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return callCancelled
+	}
+	return callError
+}
+
+// Watch reports the gauges of the policies measured returns (name → figures, as
+// hedgehttp.Transport.Measured does) at every collection, until stop is called. Names must
+// be the ones the policies' events are recorded under. On a nil *Metrics it does nothing.
+func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(), err error) {
+	if m == nil || measured == nil {
+		return func() {}, nil
+	}
+	m.registered.Do(func() {
+		m.reg, m.regErr = m.meter.RegisterCallback(m.observe, m.threshold, m.budget, m.breaker,
+			m.errorRate, m.limit, m.inFlight, m.allowance)
+	})
+	if m.regErr != nil {
+		return func() {}, m.regErr
+	}
+	m.mu.Lock()
+	id := m.nextID
+	m.nextID++
+	m.sources[id] = measured
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		delete(m.sources, id)
+		m.mu.Unlock()
+	}, nil
+}
+
+func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
+	m.mu.Lock()
+	sources := make([]func() map[string]hedge.Measured, 0, len(m.sources))
+	for _, s := range m.sources {
+		sources = append(sources, s)
+	}
+	m.mu.Unlock()
+	for _, s := range sources {
+		for name, f := range s() {
+			o := m.operation(name)
+			if f.Warm {
+				obs.ObserveFloat64(m.threshold, f.Threshold.Seconds(), o.opRecord)
+			}
+			if !math.IsInf(f.Budget, 0) && !math.IsNaN(f.Budget) {
+				obs.ObserveFloat64(m.budget, f.Budget, o.opRecord)
+			}
+			if f.Breaker != "" {
+				for i, s := range breakerStates {
+					v := int64(0)
+					if s == f.Breaker {
+						v = 1
+					}
+					obs.ObserveInt64(m.breaker, v, o.breaker[i])
+				}
+				obs.ObserveFloat64(m.errorRate, f.ErrorRate, o.opRecord)
+			}
+			if f.Limit > 0 {
+				obs.ObserveInt64(m.limit, int64(f.Limit), o.opRecord)
+				obs.ObserveInt64(m.inFlight, int64(f.InFlight), o.opRecord)
+			}
+			obs.ObserveFloat64(m.allowance, f.WinRateAllowance, o.opRecord)
+		}
+	}
+	return nil
+}
+
+// NewPolicy builds a policy from cfg whose events and figures are recorded under the name
+// operation. cfg.Observer, when set, still receives every event. On a nil *Metrics it is
+// hedge.New(cfg).
+//
+// The policy's gauges are reported for as long as the Metrics lives: build policies once,
+// as hedge asks anyway.
+func (m *Metrics) NewPolicy(operation string, cfg hedge.Config) (*hedge.Policy, error) {
+	if m == nil {
+		return hedge.New(cfg)
+	}
+	cfg.Observer = chain(cfg.Observer, m.Observer(operation))
+	p, err := hedge.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Watch(func() map[string]hedge.Measured { return map[string]hedge.Measured{operation: p.Measured()} }); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// NewTransport builds a [hedgehttp.Transport] whose per-host policies are recorded under
+// their host keys (see hedgehttp.Config.Key). cfg.Observer, when set, still receives every
+// event. On a nil *Metrics it is hedgehttp.NewTransport(cfg).
+func (m *Metrics) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
+	if m == nil {
+		return hedgehttp.NewTransport(cfg)
+	}
+	cfg.Observer = chainKeyed(cfg.Observer, m.KeyedObserver())
+	tr, err := hedgehttp.NewTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Watch(tr.Measured); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// NewPolicy is New(mp) followed by [Metrics.NewPolicy]: one call for one policy. A nil mp
+// builds the policy without metrics, at no cost.
+func NewPolicy(mp metric.MeterProvider, operation string, cfg hedge.Config) (*hedge.Policy, error) {
+	m, err := New(mp)
+	if err != nil {
+		return nil, err
+	}
+	return m.NewPolicy(operation, cfg)
+}
+
+// NewTransport is New(mp) followed by [Metrics.NewTransport]: one call for a hedging HTTP
+// client's transport. A nil mp builds it without metrics, at no cost.
+func NewTransport(mp metric.MeterProvider, cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
+	m, err := New(mp)
+	if err != nil {
+		return nil, err
+	}
+	return m.NewTransport(cfg)
+}
+
+func chain(a, b func(hedge.Event)) func(hedge.Event) {
+	if a == nil {
+		return b
+	}
+	return func(e hedge.Event) { a(e); b(e) }
+}
+
+func chainKeyed(a, b func(string, hedge.Event)) func(string, hedge.Event) {
+	if a == nil {
+		return b
+	}
+	return func(k string, e hedge.Event) { a(k, e); b(k, e) }
+}

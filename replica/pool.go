@@ -1,0 +1,102 @@
+package replica
+
+import (
+	"fmt"
+	"time"
+)
+
+// Pool is a [Set] whose replicas have addresses, for transports that know replicas by address
+// (host:port) rather than by number. Replica i of the Set is Addr(i). A Pool is immutable
+// apart from its Set's state: when the addresses change, [Pool.With] returns a new Pool that
+// keeps the health of the addresses still present. It is safe for concurrent use.
+type Pool struct {
+	addrs []string
+	set   *Set
+}
+
+// NewPool returns a Pool over addrs, which must not be empty nor modified afterwards. It
+// returns an error wrapping [ErrInvalidConfig] when addrs is empty or cfg is invalid.
+func NewPool(addrs []string, cfg Config) (*Pool, error) {
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: a Pool needs at least one address", ErrInvalidConfig)
+	}
+	s, err := New(len(addrs), cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{addrs: addrs, set: s}, nil
+}
+
+// Set returns the Set whose replica i is Addr(i).
+func (p *Pool) Set() *Set { return p.set }
+
+// Len is the number of addresses.
+func (p *Pool) Len() int { return len(p.addrs) }
+
+// Addr returns the address of replica i.
+func (p *Pool) Addr(i int) string { return p.addrs[i] }
+
+// Index returns the replica number of addr, or -1.
+func (p *Pool) Index(addr string) int {
+	for i, a := range p.addrs {
+		if a == addr {
+			return i
+		}
+	}
+	return -1
+}
+
+// Pick is [Set.Pick] returning the address too.
+func (p *Pool) Pick(now time.Time, used []int) (int, string) {
+	i := p.set.Pick(now, used)
+	return i, p.addrs[i]
+}
+
+// Same reports whether addrs lists the Pool's addresses, in the same order. It is cheap when
+// addrs is the very slice the Pool was built from, which is what a resolver that returns the
+// same slice until the addresses change gives it.
+func (p *Pool) Same(addrs []string) bool {
+	if len(addrs) != len(p.addrs) {
+		return false
+	}
+	if len(addrs) == 0 || &addrs[0] == &p.addrs[0] {
+		return true
+	}
+	for i, a := range addrs {
+		if a != p.addrs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// With returns a Pool over addrs with p's configuration, in which every address that p also
+// has keeps its health (its runs of failures, its ejection and its ejection count), so a
+// change in the list of replicas does not give a failing replica a clean slate. Outstanding
+// counts start from zero: attempts picked from p end on p.
+func (p *Pool) With(addrs []string) (*Pool, error) {
+	cfg := p.set.cfg
+	cfg.Seed = p.set.rand()
+	q, err := NewPool(addrs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	old, nw := p.set, q.set
+	if a := old.anchor.Load(); a != nil {
+		nw.anchor.Store(a)
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	for i, addr := range addrs {
+		j := p.Index(addr)
+		if j < 0 {
+			continue
+		}
+		from, to := &old.reps[j], &nw.reps[i]
+		to.until.Store(from.until.Load())
+		nw.noteEnd(from.until.Load())
+		to.failing.Store(from.failing.Load())
+		to.failures, to.unreachable, to.ejections = from.failures, from.unreachable, from.ejections
+	}
+	return q, nil
+}

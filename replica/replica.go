@@ -1,0 +1,545 @@
+// Package replica chooses which replica of a dependency an attempt goes to, and keeps track of
+// which replicas are fit to receive attempts.
+//
+// A [Set] holds the replicas of one dependency, numbered 0 to n-1. [Set.Pick] chooses one for
+// an attempt with the configured [Balancer] (power of two choices, random, round-robin or least
+// outstanding), preferring, in this order, a replica that is not ejected and that the call has
+// not used yet, then any replica that is not ejected, then the ejected ones (only when nothing
+// else is left): a hedge or a retry goes to a replica its call has not tried whenever a healthy
+// one exists. [Set.Done] ends the pick with its [Result], which feeds outlier detection: a
+// replica that keeps failing fast (connections refused, resets before the request was written,
+// TLS failures) or keeps answering with failures (5xx) is ejected, that is, no longer picked
+// while healthy replicas remain, for a time that grows each time it is ejected again, and no
+// more than a bounded share of the replicas is ejected at once. The scheme follows Envoy's
+// outlier detection.
+//
+// Replica choice and health are decisions, so they live here, beside the hedging state machine,
+// where every driver reaches them: the HTTP and gRPC transports, which know replicas by address
+// (see [Pool]), and the simulator, which knows them by number. Every method that depends on time
+// takes it as an argument, a Set starts no goroutines, and with a fixed [Config.Seed] its picks
+// are a deterministic function of the calls made, so a simulator can drive it on a virtual
+// clock.
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error [New] and [NewPool] return for an invalid
+// configuration.
+var ErrInvalidConfig = errors.New("replica: invalid Config")
+
+// Balancer is how [Set.Pick] chooses among the replicas it may pick.
+type Balancer uint8
+
+const (
+	// P2C (the default) draws two replicas at random and picks the one with fewer attempts
+	// outstanding: almost as good as least-outstanding at avoiding a slow replica, without
+	// every client herding onto the same least-loaded one.
+	P2C Balancer = iota
+	// Random picks uniformly at random.
+	Random
+	// RoundRobin picks the replicas in turn.
+	RoundRobin
+	// LeastOutstanding picks the replica with the fewest attempts outstanding (ties broken
+	// from a random starting point).
+	LeastOutstanding
+)
+
+// String returns the balancer's name as [ParseBalancer] reads it: "p2c", "random",
+// "round-robin" or "least-outstanding".
+func (b Balancer) String() string {
+	switch b {
+	case P2C:
+		return "p2c"
+	case Random:
+		return "random"
+	case RoundRobin:
+		return "round-robin"
+	case LeastOutstanding:
+		return "least-outstanding"
+	}
+	return fmt.Sprintf("Balancer(%d)", uint8(b))
+}
+
+// ParseBalancer returns the balancer named s (see [Balancer.String]).
+func ParseBalancer(s string) (Balancer, error) {
+	for b := P2C; b <= LeastOutstanding; b++ {
+		if b.String() == s {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown balancer %q (want p2c, random, round-robin or least-outstanding)", ErrInvalidConfig, s)
+}
+
+// Result is what happened to an attempt sent to a replica, as outlier detection counts it.
+type Result uint8
+
+const (
+	// Success: the replica answered, well. It ends the replica's runs of failures.
+	Success Result = iota
+	// Failure: the replica answered with a failure that is its own (an HTTP 5xx, a gRPC
+	// UNAVAILABLE or INTERNAL), or the exchange broke after the request was sent.
+	Failure
+	// Unreachable: the request never reached the replica (connection refused, a reset or EOF
+	// before the request was written, a TLS handshake or DNS failure). It says the replica
+	// cannot serve at all, so it ejects sooner than a Failure.
+	Unreachable
+	// Ignored: the attempt says nothing about the replica (it was cancelled because another
+	// attempt won, or because its caller gave up, or the answer was a client error).
+	Ignored
+)
+
+// String returns "success", "failure", "unreachable" or "ignored".
+func (r Result) String() string {
+	switch r {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case Unreachable:
+		return "unreachable"
+	case Ignored:
+		return "ignored"
+	}
+	return fmt.Sprintf("Result(%d)", uint8(r))
+}
+
+// Defaults used for zero fields of [Config].
+const (
+	DefaultConsecutiveFailures    = 5
+	DefaultConsecutiveUnreachable = 3
+	DefaultBaseEjection           = 30 * time.Second
+	DefaultMaxEjection            = 300 * time.Second
+	DefaultMaxEjectedPercent      = 10
+)
+
+// Config configures a [Set]. A zero field means the documented default, so the zero Config is
+// a complete one: power of two choices, and Envoy's outlier-detection defaults (eject after 5
+// failures in a row, or 3 unreachable attempts in a row, for 30 s times the number of times
+// ejected, at most 300 s; at most 10 % of the replicas ejected at once, but always at least
+// one of two or more).
+type Config struct {
+	// Balancer chooses among the replicas a pick may take. The zero value is P2C.
+	Balancer Balancer
+
+	// ConsecutiveFailures ejects a replica after this many Failure results in a row (a
+	// Success ends a run; Ignored does not). 0 means 5; negative turns the rule off.
+	ConsecutiveFailures int
+
+	// ConsecutiveUnreachable ejects a replica after this many Unreachable results in a row
+	// (a Success ends a run; Ignored does not). 0 means 3; negative turns the rule off.
+	ConsecutiveUnreachable int
+
+	// BaseEjection is how long a replica's first ejection lasts. A replica ejected again
+	// soon after it came back is ejected for BaseEjection times the number of its
+	// ejections, so a replica that keeps failing is tried less and less often; each
+	// BaseEjection it then spends without being ejected forgets one ejection. 0 means 30 s.
+	BaseEjection time.Duration
+
+	// MaxEjection caps how long one ejection lasts. 0 means 300 s, or BaseEjection if that is
+	// longer.
+	MaxEjection time.Duration
+
+	// MaxEjectedPercent bounds the share of the replicas ejected at once, so that outlier
+	// detection cannot take a whole fleet out when the trouble is not in the replicas (or is
+	// in all of them): a replica due for ejection while the bound is reached stays in
+	// service until another comes back. At least one replica of two or more may always be
+	// ejected, and never every replica. 0 means 10; negative turns ejection off.
+	MaxEjectedPercent int
+
+	// Seed seeds the random draws of the balancers. 0 means a random seed; a simulator
+	// passes its own so that runs repeat.
+	Seed uint64
+}
+
+// validate names the first invalid field of c.
+func (c Config) validate() error {
+	switch {
+	case c.Balancer > LeastOutstanding:
+		return fmt.Errorf("%w: Config.Balancer %v is not a balancer", ErrInvalidConfig, c.Balancer)
+	case c.BaseEjection < 0:
+		return fmt.Errorf("%w: Config.BaseEjection must be >= 0, got %v", ErrInvalidConfig, c.BaseEjection)
+	case c.MaxEjection < 0:
+		return fmt.Errorf("%w: Config.MaxEjection must be >= 0, got %v", ErrInvalidConfig, c.MaxEjection)
+	case c.MaxEjectedPercent > 100:
+		return fmt.Errorf("%w: Config.MaxEjectedPercent must be <= 100, got %d", ErrInvalidConfig, c.MaxEjectedPercent)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if c.ConsecutiveUnreachable == 0 {
+		c.ConsecutiveUnreachable = DefaultConsecutiveUnreachable
+	}
+	if c.BaseEjection == 0 {
+		c.BaseEjection = DefaultBaseEjection
+	}
+	if c.MaxEjection == 0 {
+		c.MaxEjection = max(DefaultMaxEjection, c.BaseEjection)
+	}
+	if c.MaxEjectedPercent == 0 {
+		c.MaxEjectedPercent = DefaultMaxEjectedPercent
+	}
+	for c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	return c
+}
+
+// never is the ejection end of a replica never ejected.
+const never = math.MinInt64
+
+// replica is one replica's state, padded to its own cache line: picks on different cores
+// read every replica and write the one they pick.
+type replica struct {
+	outstanding atomic.Int64
+	until       atomic.Int64 // ticks at which the current or last ejection ends; never
+	failing     atomic.Bool  // a run of failures is being counted (guards Success's lock)
+
+	// guarded by Set.mu
+	failures    int // Failure results in a row
+	unreachable int // Unreachable results in a row
+	ejections   int // the multiplier of the next ejection, less one
+	_           [16]byte
+}
+
+// Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
+// and keeps each one's outstanding attempts and health. Build it with [New] (the zero value is
+// not usable). It is safe for concurrent use, starts no goroutines and reads no clock: every
+// method that depends on time takes it as an argument. Pick allocates nothing.
+type Set struct {
+	cfg     Config
+	reps    []replica
+	maxEj   int // replicas that may be ejected at once
+	rng     atomic.Uint64
+	rr      atomic.Uint64
+	anchor  atomic.Pointer[time.Time] // the first time seen; times are kept as ticks since it
+	mu      sync.Mutex                // serialises failure counting and ejection
+	ejected atomic.Int64              // ejections ever made, for Stats
+	lastEnd atomic.Int64              // the latest end of any ejection: none is ejected after it
+}
+
+// New returns a Set of n replicas configured by cfg. It returns an error wrapping
+// [ErrInvalidConfig] when n < 1 or cfg is invalid.
+func New(n int, cfg Config) (*Set, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: a Set needs at least one replica, got %d", ErrInvalidConfig, n)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Set{cfg: cfg, reps: make([]replica, n)}
+	for i := range s.reps {
+		s.reps[i].until.Store(never)
+	}
+	s.lastEnd.Store(never)
+	s.rng.Store(cfg.Seed)
+	s.rr.Store(cfg.Seed)
+	if cfg.MaxEjectedPercent > 0 {
+		s.maxEj = min(max(n*cfg.MaxEjectedPercent/100, 1), n-1)
+	}
+	return s, nil
+}
+
+// Config returns the Set's configuration with every default filled in.
+func (s *Set) Config() Config { return s.cfg }
+
+// Len is the number of replicas.
+func (s *Set) Len() int { return len(s.reps) }
+
+// ticks converts now to nanoseconds since the first time the Set saw, which is safe for any
+// time.Time, including the zero one a simulator may start from.
+func (s *Set) ticks(now time.Time) int64 {
+	a := s.anchor.Load()
+	if a == nil {
+		a = s.setAnchor(now)
+	}
+	return int64(now.Sub(*a))
+}
+
+// setAnchor makes now the anchor unless another goroutine got there first. It is out of line
+// so that ticks's argument does not escape, and Pick does not allocate.
+//
+//go:noinline
+func (s *Set) setAnchor(now time.Time) *time.Time {
+	s.anchor.CompareAndSwap(nil, &now)
+	return s.anchor.Load()
+}
+
+// rand returns a pseudo-random 64-bit number: splitmix64 over an atomic counter, so that
+// concurrent picks never wait for each other and a single-threaded driver with a fixed seed
+// sees a fixed sequence.
+func (s *Set) rand() uint64 {
+	z := s.rng.Add(0x9e3779b97f4a7c15)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// randn returns a pseudo-random number in [0, n).
+func (s *Set) randn(n int) int {
+	return int(uint64(uint32(s.rand())) * uint64(n) >> 32)
+}
+
+// tier ranks replica i for a pick at tick t: 0 healthy and unused by the call, 1 healthy
+// and used, 2 ejected and unused, 3 ejected and used.
+func (s *Set) tier(i int, t int64, used []int) int {
+	r := 0
+	if s.reps[i].until.Load() > t {
+		r = 2
+	}
+	if slices.Contains(used, i) {
+		r++
+	}
+	return r
+}
+
+// Pick chooses the replica for an attempt at now and counts the attempt as outstanding on it
+// until [Set.Done]. used lists the replicas the call has already sent attempts to: Pick
+// chooses among the replicas that are not ejected and not in used; when there are none,
+// among those not ejected; and only when every replica is ejected, among the ejected ones
+// (not used first). Within that choice the Balancer decides. It allocates nothing.
+func (s *Set) Pick(now time.Time, used []int) int {
+	n := len(s.reps)
+	if n == 1 {
+		s.reps[0].outstanding.Add(1)
+		return 0
+	}
+	t := s.ticks(now)
+	if len(used) == 0 && s.lastEnd.Load() <= t {
+		// No replica is ejected and the call has used none (a first attempt, the common
+		// case): every replica is a candidate, and the choice needs no scan. It is the
+		// choice the general path below would make.
+		var i int
+		switch s.cfg.Balancer {
+		case Random:
+			i = s.randn(n)
+		case RoundRobin:
+			i = int(s.rr.Add(1) % uint64(n))
+		case LeastOutstanding:
+			i = s.leastOutstanding(0, t, nil)
+		default:
+			a, b := s.randn(n), s.randn(n-1)
+			if b >= a {
+				b++
+			}
+			i = a
+			if s.reps[b].outstanding.Load() < s.reps[a].outstanding.Load() {
+				i = b
+			}
+		}
+		s.reps[i].outstanding.Add(1)
+		return i
+	}
+	var count [4]int
+	for i := range n {
+		count[s.tier(i, t, used)]++
+	}
+	best := 0
+	for count[best] == 0 {
+		best++
+	}
+	k := count[best]
+	var i int
+	switch s.cfg.Balancer {
+	case Random:
+		i = s.nth(best, s.randn(k), t, used)
+	case RoundRobin:
+		start := int(s.rr.Add(1) % uint64(n))
+		i = s.next(best, start, t, used)
+	case LeastOutstanding:
+		i = s.leastOutstanding(best, t, used)
+	default: // P2C
+		if k == 1 {
+			i = s.next(best, 0, t, used)
+			break
+		}
+		a := s.randn(k)
+		b := s.randn(k - 1)
+		if b >= a {
+			b++
+		}
+		ia, ib := s.nth(best, a, t, used), s.nth(best, b, t, used)
+		i = ia
+		if s.reps[ib].outstanding.Load() < s.reps[ia].outstanding.Load() {
+			i = ib
+		}
+	}
+	s.reps[i].outstanding.Add(1)
+	return i
+}
+
+// leastOutstanding returns the replica of the tier with the fewest attempts outstanding,
+// scanning from a random start so that ties spread.
+func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
+	n := len(s.reps)
+	start := s.randn(n)
+	i := -1
+	var least int64
+	for j := range n {
+		c := (start + j) % n
+		if s.tier(c, t, used) != tier {
+			continue
+		}
+		if o := s.reps[c].outstanding.Load(); i < 0 || o < least {
+			i, least = c, o
+		}
+	}
+	return i
+}
+
+// nth returns the m-th replica (from 0) of the tier.
+func (s *Set) nth(tier, m int, t int64, used []int) int {
+	for i := range s.reps {
+		if s.tier(i, t, used) == tier {
+			if m == 0 {
+				return i
+			}
+			m--
+		}
+	}
+	panic("replica: tier count changed under a pick") // cannot happen: see Pick
+}
+
+// next returns the first replica of the tier at or after start, wrapping around.
+func (s *Set) next(tier, start int, t int64, used []int) int {
+	n := len(s.reps)
+	for j := range n {
+		if c := (start + j) % n; s.tier(c, t, used) == tier {
+			return c
+		}
+	}
+	return start
+}
+
+// Done ends an attempt that [Set.Pick] sent to replica i, at now, with its result: the
+// replica has one attempt fewer outstanding, and the result feeds outlier detection (see
+// [Set.Report]). Call it exactly once per Pick.
+func (s *Set) Done(now time.Time, i int, r Result) {
+	s.reps[i].outstanding.Add(-1)
+	s.Report(now, i, r)
+}
+
+// Report feeds outlier detection with the result of an attempt on replica i at now, without
+// touching the outstanding count: for attempts a driver routed without Pick. A run of
+// ConsecutiveFailures Failure results, or of ConsecutiveUnreachable Unreachable ones, ejects
+// the replica when the MaxEjectedPercent bound allows (otherwise the next failure tries
+// again). Results from a replica already ejected (attempts that were under way when it was
+// ejected, or sent to it because nothing else was left) are not counted: it is already out.
+func (s *Set) Report(now time.Time, i int, r Result) {
+	rep := &s.reps[i]
+	switch r {
+	case Ignored:
+		return
+	case Success:
+		if rep.failing.Load() {
+			s.mu.Lock()
+			rep.failures, rep.unreachable = 0, 0
+			rep.failing.Store(false)
+			s.mu.Unlock()
+		}
+		return
+	}
+	t := s.ticks(now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rep.until.Load() > t {
+		return
+	}
+	rep.failing.Store(true)
+	var due bool
+	if r == Unreachable {
+		rep.unreachable++
+		due = s.cfg.ConsecutiveUnreachable > 0 && rep.unreachable >= s.cfg.ConsecutiveUnreachable
+	} else {
+		rep.failures++
+		due = s.cfg.ConsecutiveFailures > 0 && rep.failures >= s.cfg.ConsecutiveFailures
+	}
+	if !due || s.ejectedAt(t) >= s.maxEj {
+		return
+	}
+	// Forget one ejection per BaseEjection spent in service since the last one ended.
+	base := int64(s.cfg.BaseEjection)
+	if last := rep.until.Load(); last != never && rep.ejections > 0 && t > last {
+		rep.ejections = max(rep.ejections-int((t-last)/base), 0)
+	}
+	rep.ejections++
+	d := min(time.Duration(rep.ejections)*s.cfg.BaseEjection, s.cfg.MaxEjection)
+	rep.until.Store(t + int64(d))
+	s.noteEnd(t + int64(d))
+	rep.failures, rep.unreachable = 0, 0
+	rep.failing.Store(false)
+	s.ejected.Add(1)
+}
+
+// noteEnd raises lastEnd to end.
+func (s *Set) noteEnd(end int64) {
+	for {
+		cur := s.lastEnd.Load()
+		if cur >= end || s.lastEnd.CompareAndSwap(cur, end) {
+			return
+		}
+	}
+}
+
+// ejectedAt counts the replicas ejected at tick t.
+func (s *Set) ejectedAt(t int64) int {
+	n := 0
+	for i := range s.reps {
+		if s.reps[i].until.Load() > t {
+			n++
+		}
+	}
+	return n
+}
+
+// Ejected reports whether replica i is ejected at now.
+func (s *Set) Ejected(now time.Time, i int) bool {
+	return s.reps[i].until.Load() > s.ticks(now)
+}
+
+// Healthy counts the replicas not ejected at now.
+func (s *Set) Healthy(now time.Time) int {
+	return len(s.reps) - s.ejectedAt(s.ticks(now))
+}
+
+// Outstanding is the number of attempts picked for replica i and not yet Done.
+func (s *Set) Outstanding(i int) int { return int(s.reps[i].outstanding.Load()) }
+
+// Stats is a snapshot of one replica.
+type Stats struct {
+	Outstanding int       // attempts picked and not yet done
+	Ejected     bool      // not picked while a replica that is not ejected remains
+	Until       time.Time // when the ejection ends (zero when not ejected)
+	Ejections   int       // the ejections it is remembered for: the next lasts one more BaseEjection
+}
+
+// Stats returns a snapshot of replica i at now.
+func (s *Set) Stats(now time.Time, i int) Stats {
+	t := s.ticks(now)
+	rep := &s.reps[i]
+	st := Stats{Outstanding: int(rep.outstanding.Load())}
+	if u := rep.until.Load(); u > t {
+		st.Ejected = true
+		st.Until = now.Add(time.Duration(u - t))
+	}
+	s.mu.Lock()
+	st.Ejections = rep.ejections
+	s.mu.Unlock()
+	return st
+}
+
+// Ejections is how many ejections the Set has made since it was built.
+func (s *Set) Ejections() int64 { return s.ejected.Load() }

@@ -1,0 +1,320 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Arrivals shapes the arrival rate over time; the zero value is the reference model's constant
+// rate. The rate stays a Poisson process's, at the point's rate times a multiplier that changes
+// at fixed times. Times given as fractions are fractions of the run's span: Calls / rate, how
+// long the calls take to arrive at the point's rate.
+type Arrivals struct {
+	// BurstEvery > 0 makes the arrivals bursty (on/off): each BurstEvery, BurstFor at
+	// BurstRate × the rate, then the rest of the cycle at the rate that keeps the mean
+	// (BurstRate·BurstFor must not exceed BurstEvery).
+	BurstEvery, BurstFor time.Duration
+	BurstRate            float64
+	// StepAt > 0 makes a load step: until StepAt (a fraction of the span) arrivals come at
+	// StepFrom × the rate, then at the rate.
+	StepAt, StepFrom float64
+}
+
+func (a Arrivals) zero() bool { return a == Arrivals{} }
+
+func (a Arrivals) check() error {
+	if a.BurstEvery < 0 || a.BurstFor < 0 || a.BurstFor > a.BurstEvery || a.BurstRate < 0 ||
+		float64(a.BurstFor)*a.BurstRate > float64(a.BurstEvery) || math.IsInf(a.BurstRate, 0) || math.IsNaN(a.BurstRate) {
+		return fmt.Errorf("sim: Arrivals bursts need 0 <= BurstFor <= BurstEvery and 0 <= BurstRate·BurstFor <= BurstEvery, got %+v", a)
+	}
+	if a.StepAt < 0 || a.StepAt >= 1 || a.StepFrom < 0 || math.IsNaN(a.StepFrom) || math.IsInf(a.StepFrom, 0) {
+		return fmt.Errorf("sim: Arrivals step needs StepAt in [0, 1) and a finite StepFrom >= 0, got %+v", a)
+	}
+	return nil
+}
+
+// multiplier compiles a into the engine's rate function for a run of the given span (ns).
+func (a Arrivals) multiplier(span float64) func(t int64) (float64, int64) {
+	if a.zero() {
+		return nil
+	}
+	every, on := int64(a.BurstEvery), int64(a.BurstFor)
+	low := 1.0
+	if every > 0 && on < every {
+		low = (float64(every) - a.BurstRate*float64(on)) / float64(every-on)
+	}
+	step := int64(a.StepAt * span)
+	return func(t int64) (float64, int64) {
+		m, until := 1.0, int64(0)
+		if a.StepAt > 0 && t < step {
+			m, until = a.StepFrom, step
+		}
+		if every > 0 {
+			c := t / every * every
+			end := c + every
+			if t < c+on {
+				m *= a.BurstRate
+				end = c + on
+			} else {
+				m *= low
+			}
+			if until == 0 || end < until {
+				until = end
+			}
+		}
+		return m, until
+	}
+}
+
+// Slowdown multiplies the service time of the requests sent to a replica between From and To
+// (fractions of the run's span; To 0 = until the end) by Factor: a brownout when it applies to
+// every replica, a degraded replica otherwise.
+type Slowdown struct {
+	Replica  int // the replica it applies to; -1 = every replica
+	From, To float64
+	Factor   float64
+}
+
+// Pauses are periodic stop-the-world pauses (a garbage collector, a VM migration): every Every,
+// a pausing replica's workers stop for Length; the pauses of different replicas are not
+// synchronised (each has its own phase, drawn from the seed). Requests in service when a pause
+// starts finish that much later; none starts during a pause.
+type Pauses struct {
+	Every, Length time.Duration
+	// Replicas is how many replicas pause, the first ones. 0 = every replica.
+	Replicas int
+}
+
+func serviceMultiplier(sd []Slowdown, span float64) func(int, int64) float64 {
+	if len(sd) == 0 {
+		return nil
+	}
+	type win struct {
+		rep      int
+		from, to int64
+		f        float64
+	}
+	ws := make([]win, len(sd))
+	for i, d := range sd {
+		to := int64(math.MaxInt64)
+		if d.To > 0 {
+			to = int64(d.To * span)
+		}
+		ws[i] = win{d.Replica, int64(d.From * span), to, d.Factor}
+	}
+	return func(rp int, t int64) float64 {
+		m := 1.0
+		for i := range ws {
+			if w := &ws[i]; (w.rep < 0 || w.rep == rp) && t >= w.from && t < w.to {
+				m *= w.f
+			}
+		}
+		return m
+	}
+}
+
+// Pareto is a heavy-tailed distribution: P(X > x) = (Min/x)^Alpha for x ≥ Min, capped at Max
+// (a request that would take longer takes Max: a server's own timeout). With Alpha ≤ 2 its
+// variance is infinite below the cap, like the latency of services with a long tail.
+type Pareto struct {
+	Min   time.Duration
+	Alpha float64
+	Max   time.Duration
+}
+
+// Sample draws Min·U^(-1/Alpha), capped at Max.
+func (d Pareto) Sample(r *rand.Rand) time.Duration {
+	x := float64(d.Min) * math.Pow(1-r.Float64(), -1/d.Alpha)
+	return time.Duration(min(x, float64(d.Max)))
+}
+
+// Mean is E[min(X, Max)] = Min + Min^α (Max^(1-α) - Min^(1-α)) / (1-α) (Min·(1 + ln(Max/Min)) for α = 1).
+func (d Pareto) Mean() time.Duration {
+	m, x := float64(d.Min), float64(d.Max)
+	if d.Alpha == 1 {
+		return time.Duration(math.Round(m * (1 + math.Log(x/m))))
+	}
+	a := d.Alpha
+	return time.Duration(math.Round(m + math.Pow(m, a)*(math.Pow(x, 1-a)-math.Pow(m, 1-a))/(1-a)))
+}
+
+func (d Pareto) String() string {
+	return fmt.Sprintf("pareto(min %v, alpha %g, max %v)", d.Min, d.Alpha, d.Max)
+}
+
+// Family is a scenario family of the safety scorecard: a service model beside the reference one,
+// chosen to stand for a kind of real service. Its Params hold the model (Workers, Service,
+// Clients, Replicas, Balancer, Arrivals, Slowdowns, Pauses); Calls and the run's bounds come
+// from the run.
+type Family struct {
+	Name  string // stable: scripts and the -family flag use it
+	About string // one line for reports
+	// Stragglers is the share of service times that are stragglers (at least ten times the
+	// median): the families where hedging must pay off (SIMULATION.md's payoff check) have 2 %
+	// or more.
+	Stragglers float64
+	Params     Params
+}
+
+// Family names.
+const (
+	FamilyReference          = "reference"
+	FamilyHeavierStragglers  = "heavier-stragglers"
+	FamilyFrequentStragglers = "frequent-stragglers"
+	FamilyNoStragglers       = "no-stragglers"
+	FamilyBimodal            = "bimodal"
+	FamilyHeavyTailed        = "heavy-tailed"
+	FamilyFewWorkers         = "few-workers"
+	FamilyManyWorkers        = "many-workers"
+	FamilySeveralClients     = "several-clients"
+	FamilyBursty             = "bursty"
+	FamilyBrownout           = "brownout"
+	FamilyLoadStep           = "load-step"
+	// Replica families: 4 replicas × 4 workers, each with its own queue, behind p2c.
+	FamilyReplicaPause     = "replica-pause"
+	FamilyReplicaPausesAll = "replica-pauses"
+	FamilyReplicaSlow      = "replica-slow"
+	FamilyReplicaDegrading = "replica-degrading"
+)
+
+// replicas4 is p on 4 replicas of 4 workers behind p2c.
+func replicas4(p Params) Params {
+	p.Replicas, p.Workers, p.Balancer = 4, 4, BalancerP2C
+	return p
+}
+
+func lognormal(median time.Duration, sigma float64) LogNormal {
+	return LogNormal{Median: median, Sigma: sigma}
+}
+
+// Families returns every scenario family, the reference model first. Each stands for a kind of
+// service a user may hedge:
+//
+//   - reference: SIMULATION.md's model, 16 workers, the reference mixture (2 % hiccups of
+//     100–300 ms).
+//   - heavier-stragglers: the hiccups take 300 ms–1 s (a cold cache that goes to disk, a retry
+//     inside the server).
+//   - frequent-stragglers: 5 % hiccups (a noisy neighbour).
+//   - no-stragglers: exponential service times, mean 10 ms: nothing for a hedge to beat.
+//   - bimodal: 90 % fast (median 5 ms), 10 % slow (median 40 ms): two kinds of request, no
+//     stragglers.
+//   - heavy-tailed: Pareto, minimum 5 ms, α 1.5, capped at 10 s.
+//   - few-workers: the reference mixture on 4 workers (a small pool, where a copy is a big share
+//     of capacity).
+//   - many-workers: the reference mixture on 64 workers.
+//   - several-clients: 4 independent clients, each with its own policy, each seeing a quarter
+//     of the calls.
+//   - bursty: each second, 200 ms at 3× the mean rate, the rest at half of it.
+//   - brownout: every service time × 1.5 for 3 % of the run (about 10 s at 50 % load and
+//     200,000 calls), from 30 % of it.
+//   - load-step: half the load for the first 30 % of the run, then the full load.
+//
+// and four with replicas, each 4 replicas × 4 workers with their own queues behind a p2c
+// balancer, the reference mixture, a hedge going to a replica its call has not used:
+//
+//   - replica-pause: one replica stops the world for 100 ms every 2 s (a garbage collector).
+//   - replica-pauses: every replica does, at unsynchronised times.
+//   - replica-slow: one replica serves 3× slower throughout (a noisy neighbour, a cold cache).
+//   - replica-degrading: one replica becomes 4× slower half-way through the run.
+//
+// In these the load is a share of the capacity left (see Params.Replicas): a replica 3× slower
+// serves a third of what it did, so 95 % load still leaves the fleet 5 % of headroom.
+func Families() []Family {
+	ref := ReferenceMixture()
+	return []Family{
+		{Name: FamilyReference, About: "reference model: 16 workers, 2 % hiccups of 100–300 ms", Stragglers: 0.02, Params: Params{}},
+		{Name: FamilyHeavierStragglers, About: "2 % hiccups of 300 ms–1 s", Stragglers: 0.02, Params: Params{Service: Mixture{Components: []Component{
+			{Weight: 0.98, Dist: lognormal(10*time.Millisecond, 0.25)},
+			{Weight: 0.02, Dist: Uniform{Min: 300 * time.Millisecond, Max: time.Second}},
+		}}}},
+		{Name: FamilyFrequentStragglers, About: "5 % hiccups of 100–300 ms", Stragglers: 0.05, Params: Params{Service: Mixture{Components: []Component{
+			{Weight: 0.95, Dist: lognormal(10*time.Millisecond, 0.25)},
+			{Weight: 0.05, Dist: Uniform{Min: 100 * time.Millisecond, Max: 300 * time.Millisecond}},
+		}}}},
+		{Name: FamilyNoStragglers, About: "exponential service times, mean 10 ms", Params: Params{Service: Exponential{MeanTime: 10 * time.Millisecond}}},
+		{Name: FamilyBimodal, About: "90 % median 5 ms, 10 % median 40 ms", Params: Params{Service: Mixture{Components: []Component{
+			{Weight: 0.9, Dist: lognormal(5*time.Millisecond, 0.2)},
+			{Weight: 0.1, Dist: lognormal(40*time.Millisecond, 0.2)},
+		}}}},
+		{Name: FamilyHeavyTailed, About: "Pareto: minimum 5 ms, α 1.5, capped at 10 s", Params: Params{Service: Pareto{Min: 5 * time.Millisecond, Alpha: 1.5, Max: 10 * time.Second}}},
+		{Name: FamilyFewWorkers, About: "reference mixture on 4 workers", Stragglers: 0.02, Params: Params{Workers: 4, Service: ref}},
+		{Name: FamilyManyWorkers, About: "reference mixture on 64 workers", Stragglers: 0.02, Params: Params{Workers: 64, Service: ref}},
+		{Name: FamilySeveralClients, About: "4 clients, each with its own policy", Stragglers: 0.02, Params: Params{Clients: 4}},
+		{Name: FamilyBursty, About: "each second 200 ms at 3× the rate, the rest at 0.5×", Stragglers: 0.02, Params: Params{Arrivals: Arrivals{
+			BurstEvery: time.Second, BurstFor: 200 * time.Millisecond, BurstRate: 3,
+		}}},
+		{Name: FamilyBrownout, About: "service × 1.5 for 3 % of the run, from 30 %", Stragglers: 0.02, Params: Params{Slowdowns: []Slowdown{
+			{Replica: -1, From: 0.30, To: 0.33, Factor: 1.5},
+		}}},
+		{Name: FamilyLoadStep, About: "half the load for the first 30 % of the run, then the full load", Stragglers: 0.02, Params: Params{Arrivals: Arrivals{
+			StepAt: 0.3, StepFrom: 0.5,
+		}}},
+		{Name: FamilyReplicaPause, About: "4 replicas × 4 workers (p2c), one pausing 100 ms every 2 s", Stragglers: 0.02, Params: replicas4(Params{
+			Pauses: Pauses{Every: 2 * time.Second, Length: 100 * time.Millisecond, Replicas: 1},
+		})},
+		{Name: FamilyReplicaPausesAll, About: "4 replicas × 4 workers (p2c), each pausing 100 ms every 2 s, unsynchronised", Stragglers: 0.02, Params: replicas4(Params{
+			Pauses: Pauses{Every: 2 * time.Second, Length: 100 * time.Millisecond},
+		})},
+		{Name: FamilyReplicaSlow, About: "4 replicas × 4 workers (p2c), one 3× slower", Stragglers: 0.02, Params: replicas4(Params{
+			Slowdowns: []Slowdown{{Replica: 0, Factor: 3}},
+		})},
+		{Name: FamilyReplicaDegrading, About: "4 replicas × 4 workers (p2c), one 4× slower from half-way", Stragglers: 0.02, Params: replicas4(Params{
+			Slowdowns: []Slowdown{{Replica: 0, From: 0.5, Factor: 4}},
+		})},
+	}
+}
+
+// FamilyNames are the names of Families, in order.
+func FamilyNames() []string {
+	var ns []string
+	for _, f := range Families() {
+		ns = append(ns, f.Name)
+	}
+	return ns
+}
+
+// FamilyByName returns the family called name.
+func FamilyByName(name string) (Family, error) {
+	fs := Families()
+	if i := slices.IndexFunc(fs, func(f Family) bool { return f.Name == name }); i >= 0 {
+		return fs[i], nil
+	}
+	return Family{}, fmt.Errorf("sim: unknown family %q (known: %s)", name, strings.Join(FamilyNames(), ", "))
+}
+
+// withModel returns p with the model of m filled in where p leaves it zero: p's own Workers,
+// Service, Clients and so on win over the family's.
+func (p Params) withModel(m Params) Params {
+	if p.Workers == 0 {
+		p.Workers = m.Workers
+	}
+	if p.Service == nil {
+		p.Service = m.Service
+	}
+	if p.Clients == 0 {
+		p.Clients = m.Clients
+	}
+	if p.Replicas == 0 {
+		p.Replicas = m.Replicas
+	}
+	if p.Balancer == "" {
+		p.Balancer = m.Balancer
+	}
+	if p.TieDelay == 0 {
+		p.TieDelay = m.TieDelay
+	}
+	if p.Arrivals.zero() {
+		p.Arrivals = m.Arrivals
+	}
+	if p.Slowdowns == nil {
+		p.Slowdowns = m.Slowdowns
+	}
+	if p.Pauses == (Pauses{}) {
+		p.Pauses = m.Pauses
+	}
+	return p
+}
