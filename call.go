@@ -113,6 +113,7 @@ type callState struct {
 	threshold time.Duration
 	warm      bool
 	hedging   bool // hedges may still start for this call
+	crossed   bool // the call reached its hedge threshold
 	inflight  int
 	retries   int
 	lastStart time.Time
@@ -314,6 +315,10 @@ func (c *Call) maybeHedge(now time.Time) {
 				c.arm(timerHedge, at)
 				return
 			}
+			if !c.crossed {
+				c.crossed = true
+				c.p.crossedThreshold(now)
+			}
 			if ok, at := c.served(now); !ok {
 				if !at.IsZero() {
 					c.arm(timerHedge, at)
@@ -404,7 +409,7 @@ func (c *Call) gate(now time.Time) Reason {
 	if !c.warm {
 		return ReasonCold
 	}
-	if p.backlogged() {
+	if p.backlogged(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {

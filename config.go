@@ -154,10 +154,13 @@ type Config struct {
 	// hedge on the attempt's age alone, as After does. With StartAware and start signals, the
 	// server's word replaces the inference.
 	MinimumInService time.Duration
-	// BacklogRatio pauses hedging (AtQuantile, StartAware) while the median latency of the
-	// last few seconds is above BacklogRatio × the lowest such median of the last Window or
-	// two: that is a queue forming, and hedges would feed it (suppression reason "backlog").
-	// 0 = 1.3; negative = off. Must be > 1 otherwise.
+	// BacklogRatio pauses hedging (AtQuantile, StartAware) while the dependency is slow as a
+	// whole rather than one call by bad luck: while the median latency of the last second is
+	// above BacklogRatio × the lowest such median of the last Window or two (a queue is
+	// forming), or while more than three times 1-q of the last second's calls reach their
+	// threshold (a slowdown the threshold, learnt over Window, has not caught up with). Hedges
+	// would add load to all of it (suppression reason "backlog"). 0 = 1.3; negative = off
+	// (both rules). Must be > 1 otherwise.
 	BacklogRatio float64
 
 	// Budget bounds hedges and retries together (Finagle's RetryBudget). The zero value is

@@ -65,8 +65,9 @@ const (
 	// ReasonCold: the latency estimator has fewer than MinimumSamples samples; reported when
 	// the call starts.
 	ReasonCold
-	// ReasonBacklog: the recent median latency is above Config.BacklogRatio × its recent
-	// lowest: a queue is forming, and a hedge would wait in it and feed it.
+	// ReasonBacklog: the dependency is slow as a whole (Config.BacklogRatio): the recent
+	// median latency is well above its recent lowest, or far more calls than 1-q reach their
+	// threshold. A hedge would wait in the queue and feed it.
 	ReasonBacklog
 	// ReasonBudget: the budget shared with retries cannot fund another attempt.
 	ReasonBudget

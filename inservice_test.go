@@ -212,3 +212,32 @@ func TestTheDefaultWinRateLoopRetreats(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogGateSeesEveryCallCrossing: when far more calls than 1-q reach their threshold at
+// once (the threshold, learnt over 30s, has not caught up with a slowdown), the dependency is
+// slow for everyone: the backlog gate suppresses hedges before the median has moved.
+func TestBacklogGateSeesEveryCallCrossing(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
+	warm(t, p, t0, 20)
+	s.reasons = nil
+	// 40 calls a millisecond apart, none answering: each crosses its 10ms threshold.
+	calls := make([]*hedge.Call, 40)
+	for i := range calls {
+		if i >= 10 {
+			calls[i-10].TimerFired(ms(float64(i)))
+		}
+		calls[i] = p.NewCall(hedge.CallOptions{})
+		calls[i].Start(ms(float64(i)))
+	}
+	for i := 30; i < 40; i++ {
+		calls[i].TimerFired(ms(float64(i + 10)))
+	}
+	calls[39].AttemptDone(ms(44), 0, hedge.Outcome{}) // overtakes every other call
+	if got := actions(calls[0].TimerFired(ms(60))); got != "" {
+		t.Errorf("call 0, overtaken 16ms ago: %q, want no hedge", got)
+	}
+	if len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonBacklog {
+		t.Errorf("suppressions %v, want [backlog]", s.reasons)
+	}
+}

@@ -23,6 +23,7 @@ type Policy struct {
 	est      *latency.Estimator // nil unless the trigger is AtQuantile or StartAware
 	recent   *latency.Estimator // the recent median, for the backlog gate; nil = no gate
 	blog     *backlog
+	cross    *crossings
 	ovt      *overtakes // nil unless hedges need in-service evidence
 	bud      *budget.Budget
 	brk      *breaker.Breaker // nil = no breaker
@@ -69,6 +70,7 @@ func New(cfg Config) (*Policy, error) {
 				return nil, configError("%v", err)
 			}
 			p.blog = &backlog{period: int64(w)}
+			p.cross = &crossings{period: int64(max(w/recentDivisor, latency.MinimumWindow))}
 		}
 	}
 	if p.bud, err = budget.New(r.Budget); err != nil {
@@ -177,12 +179,21 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 // long enough for a steady median, short enough to see a queue forming within a second.
 const recentDivisor = 30
 
-// backlogged reports whether the recent median latency is above backlogRatio × its lowest
-// value over the last one to two Windows: a queue is forming at the dependency, and a
-// hedge would wait in it.
-func (p *Policy) backlogged() bool {
+// crossingFactor: the backlog gate closes while more than crossingFactor × (1-q) of recent
+// calls reach their threshold.
+const crossingFactor = 3
+
+// backlogged reports whether the dependency as a whole is slow now, not one call by bad luck:
+// the recent median latency is above backlogRatio × its lowest value over the last one to two
+// Windows (a queue is forming), or far more calls than 1-q reach their threshold (the
+// threshold, learnt over Window, has not caught up with a slowdown). A hedge would then add
+// load to all of it.
+func (p *Policy) backlogged(now time.Time) bool {
 	if p.recent == nil {
 		return false
+	}
+	if sh, ok := p.cross.share(now, p.calls.Load(), int64(p.est.Config().MinimumSamples)); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
+		return true
 	}
 	m, ok := p.recent.Threshold()
 	if !ok {
@@ -193,6 +204,13 @@ func (p *Policy) backlogged() bool {
 }
 
 // signalled reports whether start signals are arriving: one was seen within Window.
+// crossedThreshold records that a call reached its hedge threshold at now.
+func (p *Policy) crossedThreshold(now time.Time) {
+	if p.cross != nil {
+		p.cross.crossed(now, p.calls.Load())
+	}
+}
+
 func (p *Policy) signalled(now time.Time) bool {
 	t := p.lastSignal.Load()
 	return t != 0 && now.UnixNano()-t < int64(p.est.Config().Window)

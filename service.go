@@ -106,3 +106,51 @@ func (b *backlog) floor() time.Duration {
 	}
 	return time.Duration(f)
 }
+
+// crossings counts the calls that reached their hedge threshold, against the calls started,
+// over the last one to two periods. A threshold at the q-quantile is crossed by about 1-q of
+// calls when slowness is bad luck; when far more cross at once, the whole dependency has
+// slowed down (a queue, a brownout) and a hedge would add load to all of it. The counts live in
+// two rotating periods; the calls started come from the policy's call counter, so the fast
+// path pays nothing for it.
+type crossings struct {
+	period  int64 // nanoseconds
+	epoch   atomic.Int64
+	callsAt atomic.Int64 // the policy's call count when the previous period began
+	nextAt  atomic.Int64 // the policy's call count when the current period began
+	prev    atomic.Int64 // crossings in the previous period
+	cur     atomic.Int64 // crossings in the current period
+}
+
+// crossed records that a call reached its threshold at now, calls being the policy's
+// call count then.
+func (x *crossings) crossed(now time.Time, calls int64) {
+	x.rotate(now, calls)
+	x.cur.Add(1)
+}
+
+func (x *crossings) rotate(now time.Time, calls int64) {
+	ep := now.UnixNano() / x.period
+	if old := x.epoch.Load(); ep > old && x.epoch.CompareAndSwap(old, ep) {
+		if ep == old+1 {
+			x.prev.Store(x.cur.Load())
+			x.callsAt.Store(x.nextAt.Load())
+		} else {
+			x.prev.Store(0)
+			x.callsAt.Store(calls)
+		}
+		x.cur.Store(0)
+		x.nextAt.Store(calls)
+	}
+}
+
+// share returns the share of calls started over the last one to two periods that crossed
+// their threshold, and false while fewer than minCalls calls make the share.
+func (x *crossings) share(now time.Time, calls, minCalls int64) (float64, bool) {
+	x.rotate(now, calls)
+	n := calls - x.callsAt.Load()
+	if n < minCalls {
+		return 0, false
+	}
+	return float64(x.prev.Load()+x.cur.Load()) / float64(n), true
+}

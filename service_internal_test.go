@@ -84,3 +84,35 @@ func TestBacklogFloor(t *testing.T) {
 		t.Errorf("floor two periods on %v, want 30ms", f)
 	}
 }
+
+func TestCrossingsShare(t *testing.T) {
+	x := crossings{period: int64(time.Second)}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	calls := int64(1000)
+	if _, ok := x.share(t0, calls, 20); ok {
+		t.Fatal("a share before 20 calls")
+	}
+	// One second: 100 calls, 5 cross (bad luck).
+	for i := range 100 {
+		calls++
+		if i%20 == 0 {
+			x.crossed(t0.Add(time.Duration(i)*10*time.Millisecond), calls)
+		}
+	}
+	if sh, ok := x.share(t0.Add(999*time.Millisecond), calls, 20); !ok || sh != 0.05 {
+		t.Errorf("share %v, %v; want 0.05", sh, ok)
+	}
+	// The next second every call crosses: the share over both seconds jumps.
+	next := t0.Add(time.Second)
+	for i := range 100 {
+		calls++
+		x.crossed(next.Add(time.Duration(i)*10*time.Millisecond), calls)
+	}
+	if sh, ok := x.share(next.Add(999*time.Millisecond), calls, 20); !ok || sh != 0.525 {
+		t.Errorf("share %v, %v; want 105/200", sh, ok)
+	}
+	// Two quiet seconds later the counts are forgotten.
+	if _, ok := x.share(t0.Add(4*time.Second), calls, 20); ok {
+		t.Error("a share from calls long gone")
+	}
+}
