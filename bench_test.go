@@ -50,11 +50,13 @@ func BenchmarkDo(b *testing.B) {
 		})
 		b.Run(c.name+"-parallel", func(b *testing.B) {
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					hedge.Do(ctx, p, answerAtOnce)
 				}
 			})
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -97,14 +99,17 @@ func BenchmarkGates(b *testing.B) {
 			c := p.NewCall(hedge.CallOptions{})
 			now := t0
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			for b.Loop() {
 				call(p, c, now)
 				now = now.Add(time.Microsecond)
 			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 		b.Run(cs.name+"-parallel", func(b *testing.B) {
 			p := hedge.MustNew(cs.cfg)
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			b.RunParallel(func(pb *testing.PB) {
 				c := p.NewCall(hedge.CallOptions{})
 				now := t0
@@ -113,6 +118,7 @@ func BenchmarkGates(b *testing.B) {
 					now = now.Add(time.Microsecond)
 				}
 			})
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

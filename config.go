@@ -44,9 +44,24 @@ func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: 
 
 // Tied sends MaximumConcurrent copies at once and, as soon as the server reports that one of
 // them has started service, cancels the others ("tied requests"). It only makes sense with a
-// driver that reports service start (the simulator, or a server that says so); otherwise it
-// is simply MaximumConcurrent concurrent copies per call.
+// driver that reports service start: the simulator, or Do with attempts that call
+// [StartedService] (hedgehttp's Transport does when a hedgehttp.Queue says so). Otherwise it
+// is simply MaximumConcurrent concurrent copies per call. Send the copies to different
+// replicas: in one FIFO queue the first copy always starts first.
 func Tied() Trigger { return Trigger{kind: triggerTied} }
+
+// ReadsStartSignals reports whether the trigger decides anything from the servers' start
+// signals ([StartedService]): [Tied] does (and so does any trigger other than AtQuantile and
+// After); AtQuantile and After hedge on latency alone. A transport asks its servers for the
+// signal only when the trigger reads it: the signal costs every request a write on the
+// server and a wake-up on the client.
+func (t Trigger) ReadsStartSignals() bool {
+	switch t.kind {
+	case triggerNone, triggerQuantile, triggerAfter:
+		return false
+	}
+	return true
+}
 
 // String describes the trigger, e.g. "AtQuantile(0.95)".
 func (t Trigger) String() string {

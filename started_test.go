@@ -145,3 +145,16 @@ func TestStartedServiceWithAQuantileTriggerChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestTriggerReadsStartSignals: only triggers that decide from start signals make a transport
+// ask servers for them.
+func TestTriggerReadsStartSignals(t *testing.T) {
+	for _, c := range []struct {
+		t    hedge.Trigger
+		want bool
+	}{{hedge.Trigger{}, false}, {hedge.AtQuantile(0.95), false}, {hedge.After(time.Millisecond), false}, {hedge.Tied(), true}} {
+		if got := c.t.ReadsStartSignals(); got != c.want {
+			t.Errorf("%s.ReadsStartSignals() = %v, want %v", c.t, got, c.want)
+		}
+	}
+}

@@ -79,6 +79,7 @@ func warm(b *testing.B, p *hedge.Policy) {
 func benchDo(b *testing.B, p *hedge.Policy, fn func(context.Context) (int, error), want int) {
 	ctx := context.Background()
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		v, err := hedge.Do(ctx, p, fn)
 		if err != nil || v != want {
@@ -86,6 +87,7 @@ func benchDo(b *testing.B, p *hedge.Policy, fn func(context.Context) (int, error
 		}
 		sink += v
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // hedgesPerOp reports how many hedges each call started, so a benchmark that
@@ -264,6 +266,7 @@ func BenchmarkFailsafe(b *testing.B) {
 // benchFailsafe measures ex.Get(fn), which must answer 1.
 func benchFailsafe(b *testing.B, ex failsafe.Executor[int], fn func() (int, error)) {
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		v, err := ex.Get(fn)
 		if err != nil || v != 1 {
@@ -271,6 +274,7 @@ func benchFailsafe(b *testing.B, ex failsafe.Executor[int], fn func() (int, erro
 		}
 		sink += v
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // hedgeTransport is a minimal HTTP adapter over hedge.DoDetached written here
@@ -349,11 +353,15 @@ func BenchmarkHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
+		cpu0 := cpuTime()
 		for b.Loop() {
 			if err := get(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		// CPU time per request (client and loopback server together): on a shared machine
+		// it varies much less than wall time, and a loaded server's throughput follows it.
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("plain", func(b *testing.B) {
 		tr := newTransport()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,8 +72,9 @@ type Config struct {
 	// [protoregistry.GlobalFiles], where generated code registers every compiled .proto.
 	Descriptors DescriptorResolver
 
-	// NonFatal lists the status codes after which the next attempt starts at once (when
-	// Attempts allow and nothing else is in flight, after the policy's backoff). nil means
+	// NonFatal lists the status codes that leave the call going: another attempt still
+	// running may win, and with nothing in flight the next attempt starts after the
+	// policy's backoff (when Attempts and the budget allow). nil means
 	// UNAVAILABLE alone, as in gRPC's hedging design (gRFC A6). OK always wins;
 	// RESOURCE_EXHAUSTED, and UNAVAILABLE with a pushback trailer, are overload signals
 	// whatever this says (see [PushbackKey]); every other code is final.
@@ -93,7 +95,10 @@ type Config struct {
 // winner's is merged into the caller's reply after the reply is reset, so attempts never
 // share memory. grpc.Header, grpc.Trailer and grpc.Peer call options are filled from the
 // winning attempt, or, when every attempt failed, from the attempt whose error is returned.
-// Replies that are not protobuf messages cannot be copied: such calls are sent once.
+// Replies that are not protobuf messages cannot be copied: such calls pass through, unhedged.
+//
+// A method's policy is kept for the Interceptor's life, so method names must come from a
+// bounded set, as they do from generated clients.
 type Interceptor struct {
 	cfg         Config
 	nonFatal    uint32 // bit per code
@@ -114,6 +119,7 @@ type method struct {
 // NewInterceptor returns an [Interceptor] for cfg. It returns an error wrapping [ErrConfig]
 // that names the field and the rule when cfg is invalid, including when a policy template is.
 func NewInterceptor(cfg Config) (*Interceptor, error) {
+	cfg.Methods, cfg.Idempotent = maps.Clone(cfg.Methods), slices.Clone(cfg.Idempotent) // the caller's to change
 	i := &Interceptor{cfg: cfg, descriptors: cfg.Descriptors}
 	if i.descriptors == nil {
 		i.descriptors = protoregistry.GlobalFiles

@@ -1,9 +1,11 @@
 // Package hedgegrpc puts request hedging into grpc-go, on both sides of the wire.
 //
 // grpc-go implements gRPC's retry policy but not its hedging policy: a hedgingPolicy in a
-// service config is ignored. This package hedges from an interceptor, as a thin layer over
-// [hedge.Do]: every decision (when to hedge, which gate suppresses a hedge, retry or not, who
-// wins) is the core's.
+// service config is ignored. This package hedges from an interceptor, as a thin layer over the
+// core: unary calls drive its per-call state machine ([hedge.Call]) directly, with the first
+// attempt on the caller's goroutine, and server-streaming calls go through
+// [hedge.DoDetached]. Every decision (when to hedge, which gate suppresses a hedge, retry or
+// not, who wins, which backend) is the core's.
 //
 // # Client
 //
@@ -26,16 +28,18 @@
 //
 // # Native retries
 //
-// gRPC's own retries (a retryPolicy in the service config, and transparent retries) would
-// multiply with the policy's attempts, and are not counted by its budget. Turn them off on a
-// connection that uses the interceptor, with grpc.WithDisableRetry ([Interceptor.DialOptions]
-// does), and set Attempts and Backoff on the policy instead.
+// gRPC's own retries (a retryPolicy in the service config) would multiply with the policy's
+// attempts, and are not counted by its budget. Turn them off on a connection that uses the
+// interceptor, with grpc.WithDisableRetry ([Interceptor.DialOptions] does), and set Attempts
+// and Backoff on the policy instead. gRPC's transparent retries stay on: they resend only a
+// call that never reached the server's application, which costs the server nothing.
 //
 // # Backends
 //
 // The [BalancerName] balancer, selected by a service config ([ServiceConfig]), round-robins
 // over the resolved backends and sends each attempt of a call to a backend no other attempt
-// of that call used, whenever another READY backend exists.
+// of that call used, whenever another READY backend exists; a backend that keeps failing is
+// ejected for a while (the core's package replica decides both).
 //
 // # Server
 //

@@ -124,5 +124,5 @@ func ExampleQueue() {
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	fmt.Printf("%+v\n", q.Stats())
 	// Output:
-	// {Workers:16 Capacity:16 Running:0 Queued:0 Admitted:0 Rejected:0 Abandoned:0 Cancelled:0}
+	// {Workers:16 Capacity:16 Running:0 Queued:0 QueuedHedged:0 Admitted:0 Rejected:0 Abandoned:0 Evicted:0 Cancelled:0}
 }

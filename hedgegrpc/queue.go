@@ -35,6 +35,14 @@ type QueueConfig struct {
 	// hedging for that long: a full queue must not attract more copies. Negative is an
 	// error.
 	Pushback time.Duration
+
+	// HedgedLast puts hedged copies and retries (calls whose [AttemptKey] metadata is present
+	// and not "0") in a second, low-priority lane: a worker takes one only when no first
+	// attempt is waiting, and when the queue is full a first attempt pushes out the newest
+	// of them (answered RESOURCE_EXHAUSTED with the pushback) instead of being turned away.
+	// A copy that waits behind the queue cannot beat its primary anyway; it is worth serving
+	// only from spare capacity. false (the default) treats every call alike.
+	HedgedLast bool
 }
 
 // QueueStats is a snapshot of a [Queue]'s state and its counters since it was built.
@@ -42,12 +50,14 @@ type QueueStats struct {
 	Workers  int // the configured number of workers
 	Capacity int // the configured queue length (0: no queue)
 
-	Running int // handlers running now
-	Queued  int // calls waiting now
+	Running      int // handlers running now
+	Queued       int // calls waiting now, both lanes
+	QueuedHedged int // of which copies in the low-priority lane (HedgedLast)
 
 	Admitted  uint64 // calls that ran the handler
 	Rejected  uint64 // answered RESOURCE_EXHAUSTED because the queue was full
 	Abandoned uint64 // left the queue without running: the client cancelled or went away
+	Evicted   uint64 // copies pushed out of the low-priority lane by first attempts (HedgedLast)
 	Cancelled uint64 // handler runs whose context was done when they returned
 }
 
@@ -63,22 +73,71 @@ type QueueStats struct {
 // own goroutine waits for its turn, and a finishing worker hands its slot to the head of the
 // queue. Build it with [NewQueue]; it is safe for concurrent use.
 type Queue struct {
-	workers  int
-	capacity int
-	trailer  metadata.MD
+	workers    int
+	capacity   int
+	trailer    metadata.MD
+	hedgedLast bool
 
 	mu      sync.Mutex
 	running int
-	head    *waiter
-	tail    *waiter
+	first   waitList // first attempts, or every call without HedgedLast
+	hedged  waitList // copies, with HedgedLast
 	stats   QueueStats
 }
 
 // waiter is one call waiting for a worker; its fields but ready are guarded by Queue.mu.
 type waiter struct {
-	ready      chan struct{} // closed when a slot is handed over
-	granted    bool
+	ready      chan struct{} // closed when the wait ends: a slot handed over, or evicted
+	state      waiterState
 	prev, next *waiter
+}
+
+type waiterState uint8
+
+const (
+	waiting waiterState = iota
+	granted             // a worker's slot was handed to this waiter
+	evicted             // pushed out of the low-priority lane by a first attempt
+)
+
+// waitList is an intrusive doubly-linked FIFO list.
+type waitList struct {
+	head, tail *waiter
+	n          int
+}
+
+func (l *waitList) pushBack(w *waiter) {
+	w.prev, w.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+	l.n++
+}
+
+func (l *waitList) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	l.n--
+}
+
+// isCopy reports whether the call is a hedged copy or a retry: its AttemptKey metadata is
+// present and not "0".
+func isCopy(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get(AttemptKey)
+	return len(v) > 0 && v[0] != "" && v[0] != "0"
 }
 
 // NewQueue returns a [Queue] with the limits in cfg, or an error wrapping [ErrQueueConfig]
@@ -90,7 +149,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if cfg.Pushback < 0 {
 		return nil, fmt.Errorf("%w: QueueConfig.Pushback must be >= 0, got %v", ErrQueueConfig, cfg.Pushback)
 	}
-	q := &Queue{workers: cfg.Workers}
+	q := &Queue{workers: cfg.Workers, hedgedLast: cfg.HedgedLast}
 	if q.workers == 0 {
 		q.workers = 4 * runtime.GOMAXPROCS(0)
 	}
@@ -115,6 +174,8 @@ func (q *Queue) Stats() QueueStats {
 	defer q.mu.Unlock()
 	s := q.stats
 	s.Running = q.running
+	s.Queued = q.first.n + q.hedged.n
+	s.QueuedHedged = q.hedged.n
 	return s
 }
 
@@ -143,6 +204,7 @@ func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, _ *grpc.StreamServer
 // acquire takes a worker's slot, waiting in FIFO order for one, and returns the status
 // error to answer when the call must not run.
 func (q *Queue) acquire(ctx context.Context) error {
+	hedged := q.hedgedLast && isCopy(ctx)
 	q.mu.Lock()
 	switch {
 	case q.running < q.workers:
@@ -151,14 +213,26 @@ func (q *Queue) acquire(ctx context.Context) error {
 		q.stats.Admitted++
 		q.mu.Unlock()
 		return nil
-	case q.stats.Queued >= q.capacity:
-		q.stats.Rejected++
-		q.mu.Unlock()
-		_ = grpc.SetTrailer(ctx, q.trailer)
-		return status.Error(codes.ResourceExhausted, "hedgegrpc: server queue full")
+	case q.first.n+q.hedged.n >= q.capacity:
+		if hedged || q.hedged.n == 0 {
+			q.stats.Rejected++
+			q.mu.Unlock()
+			return q.overloaded(ctx)
+		}
+		// A first attempt pushes out the newest copy: the one that would wait longest, and
+		// whose primary is most likely still running.
+		victim := q.hedged.tail
+		q.hedged.remove(victim)
+		victim.state = evicted
+		q.stats.Evicted++
+		close(victim.ready)
 	}
 	w := &waiter{ready: make(chan struct{})}
-	q.pushBack(w)
+	lane := &q.first
+	if hedged {
+		lane = &q.hedged
+	}
+	lane.pushBack(w)
 	q.mu.Unlock()
 
 	select {
@@ -167,12 +241,16 @@ func (q *Queue) acquire(ctx context.Context) error {
 	}
 
 	q.mu.Lock()
-	if !w.granted {
+	switch w.state {
+	case waiting:
 		// Cancelled while waiting, and no slot handed over: leave without running.
-		q.remove(w)
+		lane.remove(w)
 		q.stats.Abandoned++
 		q.mu.Unlock()
 		return status.FromContextError(ctx.Err()).Err()
+	case evicted:
+		q.mu.Unlock()
+		return q.overloaded(ctx)
 	}
 	if err := ctx.Err(); err != nil {
 		// The slot and the cancellation arrived together: pass the slot on unused.
@@ -186,6 +264,13 @@ func (q *Queue) acquire(ctx context.Context) error {
 	return nil
 }
 
+// overloaded is the answer of a call the queue has no room for: RESOURCE_EXHAUSTED with the
+// pushback trailer.
+func (q *Queue) overloaded(ctx context.Context) error {
+	_ = grpc.SetTrailer(ctx, q.trailer)
+	return status.Error(codes.ResourceExhausted, "hedgegrpc: server queue full")
+}
+
 // done releases the slot of a call whose handler returned.
 func (q *Queue) done(ctx context.Context) {
 	if ctx.Err() != nil {
@@ -196,41 +281,23 @@ func (q *Queue) done(ctx context.Context) {
 	q.release()
 }
 
-// release hands the caller's slot to the head of the queue, or frees it when nobody waits.
+// release hands the caller's slot to the head of the queue (first attempts before copies),
+// or frees it when nobody waits.
 func (q *Queue) release() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if w := q.head; w != nil {
-		q.remove(w)
-		w.granted = true
-		close(w.ready)
+	var w *waiter
+	switch {
+	case q.first.head != nil:
+		w = q.first.head
+		q.first.remove(w)
+	case q.hedged.head != nil:
+		w = q.hedged.head
+		q.hedged.remove(w)
+	default:
+		q.running--
 		return
 	}
-	q.running--
-}
-
-func (q *Queue) pushBack(w *waiter) {
-	w.prev = q.tail
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	q.stats.Queued++
-}
-
-func (q *Queue) remove(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	q.stats.Queued--
+	w.state = granted
+	close(w.ready)
 }

@@ -3,6 +3,7 @@ package hedgegrpc
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,5 +224,78 @@ func TestStartSignalCancelsQueuedCopy(t *testing.T) {
 	}
 	if s := q.Stats(); s.Admitted != 1 || s.Abandoned != 1 {
 		t.Fatalf("queue stats %+v, want one run and one abandoned", s)
+	}
+}
+
+// With HedgedLast, copies wait behind first attempts, and a first attempt that finds the
+// queue full pushes out the newest copy.
+func TestQueueHedgedLast(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 1, Queue: 2, HedgedLast: true, Pushback: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		mu.Lock()
+		order = append(order, req.Service)
+		mu.Unlock()
+		if req.Service == "running" {
+			<-release
+		}
+		return serving(), nil
+	}}
+	cc := startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
+	client := healthpb.NewHealthClient(cc)
+	type result struct {
+		name    string
+		err     error
+		trailer metadata.MD
+	}
+	results := make(chan result, 4)
+	send := func(name string, copy bool) {
+		ctx := t.Context()
+		if copy {
+			ctx = metadata.AppendToOutgoingContext(ctx, AttemptKey, "1")
+		}
+		var tr metadata.MD
+		_, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: name}, grpc.Trailer(&tr))
+		results <- result{name, err, tr}
+	}
+	go send("running", false)
+	if !waitFor(10*time.Second, func() bool { return q.Stats().Running == 1 }) {
+		t.Fatal("the first call never ran")
+	}
+	go send("copy-1", true)
+	if !waitFor(10*time.Second, func() bool { return q.Stats().QueuedHedged == 1 }) {
+		t.Fatalf("stats %+v, want a copy queued", q.Stats())
+	}
+	go send("copy-2", true)
+	if !waitFor(10*time.Second, func() bool { return q.Stats().QueuedHedged == 2 }) {
+		t.Fatalf("stats %+v, want two copies queued", q.Stats())
+	}
+	go send("first", false) // the queue is full: the newest copy makes room
+	r := <-results
+	if r.name != "copy-2" || status.Code(r.err) != codes.ResourceExhausted || len(r.trailer.Get(PushbackKey)) != 1 || r.trailer.Get(PushbackKey)[0] != "2000" {
+		t.Fatalf("%s: %v, trailer %v; want copy-2 evicted with RESOURCE_EXHAUSTED and a 2000ms pushback", r.name, r.err, r.trailer)
+	}
+	if !waitFor(10*time.Second, func() bool { s := q.Stats(); return s.Queued == 2 && s.QueuedHedged == 1 }) {
+		t.Fatalf("stats %+v, want the first attempt and one copy queued", q.Stats())
+	}
+	close(release)
+	for range 3 {
+		if r := <-results; r.err != nil {
+			t.Fatalf("%s: %v", r.name, r.err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 3 || order[1] != "first" || order[2] != "copy-1" {
+		t.Fatalf("handlers ran in the order %v, want [running first copy-1]", order)
+	}
+	if s := q.Stats(); s.Evicted != 1 || s.Admitted != 3 {
+		t.Fatalf("stats %+v", s)
 	}
 }

@@ -142,3 +142,37 @@ func TestStreamPassThrough(t *testing.T) {
 		}
 	}
 }
+
+// A server-streaming call through the Queue's stream interceptor and the stream start signal:
+// the worker is held for the stream's life, and the client hears the start of its attempt.
+func TestStreamQueueAndStartSignal(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &backend{watch: func(b *backend, req *healthpb.HealthCheckRequest, s grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+		if q.Stats().Running != 1 {
+			return status.Error(codes.Internal, "the stream runs without a worker")
+		}
+		return s.Send(serving())
+	}}
+	started := make(chan int, 2)
+	hi := newInterceptor(t, Config{Idempotent: []string{watchMethod}})
+	cc := startBufconnWith(t, hi, be, []grpc.DialOption{grpc.WithStatsHandler(startSignal{report: func(ctx context.Context) {
+		started <- attemptIndex(ctx)
+	}})}, grpc.ChainStreamInterceptor(q.StreamServer, StreamStartSignal))
+	s, err := healthpb.NewHealthClient(cc).Watch(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := recvAll(s); len(got) != 1 || err != io.EOF {
+		t.Fatalf("received %v, %v; want one message and io.EOF", got, err)
+	}
+	if k := <-started; k != 0 {
+		t.Fatalf("start signal for attempt %d, want 0", k)
+	}
+	if !waitFor(10*time.Second, func() bool { st := q.Stats(); return st.Running == 0 && st.Admitted == 1 }) {
+		t.Fatalf("queue stats %+v, want one stream admitted and its worker released", q.Stats())
+	}
+}

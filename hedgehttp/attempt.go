@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,7 +97,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// that stops the request at once; once it has, the loser is drained instead (see
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
-	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h)
+	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals)
 	r := c.clone(reqCtx)
 	switch {
 	case c.body != nil:
@@ -118,10 +119,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		r.Body = b
 	}
-	r.Header[StartSignalHeader] = startSignalValue
-	if info.Hedge || info.Retry {
-		// A copy, marked as one (a primary resent because it never left is not a copy).
-		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
+	if info.Hedge || info.Retry || c.t.signals {
+		c.t.mark(r, info)
 	}
 	next, ri, again := c.t.next, -1, info.Hedge
 	if c.pool != nil {
@@ -170,6 +169,28 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp.Body = &attemptBody{ReadCloser: resp.Body, ar: ar}
 	return resp, nil
+}
+
+// mark sets the headers of an attempt's request (whose header map clone made): the
+// attempt's index on a copy (a hedge or a retry; a primary resent because it never left is
+// not a copy), and the request for a start signal when the trigger reads them. It is kept out
+// of line, like newAttemptRequest, so that its frame does not sit under the whole round trip.
+//
+//go:noinline
+func (t *Transport) mark(r *http.Request, info hedge.AttemptInfo) {
+	if t.signals && !expectsContinue(r.Header) {
+		r.Header[StartSignalHeader] = startSignalValue
+	}
+	if info.Hedge || info.Retry {
+		r.Header[AttemptHeader] = []string{strconv.Itoa(info.Index)}
+	}
+}
+
+// expectsContinue reports whether a request waits for 100 Continue before sending its body:
+// it must not ask for a start signal (see StartSignalHeader).
+func expectsContinue(h http.Header) bool {
+	v := h["Expect"]
+	return len(v) > 0 && strings.EqualFold(v[0], "100-continue")
 }
 
 // clone is the attempt's copy of the caller's request, on ctx: what http.Request.Clone
@@ -267,8 +288,14 @@ func (c *call) failed(ctx context.Context, ri int, err error) error {
 		}
 		ejected = c.done(ri, res)
 	}
-	// A request whose body cannot be sent again is not resent, whatever happened.
+	// A request whose body cannot be sent again is not resent, whatever happened; nor is
+	// one that timed out (a dial or DNS timeout) when there is no other replica to try: the
+	// same host would make the caller wait as long again.
 	unsent = unsent && (c.body != nil || c.prefix == nil && (c.req.Body == nil || c.req.Body == http.NoBody || c.req.GetBody != nil))
+	var ne net.Error
+	if unsent && (c.pool == nil || c.pool.Len() < 2) && errors.As(err, &ne) && ne.Timeout() {
+		unsent = false
+	}
 	if unsent || ejected {
 		return &attemptError{err: err, unsent: unsent, ejected: ejected}
 	}
@@ -312,36 +339,50 @@ type attemptRequest struct {
 	cancel   context.CancelFunc
 	stop     func() bool
 	answered atomic.Bool
-	attempt  context.Context
-	trace    httptrace.ClientTrace
+}
+
+// attemptTrace is the trace on an attempt's request context, for attempts that need one: it
+// passes the server's start signal on to the attempt, and learns the host's protocol until it
+// is known.
+type attemptTrace struct {
+	attempt context.Context
+	trace   httptrace.ClientTrace
 }
 
 // got1xx passes the server's start signal ([StartedStatus]) on to the attempt. It runs on
 // the connection's reading goroutine and never blocks. Other 1xx responses are not ours.
-func (ar *attemptRequest) got1xx(code int, _ textproto.MIMEHeader) error {
+func (t *attemptTrace) got1xx(code int, _ textproto.MIMEHeader) error {
 	if code == StartedStatus {
-		hedge.StartedService(ar.attempt)
+		hedge.StartedService(t.attempt)
 	}
 	return nil
 }
 
-// newAttemptRequest returns the request context of the attempt whose context is attempt.
+// newAttemptRequest returns the request context of the attempt whose context is attempt,
+// to host h; with signals, one that also passes the server's start signal on to the attempt.
 // It is kept out of line: its frame would otherwise sit on the attempt goroutine's stack
 // under every call the attempt makes, and a goroutine that outgrows its first stack pays
 // for a copy on every attempt.
 //
 //go:noinline
-func newAttemptRequest(parent, attempt context.Context, h *host) (context.Context, *attemptRequest) {
-	ar := &attemptRequest{attempt: attempt}
+func newAttemptRequest(parent, attempt context.Context, h *host, signals bool) (context.Context, *attemptRequest) {
+	ar := new(attemptRequest)
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
-	// The trace joins any the caller set on its request: WithClientTrace calls both.
-	ar.trace.Got1xxResponse = ar.got1xx
-	if h.proto.Load() == 0 {
-		ar.trace.GotConn = h.gotConn // until the host's protocol is known
+	learn := h.proto.Load() == 0
+	if !signals && !learn {
+		return ctx, ar
 	}
-	return httptrace.WithClientTrace(ctx, &ar.trace), ar
+	// The trace joins any the caller set on its request: WithClientTrace calls both.
+	t := &attemptTrace{attempt: attempt}
+	if signals {
+		t.trace.Got1xxResponse = t.got1xx
+	}
+	if learn {
+		t.trace.GotConn = h.gotConn // until the host's protocol is known
+	}
+	return httptrace.WithClientTrace(ctx, &t.trace), ar
 }
 
 // loserGrace is how long a losing attempt whose response has not arrived yet is given

@@ -30,9 +30,15 @@ const AttemptHeader = "Hedge-Attempt"
 const StartedStatus = http.StatusProcessing
 
 // StartSignalHeader is the request header with which a client asks for the [StartedStatus]
-// signal. A [Transport] sends it on every attempt; a [Queue] sends the signal only to
-// requests that carry it (and never to an HTTP/1.0 client, which must not receive a 1xx), so
-// other clients see no change.
+// signal. A [Transport] whose trigger reads start signals sends it on every attempt; a
+// [Queue] sends the signal only to requests that carry it (and never to an HTTP/1.0 client,
+// which must not receive a 1xx), so other clients see no change.
+//
+// A client must not ask for it on a request that waits for 100 Continue before sending its
+// body (Expect: 100-continue), and a Transport does not: Go's HTTP/2 server sends no
+// automatic 100 Continue on a stream that has had a 1xx already, so the body would wait out
+// the client's ExpectContinueTimeout. (It also hides the Expect header from handlers, so the
+// Queue cannot tell such a request apart.)
 const StartSignalHeader = "Hedge-Start-Signal"
 
 // ErrQueueConfig is wrapped by every error [NewQueue] returns for an invalid

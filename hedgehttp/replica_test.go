@@ -88,3 +88,38 @@ func TestHalfOpenTrialGoesToHealthyReplica(t *testing.T) {
 		}
 	})
 }
+
+// A dial timeout to a dependency without replicas is not resent: the same host would make
+// the caller wait as long again. With another replica to try, it is.
+func TestDialTimeoutResentOnlyElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		timeout := &net.OpError{Op: "dial", Net: "tcp", Err: &timeoutErr{}}
+		next := &fakeNext{respond: func(r *http.Request, _ string) (*http.Response, error) {
+			if r.URL.Host == "r1:1" {
+				return textResponse(r, 200, "ok"), nil
+			}
+			return nil, timeout
+		}}
+		tr := newTransport(t, Config{Policy: hedge.Config{Budget: emptyBudget}, Next: next})
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://svc.test/", nil)
+		if _, err := tr.RoundTrip(req); !errors.Is(err, timeout.Err) || len(next.requests()) != 1 {
+			t.Fatalf("one host: %v after %d requests; want the timeout after one", err, len(next.requests()))
+		}
+		tr = newTransport(t, Config{Policy: hedge.Config{Budget: emptyBudget}, Next: next,
+			Replicas: func(string) []string { return []string{"r0:1", "r1:1"} }})
+		for range 10 {
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://svc.test/", nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("two replicas: %v; want the timeout resent to r1", err)
+			}
+			resp.Body.Close()
+		}
+	})
+}
+
+type timeoutErr struct{}
+
+func (*timeoutErr) Error() string   { return "i/o timeout" }
+func (*timeoutErr) Timeout() bool   { return true }
+func (*timeoutErr) Temporary() bool { return true }

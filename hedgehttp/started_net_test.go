@@ -97,6 +97,7 @@ func TestQueueStartSignalArrivesWhileTheHandlerRuns(t *testing.T) {
 			}), QueueConfig{Workers: 1})
 			srv, base := startConnServer(t, proto, q)
 			tr := newTransport(t, Config{Next: base})
+			tr.signals = true // as for a trigger that reads them, without its hedges
 
 			var codes []int
 			var firstByte atomic.Int32
@@ -188,6 +189,46 @@ func TestQueueStartSignalOnlyWhenAsked(t *testing.T) {
 			t.Errorf("an HTTP/1.0 client's first status line is %q (%v), want HTTP/1.0 200", status, err)
 		}
 	})
+}
+
+// TestTransportAsksForStartSignalsOnlyWhenItsTriggerReadsThem: Tied reads them, so every
+// attempt asks; AtQuantile does not, so no request carries the header and no server writes
+// a 1xx for it.
+func TestTransportAsksForStartSignalsOnlyWhenItsTriggerReadsThem(t *testing.T) {
+	for _, c := range []struct {
+		trigger hedge.Trigger
+		want    string
+	}{{hedge.Tied(), "1"}, {hedge.AtQuantile(0.95), ""}} {
+		t.Run(c.trigger.String(), func(t *testing.T) {
+			checkGoroutines(t)
+			var mu sync.Mutex
+			var seen []string
+			srv, base := startConnServer(t, "HTTP/1.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen = append(seen, r.Header.Get(StartSignalHeader))
+				mu.Unlock()
+				io.WriteString(w, "ok")
+			}))
+			tr := newTransport(t, Config{Next: base, Policy: hedge.Config{Trigger: c.trigger, Budget: budget.Config{Unlimited: true}}})
+			resp, err := tr.RoundTrip(mustRequest(t, "GET", srv.URL, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := readAll(t, resp); b != "ok" {
+				t.Fatalf("body %q", b)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 {
+				t.Fatal("no request reached the server")
+			}
+			for _, v := range seen {
+				if v != c.want {
+					t.Errorf("%s: the server saw %s %q, want %q", c.trigger, StartSignalHeader, v, c.want)
+				}
+			}
+		})
+	}
 }
 
 // tiedReplicas is two replicas behind Queues of one worker each. The test holds each
@@ -402,6 +443,66 @@ func TestStartSignalLeavesQuantileHedgingAlone(t *testing.T) {
 				t.Errorf("events with the signal:    %s\nevents without the signal: %s", got[0], got[1])
 			}
 			t.Log(got[0])
+		})
+	}
+}
+
+// TestStartSignalWithExpectContinue: a request that waits for 100 Continue before sending its
+// body does not ask for the start signal (over HTTP/2, Go's server would then never send the
+// 100, see StartSignalHeader), and is answered without waiting out its ExpectContinueTimeout.
+// A client that asks anyway over HTTP/1.1 gets the 102 first, keeps waiting, and sends its
+// body on the 100 that reading it triggers: there the two 1xx mix well.
+func TestStartSignalWithExpectContinue(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			checkGoroutines(t)
+			q := mustQueue(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				if err != nil {
+					t.Errorf("reading the body: %v", err)
+				}
+				fmt.Fprintf(w, "got %s", b)
+			}), QueueConfig{Workers: 1})
+			srv, base := startConnServer(t, proto, q)
+			base.ExpectContinueTimeout = 5 * time.Second // long: only the server's 100 sends the body
+			tr := newTransport(t, Config{Next: base})
+			tr.signals = true
+			var mu sync.Mutex
+			var codes []int
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+					mu.Lock()
+					codes = append(codes, code)
+					mu.Unlock()
+					return nil
+				},
+			})
+			req := mustRequest(t, "PUT", srv.URL, strings.NewReader("payload")).WithContext(ctx)
+			req.Header.Set("Expect", "100-continue")
+			if proto == "HTTP/1.1" {
+				req.Header.Set(StartSignalHeader, "1") // asked by hand: the Transport would not
+			}
+			start := time.Now()
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := readAll(t, resp); b != "got payload" {
+				t.Fatalf("answer %q", b)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("the call took %v: the body waited for the Expect timeout, not for 100 Continue", d)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := fmt.Sprint([]int{StartedStatus, http.StatusContinue})
+			if proto == "HTTP/2" {
+				want = fmt.Sprint([]int{http.StatusContinue})
+			}
+			if fmt.Sprint(codes) != want {
+				t.Errorf("1xx responses %v, want %s", codes, want)
+			}
+			checkConnsClosed(t, tr, srv)
 		})
 	}
 }

@@ -136,12 +136,14 @@ type Config struct {
 // connection is reused; a failing response (5xx but 501, 429, 408) never wins and
 // is returned only when every attempt failed, as the response of the last one that answered.
 //
-// Every attempt asks the server for a start signal ([StartSignalHeader]); a [Queue] answers
-// with an informational [StartedStatus] response when a worker starts the request, and the
-// Transport passes it on to the policy with [hedge.StartedService], through an
+// When the policy's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
+// [hedge.Tied] does), every attempt asks the server for one ([StartSignalHeader]); a [Queue]
+// answers with an informational [StartedStatus] response when a worker starts the request,
+// and the Transport passes it on to the policy with [hedge.StartedService], through an
 // httptrace.ClientTrace joined to any trace the caller set on the request's context. With
-// [hedge.Tied], the first copy to start cancels the others. A server that sends no such
-// response changes nothing: the policy hedges on latency alone.
+// Tied, the first copy to start cancels the others. A server that sends no such response
+// changes nothing: the policy hedges on latency alone. Other triggers neither ask nor listen,
+// and pay nothing for it.
 type Transport struct {
 	cfg        Config
 	next       http.RoundTripper
@@ -150,6 +152,7 @@ type Transport struct {
 	discardFn  func(*http.Response, error) // t.discard, bound once rather than per request
 	maxBuffer  int64
 	errorLimit int64
+	signals    bool // ask servers for start signals and pass them on
 
 	// hosts is read on every request and written once per new host: copy-on-write maps
 	// behind an atomic pointer keep the read path free of shared writes (an RWMutex's
@@ -229,6 +232,7 @@ func NewTransport(cfg Config) (*Transport, error) {
 		classify:   cfg.Policy.Classify,
 		maxBuffer:  cfg.MaxBodyBuffer,
 		errorLimit: cfg.ErrorBodyLimit,
+		signals:    cfg.Policy.Trigger.ReadsStartSignals(),
 	}
 	t.discardFn = t.discard
 	t.hosts.Store(&hostMaps{byURL: map[urlKey]*host{}, byName: map[string]*host{}})

@@ -66,3 +66,28 @@ func TestReadmeSnippet(t *testing.T) {
 		}
 	})
 }
+
+// TestScriptStartsReportsAtStartAfter: an attempt with Starts tells its call that its server
+// started it, StartAfter after it began (with Tied, that cancels the other copy then); a
+// StartAfter beyond After is never reached.
+func TestScriptStartsReportsAtStartAfter(t *testing.T) {
+	for _, c := range []struct {
+		startAfter time.Duration
+		want       string
+	}{
+		{5 * time.Millisecond, "2 attempts over 20ms: hedge discarded (5ms), OK (20ms)"},
+		{30 * time.Millisecond, "2 attempts over 20ms: OK (20ms), hedge discarded (20ms)"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Unlimited: true}})
+			var lg hedge.Log
+			v, err := hedge.Do(hedge.WithLog(t.Context(), &lg), p, hedgetest.Script(
+				hedgetest.Answer[string]{Starts: true, StartAfter: c.startAfter, After: 20 * time.Millisecond, Value: "primary"},
+				hedgetest.Answer[string]{After: 25 * time.Millisecond, Value: "copy"},
+			))
+			if err != nil || v != "primary" || lg.String() != c.want {
+				t.Errorf("StartAfter %v: Do = %q, %v, log %q; want primary, log %q", c.startAfter, v, err, lg, c.want)
+			}
+		})
+	}
+}

@@ -94,6 +94,7 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 		}
 		from, to := &old.reps[j], &nw.reps[i]
 		to.until.Store(from.until.Load())
+		nw.noteEnd(from.until.Load())
 		to.failing.Store(from.failing.Load())
 		to.failures, to.unreachable, to.ejections = from.failures, from.unreachable, from.ejections
 	}

@@ -227,6 +227,7 @@ type Set struct {
 	anchor  atomic.Pointer[time.Time] // the first time seen; times are kept as ticks since it
 	mu      sync.Mutex                // serialises failure counting and ejection
 	ejected atomic.Int64              // ejections ever made, for Stats
+	lastEnd atomic.Int64              // the latest end of any ejection: none is ejected after it
 }
 
 // New returns a Set of n replicas configured by cfg. It returns an error wrapping
@@ -243,6 +244,7 @@ func New(n int, cfg Config) (*Set, error) {
 	for i := range s.reps {
 		s.reps[i].until.Store(never)
 	}
+	s.lastEnd.Store(never)
 	s.rng.Store(cfg.Seed)
 	s.rr.Store(cfg.Seed)
 	if cfg.MaxEjectedPercent > 0 {
@@ -316,6 +318,31 @@ func (s *Set) Pick(now time.Time, used []int) int {
 		return 0
 	}
 	t := s.ticks(now)
+	if len(used) == 0 && s.lastEnd.Load() <= t {
+		// No replica is ejected and the call has used none (a first attempt, the common
+		// case): every replica is a candidate, and the choice needs no scan. It is the
+		// choice the general path below would make.
+		var i int
+		switch s.cfg.Balancer {
+		case Random:
+			i = s.randn(n)
+		case RoundRobin:
+			i = int(s.rr.Add(1) % uint64(n))
+		case LeastOutstanding:
+			i = s.leastOutstanding(0, t, nil)
+		default:
+			a, b := s.randn(n), s.randn(n-1)
+			if b >= a {
+				b++
+			}
+			i = a
+			if s.reps[b].outstanding.Load() < s.reps[a].outstanding.Load() {
+				i = b
+			}
+		}
+		s.reps[i].outstanding.Add(1)
+		return i
+	}
 	var count [4]int
 	for i := range n {
 		count[s.tier(i, t, used)]++
@@ -333,18 +360,7 @@ func (s *Set) Pick(now time.Time, used []int) int {
 		start := int(s.rr.Add(1) % uint64(n))
 		i = s.next(best, start, t, used)
 	case LeastOutstanding:
-		start := s.randn(n)
-		i = -1
-		var least int64
-		for j := range n {
-			c := (start + j) % n
-			if s.tier(c, t, used) != best {
-				continue
-			}
-			if o := s.reps[c].outstanding.Load(); i < 0 || o < least {
-				i, least = c, o
-			}
-		}
+		i = s.leastOutstanding(best, t, used)
 	default: // P2C
 		if k == 1 {
 			i = s.next(best, 0, t, used)
@@ -362,6 +378,25 @@ func (s *Set) Pick(now time.Time, used []int) int {
 		}
 	}
 	s.reps[i].outstanding.Add(1)
+	return i
+}
+
+// leastOutstanding returns the replica of the tier with the fewest attempts outstanding,
+// scanning from a random start so that ties spread.
+func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
+	n := len(s.reps)
+	start := s.randn(n)
+	i := -1
+	var least int64
+	for j := range n {
+		c := (start + j) % n
+		if s.tier(c, t, used) != tier {
+			continue
+		}
+		if o := s.reps[c].outstanding.Load(); i < 0 || o < least {
+			i, least = c, o
+		}
+	}
 	return i
 }
 
@@ -443,9 +478,20 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	rep.ejections++
 	d := min(time.Duration(rep.ejections)*s.cfg.BaseEjection, s.cfg.MaxEjection)
 	rep.until.Store(t + int64(d))
+	s.noteEnd(t + int64(d))
 	rep.failures, rep.unreachable = 0, 0
 	rep.failing.Store(false)
 	s.ejected.Add(1)
+}
+
+// noteEnd raises lastEnd to end.
+func (s *Set) noteEnd(end int64) {
+	for {
+		cur := s.lastEnd.Load()
+		if cur >= end || s.lastEnd.CompareAndSwap(cur, end) {
+			return
+		}
+	}
 }
 
 // ejectedAt counts the replicas ejected at tick t.

@@ -409,3 +409,28 @@ func TestPoolWithKeepsHealth(t *testing.T) {
 		t.Fatalf("Pick = %d, %q", i, a)
 	}
 }
+
+// The shortcut for first attempts with nothing ejected chooses what the general path would:
+// under one seed, a Set picking first attempts and one forced onto the general path (its used
+// list names no replica of the Set, so it excludes nothing) pick alike.
+func TestFirstPickShortcutAgrees(t *testing.T) {
+	for _, b := range balancers {
+		if b == LeastOutstanding {
+			continue // ties are broken from a random start either way: compared below by outcome
+		}
+		fast := mustNew(t, 5, Config{Balancer: b, Seed: 9})
+		slow := mustNew(t, 5, Config{Balancer: b, Seed: 9})
+		for k := range 300 {
+			// used holds a replica that does not exist in the Set: it forces the general
+			// path without excluding anything.
+			i, j := fast.Pick(t0, nil), slow.Pick(t0, []int{99})
+			if i != j {
+				t.Fatalf("%v: pick %d: shortcut %d, general path %d", b, k, i, j)
+			}
+			if k%2 == 0 {
+				fast.Done(t0, i, Success)
+				slow.Done(t0, j, Success)
+			}
+		}
+	}
+}

@@ -24,7 +24,9 @@
 //
 // # Measurement
 //
-// Arrivals are open-loop Poisson at λ = load · Workers / E[service time]. The first
+// Arrivals are open-loop Poisson at λ = load · Workers · capacity / E[service time], where
+// capacity is the number of replicas (1 in the reference model), less what slow and pausing
+// replicas cannot serve (see Params). The first
 // WarmupFraction of calls by arrival are not measured; arrivals go on after the last call
 // until every measured call has finished, so the measured calls see a steady queue to the end.
 // [Run] documents what each figure of a Point means, in particular when an attempt counts as

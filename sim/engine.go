@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 )
 
 // This file is the discrete-event engine: virtual time, the event heap, the replicas (each a
@@ -544,7 +545,11 @@ func (s *sim) freeWorker(w int32) {
 // its answer (ok) or stopped waiting for it.
 func (s *sim) answered(si int32, req *request, ok bool) {
 	if s.replicas > 1 {
-		s.choose[s.slots[si].client].done(vtime(s.now), int(req.replica), ok)
+		res := replica.Ignored // a loser the client stopped waiting for says nothing about its replica
+		if ok {
+			res = replica.Success
+		}
+		s.choose[s.slots[si].client].done(vtime(s.now), int(req.replica), res)
 	}
 }
 

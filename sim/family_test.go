@@ -47,7 +47,7 @@ func TestFamiliesRun(t *testing.T) {
 		case FamilyBrownout:
 			hi = 58
 		case FamilyReplicaSlow, FamilyReplicaDegrading: // the slow replica's work takes longer
-			hi = 65
+			hi = 72
 		case FamilyHeavyTailed:
 			lo, hi = 40, 60
 		}

@@ -5,53 +5,59 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hedgekit/hedge/replica"
 )
 
-func TestLocalSetAvoidsUsed(t *testing.T) {
+func mustSet(t *testing.T, kind string, n int) replicaSet {
+	t.Helper()
+	s, err := newReplicaSet(kind, n, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestReplicaSetAvoidsUsed: through the engine's interface, the core's replica choice sends an
+// attempt to a replica its call has not used, with every balancer.
+func TestReplicaSetAvoidsUsed(t *testing.T) {
+	var now time.Time
 	for _, kind := range Balancers {
-		b := newLocalSet(kind, 4, 7)
+		b := mustSet(t, kind, 4)
 		for i := range 200 {
 			used := []int{i % 4, (i + 1) % 4, (i + 2) % 4}
-			if got := b.pick(time.Time{}, used); got != (i+3)%4 {
+			if got := b.pick(now, used); got != (i+3)%4 {
 				t.Fatalf("%s: picked %d with %v used; want the one left", kind, got, used)
 			}
-			b.done(time.Time{}, (i+3)%4, true)
+			b.done(now, (i+3)%4, replica.Success)
 		}
-		// With every replica used, any will do.
-		if got := b.pick(time.Time{}, []int{0, 1, 2, 3}); got < 0 || got > 3 {
+		if got := b.pick(now, []int{0, 1, 2, 3}); got < 0 || got > 3 {
 			t.Fatalf("%s: picked %d", kind, got)
 		}
 	}
+	if _, err := newReplicaSet("best", 4, 1); err == nil {
+		t.Error("an unknown balancer has no error")
+	}
 }
 
-func TestLocalSetBalancers(t *testing.T) {
-	// least-outstanding always takes the replica with fewest outstanding.
-	b := newLocalSet(BalancerLeastOutstanding, 3, 1)
-	b.out = []int64{5, 1, 3}
-	if got := b.pick(time.Time{}, nil); got != 1 {
-		t.Errorf("least-outstanding picked %d", got)
+// TestReplicaSetOutstanding: least-outstanding spreads attempts still outstanding over every
+// replica; random spreads evenly.
+func TestReplicaSetOutstanding(t *testing.T) {
+	var now time.Time
+	b := mustSet(t, BalancerLeastOutstanding, 3)
+	seen := map[int]bool{}
+	for range 3 {
+		seen[b.pick(now, nil)] = true
 	}
-	// p2c never takes the most loaded of three (it loses every pair it is drawn in).
-	b = newLocalSet(BalancerP2C, 3, 1)
-	for range 100 {
-		b.out = []int64{9, 0, 0}
-		if got := b.pick(time.Time{}, nil); got == 0 {
-			t.Fatal("p2c picked the most loaded replica")
-		}
+	if len(seen) != 3 {
+		t.Errorf("least-outstanding put 3 outstanding attempts on %d replicas", len(seen))
 	}
-	// round-robin goes round; random spreads.
-	b = newLocalSet(BalancerRoundRobin, 3, 1)
-	var seq []int
-	for range 6 {
-		seq = append(seq, b.pick(time.Time{}, nil))
-	}
-	if !slices.Equal(seq, []int{1, 2, 0, 1, 2, 0}) {
-		t.Errorf("round-robin %v", seq)
-	}
-	b = newLocalSet(BalancerRandom, 4, 1)
+	b = mustSet(t, BalancerRandom, 4)
 	count := make([]int, 4)
 	for range 4000 {
-		count[b.pick(time.Time{}, nil)]++
+		i := b.pick(now, nil)
+		count[i]++
+		b.done(now, i, replica.Ignored)
 	}
 	for i, c := range count {
 		if c < 850 || c > 1150 {

@@ -157,7 +157,8 @@ func newRunner() *runner { return &runner{s: newSim()} }
 
 // Run simulates one point: setup's policy (one *hedge.Policy shared by every call) against
 // the model in p, at loadPct percent of the load that keeps the workers busy without hedging
-// (λ = load · Workers / E[service time]), with the given cancellation mode (Ignored or
+// (λ = load · Workers · Replicas / E[service time], less the capacity that slow or pausing
+// replicas lose), with the given cancellation mode (Ignored or
 // Reaches) and seed. The same arguments give the same Point.
 //
 // What the figures mean:
@@ -201,7 +202,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		}
 		r.pol = append(r.pol, pol)
 	}
-	lambda := loadPct / 100 * float64(p.Workers*p.Replicas) / p.Service.Mean().Seconds()
+	lambda := loadPct / 100 * (float64(p.Workers) * p.capacity()) / p.Service.Mean().Seconds()
 	if span := float64(p.Calls) / lambda * 1e9; span > 1<<60 {
 		return Point{}, fmt.Errorf("sim: load %v%% is too low: %d calls would take %.3g years of virtual time", loadPct, p.Calls, span/3.15e16)
 	}
@@ -210,7 +211,11 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	var choose []chooser
 	if p.Replicas > 1 {
 		for c := range p.Clients {
-			choose = append(choose, newLocalSet(p.Balancer, p.Replicas, mix(streamKey(seed, streamChoose)+uint64(c))))
+			rs, err := newReplicaSet(p.Balancer, p.Replicas, mix(streamKey(seed, streamChoose)+uint64(c)))
+			if err != nil {
+				return Point{}, fmt.Errorf("sim: %w", err)
+			}
+			choose = append(choose, rs)
 		}
 	}
 	pauses := p.Pauses.Replicas
@@ -253,6 +258,32 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	r.hc.p = nil
 	clear(r.pol)
 	return pt, nil
+}
+
+// capacity is how many replicas' worth of work the servers can do at the end of the run: a
+// replica slowed down until the end counts for 1/Factor of one, a pausing one for the share of
+// the time it is not paused. The load of a point is a share of this capacity, so that a slow or
+// pausing replica does not overload the model at every load (a brownout, which ends, does not
+// count). It is exactly Replicas when nothing is slowed or paused.
+func (p Params) capacity() float64 {
+	var c float64
+	pauses := p.Pauses.Replicas
+	if pauses == 0 {
+		pauses = p.Replicas
+	}
+	for r := range p.Replicas {
+		share := 1.0
+		for _, d := range p.Slowdowns {
+			if d.To == 0 && (d.Replica < 0 || d.Replica == r) {
+				share /= d.Factor
+			}
+		}
+		if p.Pauses.Every > 0 && r < pauses {
+			share *= 1 - float64(p.Pauses.Length)/float64(p.Pauses.Every)
+		}
+		c += share
+	}
+	return c
 }
 
 // balancerName is the Balancer of a model with replicas, "" for one replica (there is nothing to

@@ -220,6 +220,9 @@ func lognormal(median time.Duration, sigma float64) LogNormal {
 //   - replica-pauses: every replica does, at unsynchronised times.
 //   - replica-slow: one replica serves 3× slower throughout (a noisy neighbour, a cold cache).
 //   - replica-degrading: one replica becomes 4× slower half-way through the run.
+//
+// In these the load is a share of the capacity left (see Params.Replicas): a replica 3× slower
+// serves a third of what it did, so 95 % load still leaves the fleet 5 % of headroom.
 func Families() []Family {
 	ref := ReferenceMixture()
 	return []Family{
