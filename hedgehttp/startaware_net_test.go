@@ -26,7 +26,7 @@ type startAwareReplicas struct {
 	held   [2]chan error
 }
 
-func startStartAwareReplicas(t *testing.T, proto string) *startAwareReplicas {
+func startStartAwareReplicas(t *testing.T, proto string, cfg QueueConfig) *startAwareReplicas {
 	rs := &startAwareReplicas{}
 	for i := range 2 {
 		rs.holds[i], rs.unhold[i], rs.held[i] = make(chan struct{}, 1), make(chan struct{}), make(chan error, 1)
@@ -50,7 +50,7 @@ func startStartAwareReplicas(t *testing.T, proto string) *startAwareReplicas {
 				}
 			}
 			fmt.Fprintf(w, "replica %d, copy %v", i, isCopy)
-		}), QueueConfig{Workers: 1, Queue: 4})
+		}), cfg)
 		if i == 0 {
 			rs.srv[i], rs.base = startConnServer(t, proto, rs.q[i])
 		} else {
@@ -93,7 +93,7 @@ func TestStartAwareHedgesStragglersInServiceNotQueuedRequests(t *testing.T) {
 	for _, proto := range protos {
 		t.Run(proto, func(t *testing.T) {
 			checkGoroutines(t)
-			rs := startStartAwareReplicas(t, proto)
+			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4})
 			tr := newTransport(t, Config{
 				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Unlimited: true},
 					MinimumDelay: 20 * time.Millisecond},
@@ -155,6 +155,69 @@ func TestStartAwareHedgesStragglersInServiceNotQueuedRequests(t *testing.T) {
 			}
 			if hedges() != 1 {
 				t.Errorf("%d hedges, want only the straggler's", hedges())
+			}
+			checkConnsClosed(t, tr, rs.srv[0], rs.srv[1])
+		})
+	}
+}
+
+// TestStartAwareWithoutStartSignalsFallsBackToTheClientsInference: against servers that send
+// no start signal, StartAware behaves as AtQuantile does, client-only: a straggler is hedged
+// once a later call has overtaken it (then it is known to be in service), and not before,
+// however long it runs.
+func TestStartAwareWithoutStartSignalsFallsBackToTheClientsInference(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			checkGoroutines(t)
+			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4, NoStartSignal: true})
+			tr := newTransport(t, Config{
+				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Unlimited: true},
+					MinimumDelay: 20 * time.Millisecond},
+				Next:     rs.base,
+				Key:      func(*http.Request) string { return "svc" },
+				Replicas: func(string) []string { return rs.addrs },
+			})
+			get := func(path string) string {
+				resp, err := tr.RoundTrip(mustRequest(t, "GET", rs.srv[0].URL+path, nil))
+				if err != nil {
+					return err.Error()
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				return string(b)
+			}
+			hedges := func() int64 { return tr.Measured()["svc"].HedgesStarted }
+			for range 30 {
+				get("/fast")
+			}
+			if m := tr.Measured()["svc"]; !m.Warm || hedges() != 0 {
+				t.Fatalf("after warming: %+v", m)
+			}
+			done := make(chan string, 1)
+			go func() { done <- get("/slow") }()
+			if !waitFor(5*time.Second, func() bool { return rs.q[0].Stats().Running+rs.q[1].Stats().Running == 1 }) {
+				t.Fatal("the straggler never started")
+			}
+			// Nothing has overtaken it, and no server says it started: not hedged, for 10
+			// thresholds.
+			if waitFor(200*time.Millisecond, func() bool { return hedges() > 0 }) {
+				t.Fatalf("hedged with nothing to tell it is in service: %+v", tr.Measured()["svc"])
+			}
+			// A later call answers first (on the other replica): the straggler is in service,
+			// and is hedged soon after.
+			if b := get("/fast"); b != "replica 0, copy false" && b != "replica 1, copy false" {
+				t.Fatalf("the overtaking call was answered %q", b)
+			}
+			select {
+			case b := <-done:
+				if b != "replica 0, copy true" && b != "replica 1, copy true" {
+					t.Errorf("the straggler was answered %q, want its hedge's answer", b)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the overtaken straggler was never hedged: %+v", tr.Measured()["svc"])
+			}
+			if hedges() != 1 {
+				t.Errorf("%d hedges, want 1", hedges())
 			}
 			checkConnsClosed(t, tr, rs.srv[0], rs.srv[1])
 		})
