@@ -294,6 +294,12 @@ func (d *driver[T]) runFirst() {
 	}
 	d.settled.Add(1)
 	d.owner.Store(ownerNone)
+	if len(d.answers) > 0 || d.ctx.Err() != nil {
+		// Something happened while the caller's goroutine still drove the call (the timer
+		// went off, a tied copy answered, ctx ended) and found nobody to take it over: a
+		// goroutine of its own does, or nothing would look at it until the attempt returns.
+		go d.takeOver()
+	}
 	defer d.reclaim()
 	d.first.run()
 }

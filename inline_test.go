@@ -343,3 +343,33 @@ func TestDoInlineConcurrentCallsShareOnePolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestDoInlineHedgeDueBeforeTheFirstAttemptStarts runs calls whose hedge is due almost at
+// once, on the real clock, so that the timer often goes off before the caller's goroutine has
+// entered the first attempt. Each first attempt waits for its context, so a call whose
+// timer's wake-up was lost would wait for its deadline.
+func TestDoInlineHedgeDueBeforeTheFirstAttemptStarts(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Microsecond), MinimumDelay: time.Microsecond, Budget: noBudget})
+	const calls = 2000
+	var lost atomic.Int32
+	for range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		v, err := hedge.DoInline(ctx, p, blockPrimary)
+		cancel()
+		if err != nil || v != 2 {
+			lost.Add(1)
+		}
+	}
+	if n := lost.Load(); n != 0 {
+		t.Errorf("%d of %d calls did not get the hedge's answer", n, calls)
+	}
+}
+
+// blockPrimary waits for its context in the first attempt and answers 2 in every other.
+func blockPrimary(ctx context.Context) (int, error) {
+	if info, _ := hedge.AttemptFrom(ctx); info.Index == 0 {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return 2, nil
+}
