@@ -184,8 +184,9 @@ func classify(p *Policy, err error) (o Outcome, pe *PanicError) {
 }
 
 // Who drives an inline call (see DoInline) at a given moment. The caller's goroutine drives
-// it except while it runs the first attempt; then the first goroutine with something to do
-// (the timer's, or the caller's context ending) takes the call over until it is settled.
+// it except while it runs the first attempt; then the first goroutine with something to
+// report (the timer's, an attempt's that answered or sent a start signal, the one run when the
+// caller's context ends) takes the call over and drives it until it is settled.
 const (
 	ownerCaller int32 = iota // the caller's goroutine drives the call
 	ownerNone                // the caller's goroutine is inside the first attempt

@@ -61,7 +61,10 @@ type Config struct {
 	// fast dependency is most of what hedging a request costs; hedges and retries still run
 	// on goroutines of their own. Set it for a Next that wraps an *http.Transport and
 	// passes the request's context on. With a Next that ignores a cancelled context, leave
-	// it false: RoundTrip could then return only when that Next does.
+	// it false: RoundTrip could then return only when that Next does. One cost remains: a
+	// call that a hedge wins while the first attempt's response has not arrived returns once
+	// that attempt has given up, after the grace every loser gets to keep its connection
+	// (5 ms at most), not at the hedge's answer.
 	NextHonoursContext bool
 
 	// Key names the dependency a request calls; each name gets its own policy. nil means
