@@ -759,8 +759,6 @@ func (c *Call) fail(now time.Time, cause error) {
 	switch {
 	case len(errs) == 0 && cause != nil:
 		err = cause
-	case c.permanent && len(errs) == 1 && cause == nil:
-		err = main // the dependency's own final answer, as it gave it
 	default:
 		err = &AttemptsError{Attempts: errs, Err: main, Cause: cause}
 	}

@@ -128,7 +128,9 @@ type Config struct {
 
 	// Attempts is the most calls that reach the dependency for one call, whatever their shape:
 	// the first, hedges and sequential retries all count. 0 = 2 with a Trigger, 1 without.
-	// Hedging needs at least 2; at most [MaxAttempts].
+	// Hedging needs at least 2; at most [MaxAttempts]. An attempt that never reached the
+	// dependency ([Outcome].Unsent) does not count: it is resent at once, besides, at most
+	// Attempts times per call.
 	Attempts int
 	// MaximumConcurrent bounds how many attempts of one call are in flight at once, counting
 	// the first. 0 = min(2, Attempts). Must not exceed Attempts.

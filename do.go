@@ -91,6 +91,11 @@ const wakeUp = -1
 // the send never blocks either.
 const startSignal = -2
 
+// since is time.Now for the events of a call that started at start: it reads the monotonic
+// clock only (the wall clock follows from start's), which is cheaper, and the state machine
+// measures durations, which a step of the wall clock must not change anyway.
+func since(start time.Time) time.Time { return start.Add(time.Since(start)) }
+
 // wake sends the timer's wake-up; a second one while one is pending adds nothing.
 func wake(answers chan<- int32) {
 	select {
@@ -187,6 +192,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		armed = true
 	}
 	now := time.Now()
+	start := now
 	acts := c.Start(now)
 	for {
 		for _, a := range acts {
@@ -241,7 +247,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 		}
 		select {
 		case k := <-answers:
-			now = time.Now()
+			now = since(start)
 			if k == wakeUp {
 				armed = false
 				if !timerSet {
@@ -281,7 +287,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 			}
 			acts = c.AttemptDone(now, int(k), o)
 		case <-ctx.Done():
-			now = time.Now()
+			now = since(start)
 			acts = c.Cancel(now, ctx.Err())
 		}
 	}

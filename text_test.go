@@ -203,7 +203,7 @@ func TestSlogObserverLevelsAndAttrs(t *testing.T) {
 	c.AttemptDone(now.Add(30*time.Millisecond), 0, hedge.Outcome{Class: hedge.Permanent, Err: errors.New("no such user")})
 	want = "level=INFO msg=HedgeSuppressed attempt=1 delay=20ms reason=budget\n" +
 		"level=INFO msg=AttemptFinished attempt=0 duration=30ms err=\"no such user\"\n" +
-		"level=WARN msg=CallFinished attempt=-1 duration=30ms err=\"no such user\"\n"
+		"level=WARN msg=CallFinished attempt=-1 duration=30ms err=\"hedge: 1 attempt failed: no such user\"\n"
 	if out.String() != want {
 		t.Errorf("log:\n%s\nwant\n%s", out.String(), want)
 	}

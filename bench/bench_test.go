@@ -111,11 +111,28 @@ func BenchmarkDo(b *testing.B) {
 	b.Run("goroutine", func(b *testing.B) {
 		ctx := context.Background()
 		b.ReportAllocs()
+		cpu0 := cpuTime()
 		for b.Loop() {
 			ch := make(chan int, 1)
 			go func() { v, _ := answer(ctx); ch <- v }()
 			sink += <-ch
 		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("goroutine-timer", func(b *testing.B) {
+		// The floor of the timer path: the hand-off above, with a timer armed while the
+		// goroutine runs and stopped once it has answered.
+		ctx := context.Background()
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			ch := make(chan int, 1)
+			go func() { v, _ := yieldOnce(ctx); ch <- v }()
+			t := time.AfterFunc(noFireDelay, func() {})
+			sink += <-ch
+			t.Stop()
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
 	b.Run("hedge-no-fire", func(b *testing.B) {
 		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(noFireDelay)})
@@ -306,6 +323,23 @@ func (t *hedgeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// goroutineTransport runs each round trip on a new goroutine and waits for it.
+type goroutineTransport struct{ next http.RoundTripper }
+
+func (t goroutineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := t.next.RoundTrip(req)
+		ch <- answer{resp, err}
+	}()
+	a := <-ch
+	return a.resp, a.err
+}
+
 type releaseBody struct {
 	io.ReadCloser
 	release func()
@@ -367,6 +401,14 @@ func BenchmarkHTTP(b *testing.B) {
 		tr := newTransport()
 		defer tr.CloseIdleConnections()
 		run(b, tr)
+	})
+	b.Run("plain-goroutine", func(b *testing.B) {
+		// A floor, not a competitor: the plain transport with each round trip run on a
+		// goroutine of its own, as any design that runs attempts on their own goroutines
+		// (and can return before a stuck attempt does) must.
+		tr := newTransport()
+		defer tr.CloseIdleConnections()
+		run(b, goroutineTransport{tr})
 	})
 	b.Run("hedge-detached", func(b *testing.B) {
 		tr := newTransport()

@@ -122,3 +122,68 @@ func BenchmarkGRPC(b *testing.B) {
 		benchCheck(b, dialHealth(b, startHealth(b), grpc.WithUnaryInterceptor(failsafegrpc.NewUnaryClientInterceptor[any](hp)), grpc.WithDisableRetry()))
 	})
 }
+
+// BenchmarkGRPCPaired measures the same thing as BenchmarkGRPC, paired: each iteration makes
+// one plain call and one through the interceptor (in alternating order), on two connections
+// to the same server, so that both see the same machine at the same moments. On a shared
+// machine whose load drifts during a run, this is the steadier figure. It reports both
+// medians and the overhead of the median (overhead-%).
+func BenchmarkGRPCPaired(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts func(b *testing.B) []grpc.DialOption
+	}{
+		{"hedgegrpc-no-fire", func(b *testing.B) []grpc.DialOption {
+			hi, err := hedgegrpc.NewInterceptor(hedgegrpc.Config{
+				Policy:     hedge.Config{Trigger: hedge.After(noFireDelay)},
+				Idempotent: []string{checkMethod},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return []grpc.DialOption{grpc.WithUnaryInterceptor(hi.UnaryClient), grpc.WithDisableRetry()}
+		}},
+		{"failsafe-no-fire", func(b *testing.B) []grpc.DialOption {
+			hp := hedgepolicy.NewBuilderWithDelay[any](noFireDelay).Build()
+			return []grpc.DialOption{grpc.WithUnaryInterceptor(failsafegrpc.NewUnaryClientInterceptor[any](hp)), grpc.WithDisableRetry()}
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			target := startHealth(b)
+			plain := healthpb.NewHealthClient(dialHealth(b, target))
+			wrapped := healthpb.NewHealthClient(dialHealth(b, target, tc.opts(b)...))
+			ctx := context.Background()
+			req := &healthpb.HealthCheckRequest{}
+			call := func(c healthpb.HealthClient) time.Duration {
+				start := time.Now()
+				if _, err := c.Check(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			for range 1000 {
+				call(plain)
+				call(wrapped)
+			}
+			var lp, lw []time.Duration
+			i := 0
+			for b.Loop() {
+				if i%2 == 0 {
+					lp = append(lp, call(plain))
+					lw = append(lw, call(wrapped))
+				} else {
+					lw = append(lw, call(wrapped))
+					lp = append(lp, call(plain))
+				}
+				i++
+			}
+			b.StopTimer()
+			slices.Sort(lp)
+			slices.Sort(lw)
+			mp, mw := lp[len(lp)/2], lw[len(lw)/2]
+			b.ReportMetric(float64(mp), "p50-plain-ns")
+			b.ReportMetric(float64(mw), "p50-ns")
+			b.ReportMetric(100*(float64(mw)/float64(mp)-1), "overhead-%")
+		})
+	}
+}

@@ -114,6 +114,7 @@ type method struct {
 	policy     *hedge.Policy
 	classify   func(error) hedge.Outcome
 	repeatable bool
+	signals    bool // the trigger reads start signals: attempts ask for them
 }
 
 // NewInterceptor returns an [Interceptor] for cfg. It returns an error wrapping [ErrConfig]
@@ -207,7 +208,7 @@ func (i *Interceptor) method(name string) *method {
 	if err != nil {
 		panic("hedgegrpc: " + err.Error()) // cannot happen: NewInterceptor built one from the same template
 	}
-	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc)}
+	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc), signals: pc.Trigger.ReadsStartSignals()}
 	nm := maps.Clone(old)
 	nm[name] = m
 	i.methods.Store(&nm)
@@ -290,6 +291,20 @@ func (i *Interceptor) DialOptions() []grpc.DialOption {
 	}
 }
 
+// attemptContext marks an attempt's outgoing metadata: its index when it is not the first,
+// and a request for the start signal when the method's trigger reads them.
+func (m *method) attemptContext(ctx context.Context, k int) context.Context {
+	switch {
+	case k > 0 && m.signals:
+		return metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(k), StartSignalKey, "1")
+	case k > 0:
+		return metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(k))
+	case m.signals:
+		return metadata.AppendToOutgoingContext(ctx, StartSignalKey, "1")
+	}
+	return ctx
+}
+
 // repeatable decides whether a call may reach the server more than once: the caller's word
 // (hedge.WithRepeatable) first, then the method's.
 func (m *method) repeatableFor(ctx context.Context) bool {
@@ -366,6 +381,7 @@ type attemptResult struct {
 	trailer metadata.MD
 	peer    peer.Peer
 	opts    []grpc.CallOption
+	optBuf  [4]grpc.CallOption // opts, when they fit
 }
 
 // attemptError is a failed attempt: its status, what it received, and how the interceptor
@@ -425,6 +441,9 @@ func pushbackFrom(trailer metadata.MD) (d time.Duration, ok, stop bool) {
 // and falls back to [hedge.Classify] for other errors. A classifier of your own receives
 // the attempt's error, which unwraps to its status error, and should fall back to this one.
 func Classify(err error) hedge.Outcome {
+	if err == nil {
+		return hedge.Outcome{Class: hedge.Success}
+	}
 	var e *attemptError
 	if errors.As(err, &e) {
 		o := e.outcome
@@ -438,11 +457,12 @@ func Classify(err error) hedge.Outcome {
 // still live. Its status (what status.Code and status.FromError see) is that of the most
 // informative failure: a final one before a retriable one, then the last to answer; a call
 // refused before any attempt (breaker open: UNAVAILABLE; concurrency limit:
-// RESOURCE_EXHAUSTED) has a status of its own. Unwrap returns what [hedge.Do] returned, so
-// errors.Is sees [hedge.ErrBreakerOpen] and errors.As a *[hedge.AttemptsError].
+// RESOURCE_EXHAUSTED) has a status of its own. Unwrap returns the core's error for the call
+// ([hedge.Call.Err]), so errors.Is sees [hedge.ErrBreakerOpen] and errors.As a
+// *[hedge.AttemptsError].
 type Error struct {
-	Status  *status.Status
-	Err     error
+	Status  *status.Status // what the caller's gRPC code sees
+	Err     error          // the core's error: an attempt's failure, or why none was made
 	attempt *attemptError
 }
 

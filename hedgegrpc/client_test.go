@@ -12,6 +12,7 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/breaker"
 	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/limit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -608,6 +609,37 @@ func TestPanicInAttempt(t *testing.T) {
 	}
 }
 
+// A panic in the policy's Observer ends the call cleanly and reaches the caller as a
+// *hedge.PanicError, as in hedge.Do; the method's limit permits come back.
+func TestPanicInObserver(t *testing.T) {
+	checkLeaks(t)
+	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		return &healthpb.HealthCheckResponse{}, nil
+	}}
+	pc := hedgeNow()
+	pc.Limit = &limit.Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}
+	pc.Observer = func(e hedge.Event) {
+		if e.Kind == hedge.AttemptStarted {
+			panic("observer")
+		}
+	}
+	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
+	client := healthpb.NewHealthClient(startBufconn(t, hi, be))
+	for range 3 {
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			client.Check(t.Context(), &healthpb.HealthCheckRequest{})
+		}()
+		if pe, ok := got.(*hedge.PanicError); !ok || pe.Value != "observer" {
+			t.Fatalf("recovered %v, want a *hedge.PanicError carrying the observer's panic", got)
+		}
+		if m := hi.Measured()[checkMethod]; m.InFlight != 0 {
+			t.Fatalf("%d permits still held after the observer panicked", m.InFlight)
+		}
+	}
+}
+
 func TestBreakerOpenFailsFast(t *testing.T) {
 	checkLeaks(t)
 	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
@@ -655,5 +687,86 @@ func TestFailingBackendEjected(t *testing.T) {
 	}
 	if n := bs[1].calls.Load() + bs[2].calls.Load(); n != 55 {
 		t.Fatalf("the healthy backends got %d calls, want 55", n)
+	}
+}
+
+// Many concurrent calls whose attempts follow scripts (answer at once, fail, fail for good,
+// or answer only when cancelled), some given up by their callers: every call ends as its
+// script says, and nothing is left running (the race detector and the leak check watch the
+// driver). A script never leaves a call waiting on an attempt that only a cancellation ends
+// unless a later attempt succeeds.
+func TestConcurrentCallsScripted(t *testing.T) {
+	checkLeaks(t)
+	const blocks = codes.Aborted // stands for "answers only when cancelled"
+	scripts := []struct {
+		attempts []codes.Code
+		want     codes.Code
+	}{
+		{[]codes.Code{codes.OK}, codes.OK},
+		{[]codes.Code{codes.Unavailable, codes.OK}, codes.OK},
+		{[]codes.Code{blocks, codes.OK}, codes.OK},
+		{[]codes.Code{codes.NotFound}, codes.NotFound},
+		{[]codes.Code{blocks, codes.Unavailable, codes.OK}, codes.OK},
+		{[]codes.Code{codes.Unavailable, codes.Unavailable, codes.Unavailable}, codes.Unavailable},
+		{[]codes.Code{codes.Unavailable, codes.NotFound}, codes.NotFound},
+	}
+	bs := startBackends(t, 3, func(int) *backend {
+		return &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			var i int
+			fmt.Sscan(req.Service, &i)
+			script := scripts[i%len(scripts)].attempts
+			switch c := script[min(attemptOf(ctx), len(script)-1)]; c {
+			case codes.OK:
+				return serving(), nil
+			case blocks:
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(10 * time.Second): // a bound, never reached when the test passes
+					return nil, status.Error(codes.Internal, "never cancelled")
+				}
+			default:
+				return nil, status.Error(c, "scripted")
+			}
+		}}
+	})
+	pc := hedgeNow()
+	pc.Attempts, pc.MaximumConcurrent = 3, 2
+	pc.Backoff = hedge.Backoff{Initial: time.Microsecond}
+	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
+	client := healthpb.NewHealthClient(dial(t, hi, bs))
+	const calls, workers = 700, 8
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	bad := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > calls {
+					return
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				want := scripts[i%len(scripts)].want
+				if i%11 == 0 {
+					cancel() // given up before it starts
+					want = codes.Canceled
+				}
+				_, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: fmt.Sprint(i)})
+				cancel()
+				if status.Code(err) != want {
+					bad <- fmt.Errorf("call %d: %v, want %v", i, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(bad)
+	for err := range bad {
+		t.Fatal(err)
+	}
+	if m := hi.Measured()[checkMethod]; m.InFlight != 0 || m.HedgesWon == 0 || m.Retries == 0 {
+		t.Fatalf("measured %+v: want hedges won, retries, nothing in flight", m)
 	}
 }

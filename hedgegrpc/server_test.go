@@ -138,6 +138,7 @@ func TestStartSignal(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan int, 4)
 	release := make(chan struct{})
+	var once sync.Once
 	be := &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 		select {
 		case <-release: // only once the client has seen the signal
@@ -161,7 +162,7 @@ func TestStartSignal(t *testing.T) {
 		} else {
 			started <- -1
 		}
-		close(release)
+		once.Do(func() { close(release) })
 	}}
 	cc2, err := grpc.NewClient(cc.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(be.dialer), grpc.WithUnaryInterceptor(hi.UnaryClient), grpc.WithStatsHandler(sig))
@@ -169,11 +170,23 @@ func TestStartSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc2.Close()
-	if _, err := healthpb.NewHealthClient(cc2).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+	// The caller asks for the signal itself (a policy whose trigger reads signals asks on
+	// every attempt).
+	ask := metadata.AppendToOutgoingContext(t.Context(), StartSignalKey, "1")
+	if _, err := healthpb.NewHealthClient(cc2).Check(ask, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if k := <-started; k != 0 {
 		t.Fatalf("start signal reported for attempt %d, want attempt 0 through its context", k)
+	}
+	// A call that does not ask gets no signal, only its answer's headers.
+	if _, err := healthpb.NewHealthClient(cc2).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case k := <-started:
+		t.Fatalf("a start signal reached attempt %d, which did not ask", k)
+	default:
 	}
 }
 

@@ -16,25 +16,44 @@ import (
 // is what start-aware hedging needs to hedge stragglers and not backlogs.
 const StartedKey = "hedge-started"
 
+// StartSignalKey is the request metadata key with which a client asks for the start signal.
+// An [Interceptor] whose policy's trigger reads start signals
+// ([hedge.Trigger.ReadsStartSignals], as [hedge.Tied] does) sends it on every attempt;
+// [StartSignal] answers only calls that carry it, so other clients see no change. The signal
+// costs every call a write on the server and a wake-up on the client, which triggers that
+// hedge on latency alone (AtQuantile, After) do not pay.
+const StartSignalKey = "hedge-start-signal"
+
 // startedHeader is the header StartSignal sends; metadata.MD is a map, read-only once sent.
 var startedHeader = metadata.Pairs(StartedKey, "1")
 
-// StartSignal is a grpc.UnaryServerInterceptor that sends the response headers, carrying
-// [StartedKey], when the handler starts. Chain it after anything that makes a call wait (a
-// [Queue]): grpc.ChainUnaryInterceptor(q.UnaryServer, hedgegrpc.StartSignal), so the
-// signal means "a worker has started", not "the call has arrived".
+// wantsStartSignal reports whether the call asked for the start signal.
+func wantsStartSignal(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(StartSignalKey)) > 0
+}
+
+// StartSignal is a grpc.UnaryServerInterceptor that, for calls that ask for it
+// ([StartSignalKey]), sends the response headers, carrying [StartedKey], when the handler
+// starts. Chain it after anything that makes a call wait (a [Queue]):
+// grpc.ChainUnaryInterceptor(q.UnaryServer, hedgegrpc.StartSignal), so the signal means
+// "a worker has started", not "the call has arrived".
 //
 // Headers can be sent once per call: a handler behind StartSignal that calls
-// grpc.SetHeader gets an error, and grpc.SendHeader is too late; put such metadata in
-// trailers instead.
+// grpc.SetHeader on a call that asked for the signal gets an error, and grpc.SendHeader is
+// too late; put such metadata in trailers instead.
 func StartSignal(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	_ = grpc.SendHeader(ctx, startedHeader) // a call already gone has nobody to tell
+	if wantsStartSignal(ctx) {
+		_ = grpc.SendHeader(ctx, startedHeader) // a call already gone has nobody to tell
+	}
 	return handler(ctx, req)
 }
 
 // StreamStartSignal is [StartSignal] for streaming calls.
 func StreamStartSignal(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	_ = ss.SendHeader(startedHeader)
+	if wantsStartSignal(ss.Context()) {
+		_ = ss.SendHeader(startedHeader)
+	}
 	return handler(srv, ss)
 }
 

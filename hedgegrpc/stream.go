@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/hedgekit/hedge"
@@ -162,9 +161,8 @@ func (s *hedgedStream) race(typ proto.Message) {
 	}
 	mt := typ.ProtoReflect().Type() // read here: attempts must not touch the caller's message
 	attempt := func(ctx context.Context) (*streamAttempt, error) {
-		if info, _ := hedge.AttemptFrom(ctx); info.Index > 0 {
-			ctx = metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(info.Index))
-		}
+		info, _ := hedge.AttemptFrom(ctx)
+		ctx = m.attemptContext(ctx, info.Index)
 		var r attemptResult
 		cs, err := s.streamer(ctx, s.desc, s.cc, s.method, s.co.rest...)
 		if err != nil {

@@ -162,7 +162,8 @@ func TestStreamQueueAndStartSignal(t *testing.T) {
 	cc := startBufconnWith(t, hi, be, []grpc.DialOption{grpc.WithStatsHandler(startSignal{report: func(ctx context.Context) {
 		started <- attemptIndex(ctx)
 	}})}, grpc.ChainStreamInterceptor(q.StreamServer, StreamStartSignal))
-	s, err := healthpb.NewHealthClient(cc).Watch(t.Context(), &healthpb.HealthCheckRequest{})
+	ask := metadata.AppendToOutgoingContext(t.Context(), StartSignalKey, "1")
+	s, err := healthpb.NewHealthClient(cc).Watch(ask, &healthpb.HealthCheckRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -85,6 +83,7 @@ type unaryCall struct {
 	call     *hedge.Call // nil once the call is over
 	atts     []*unaryAttempt
 	attsBuf  [2]*unaryAttempt
+	attempt0 unaryAttempt  // the first attempt, in the same allocation
 	inline   bool          // within Start: attempt 0 is left for the caller's goroutine
 	first    *unaryAttempt // the attempt the caller's goroutine runs
 	timer    *time.Timer
@@ -163,11 +162,13 @@ func (c *unaryCall) leave() {
 }
 
 func (c *unaryCall) newAttempt(k int) *unaryAttempt {
-	a := &unaryAttempt{call: c, index: k}
-	a.Context, a.cancel = context.WithCancel(c.routeCtx.Context)
+	a := &c.attempt0
 	if k > 0 {
-		a.Context = metadata.AppendToOutgoingContext(a.Context, AttemptKey, strconv.Itoa(k))
+		a = &unaryAttempt{}
 	}
+	a.call, a.index = c, k
+	a.Context, a.cancel = context.WithCancel(c.routeCtx.Context)
+	a.Context = c.m.attemptContext(a.Context, k)
 	if c.atts == nil {
 		c.atts = c.attsBuf[:0]
 	}
@@ -214,6 +215,11 @@ func (c *unaryCall) finish() {
 		c.winner = &c.atts[w].result
 	}
 	c.err = c.call.Err()
+	if pe, ok := c.err.(*hedge.PanicError); ok && c.panicked == nil {
+		// The policy's Observer panicked inside the state machine, which ended the call
+		// cleanly: the panic goes on in the caller's goroutine, like an attempt's.
+		c.panicked = pe
+	}
 	for _, a := range c.atts {
 		if a != nil && &a.result != c.winner {
 			a.cancel()
@@ -224,11 +230,21 @@ func (c *unaryCall) finish() {
 	}
 }
 
-// runInline runs the first attempt on the caller's goroutine. A panic in it (from an
-// interceptor further down the chain) ends the call cleanly, then goes on up the caller's
-// stack.
-func (c *unaryCall) runInline(a *unaryAttempt) {
-	ok := false
+// runInline runs the first attempt on the caller's goroutine, runAttempt a hedge or a retry
+// on a goroutine of its own. A panic in the attempt (from an interceptor further down the
+// chain) ends the call cleanly and goes on in the caller's goroutine as a *hedge.PanicError
+// (see wait): it never crashes the process from a goroutine the interceptor started.
+func (c *unaryCall) runInline(a *unaryAttempt) { c.runAttempt(a) }
+
+func (c *unaryCall) runAttempt(a *unaryAttempt) {
+	if err, ok := c.invokeRecovering(a); ok {
+		c.answered(a, err)
+	}
+}
+
+// invokeRecovering is invoke; when the attempt panics, or calls runtime.Goexit (t.FailNow in
+// a test's interceptor), it ends the call with a *hedge.PanicError and reports false.
+func (c *unaryCall) invokeRecovering(a *unaryAttempt) (err error, ok bool) {
 	defer func() {
 		if !ok {
 			pe := &hedge.PanicError{Value: recover(), Stack: debug.Stack(), Where: "attempt"}
@@ -238,23 +254,8 @@ func (c *unaryCall) runInline(a *unaryAttempt) {
 			c.abort(pe)
 		}
 	}()
-	err := c.invoke(a)
-	ok = true
-	c.answered(a, err)
-}
-
-// runAttempt runs a hedge or a retry on its own goroutine. A panic in it is carried to the
-// caller's goroutine, never left to crash the process.
-func (c *unaryCall) runAttempt(a *unaryAttempt) {
-	defer func() {
-		if x := recover(); x != nil {
-			c.mu.Lock()
-			c.leave()
-			c.mu.Unlock()
-			c.abort(&hedge.PanicError{Value: x, Stack: debug.Stack(), Where: "attempt"})
-		}
-	}()
-	c.answered(a, c.invoke(a))
+	err = c.invoke(a)
+	return err, true
 }
 
 // invoke sends one attempt with its own reply message and its own header, trailer and peer.
@@ -262,7 +263,10 @@ func (c *unaryCall) invoke(a *unaryAttempt) error {
 	r := &a.result
 	r.reply = c.replyType.New().Interface()
 	// A slice of its own: attempts run at once, and must not append to a shared one.
-	r.opts = make([]grpc.CallOption, 0, len(c.co.rest)+3)
+	r.opts = r.optBuf[:0]
+	if n := len(c.co.rest) + 3; n > len(r.optBuf) {
+		r.opts = make([]grpc.CallOption, 0, n)
+	}
 	r.opts = append(r.opts, c.co.rest...)
 	r.opts = append(r.opts, grpc.Trailer(&r.trailer)) // the pushback is read from it
 	if c.co.header != nil {

@@ -265,10 +265,7 @@ func (c *call) pick() (i int, again bool) {
 // ejected: then the attempt's failure is that replica's, and the core keeps it off the
 // breaker.
 func (c *call) done(i int, r replica.Result) bool {
-	now := time.Now()
-	s := c.pool.Set()
-	s.Done(now, i, r)
-	return r != replica.Success && s.Ejected(now, i)
+	return c.pool.Set().Done(time.Now(), i, r)
 }
 
 // failed handles an attempt's transport error: it tells outlier detection what it says about

@@ -47,7 +47,12 @@ func (r *registrations) AfterFunc(f func()) func() bool {
 
 func TestWinnerBodyReadToEOFReleasesTheCallersContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := newTransport(t, Config{Policy: hedgeNow(), Next: &fakeNext{}})
+		var attemptCtx context.Context
+		next := &fakeNext{respond: func(r *http.Request, _ string) (*http.Response, error) {
+			attemptCtx = r.Context()
+			return textResponse(r, 200, "primary"), nil
+		}}
+		tr := newTransport(t, Config{Policy: hedgeNow(), Next: next})
 		parent := newRegistrations()
 		req, _ := http.NewRequestWithContext(parent, "GET", "http://svc.test/", nil)
 		resp, err := tr.RoundTrip(req)
@@ -62,6 +67,9 @@ func TestWinnerBodyReadToEOFReleasesTheCallersContext(t *testing.T) {
 		// the request may stay attached to the caller's context.
 		if n := parent.live.Load(); n != 0 {
 			t.Errorf("%d registrations left on the caller's context after reading the body to EOF, want 0", n)
+		}
+		if attemptCtx.Err() == nil {
+			t.Error("the winning attempt's request context is still alive after its body was read to EOF")
 		}
 		resp.Body.Close()
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/breaker"
 	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/replica"
 )
 
 var emptyBudget = budget.Config{Ratio: budget.Zero, MinPerSecond: budget.Zero}
@@ -328,6 +329,10 @@ func TestTLSFailureResentToAnotherReplica(t *testing.T) {
 		Next:     base,
 		Key:      func(*http.Request) string { return "svc" },
 		Replicas: func(string) []string { return addrs },
+		// In turn, so that the failing replica gets its share of first attempts however
+		// slowly its handshakes fail on a busy machine (p2c would avoid it while they are
+		// outstanding).
+		Replica: replica.Config{Balancer: replica.RoundRobin},
 	})
 	defer tr.CloseIdleConnections()
 	ok, errs := runCalls(t, tr, good.URL, 20)

@@ -184,8 +184,12 @@ type host struct {
 // response: the first hedges to a host must already know whether they would share their
 // primary's connection. Responses keep it up to date.
 func (h *host) gotConn(info httptrace.GotConnInfo) {
+	tc, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState })
+	if !ok {
+		return // without TLS the connection does not say (HTTP/2 may be spoken in clear): the response will
+	}
 	v := int32(1)
-	if tc, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
 		v = 2
 	}
 	h.proto.CompareAndSwap(0, v)

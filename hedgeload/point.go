@@ -337,5 +337,5 @@ func newClient(protocol string, policy hedge.Config, replicas func(string) []str
 	if err != nil {
 		return nil, nil, err
 	}
-	return &http.Client{Transport: tr}, base.CloseIdleConnections, nil
+	return &http.Client{Transport: tr}, tr.CloseIdleConnections, nil // base's, and the hedges' own
 }

@@ -122,10 +122,11 @@ const (
 )
 
 // Config configures a [Set]. A zero field means the documented default, so the zero Config is
-// a complete one: power of two choices, and Envoy's outlier-detection defaults (eject after 5
-// failures in a row, or 3 unreachable attempts in a row, for 30 s times the number of times
-// ejected, at most 300 s; at most 10 % of the replicas ejected at once, but always at least
-// one of two or more).
+// a complete one: power of two choices, and outlier detection with Envoy's defaults (eject
+// after 5 failures in a row, for 30 s times the number of times ejected, at most 300 s; at
+// most 10 % of the replicas ejected at once, but always at least one of two or more), except
+// that 3 unreachable attempts in a row also eject: a refused connection is unambiguous, and
+// each one costs its call a resend.
 type Config struct {
 	// Balancer chooses among the replicas a pick may take. The zero value is P2C.
 	Balancer Balancer
@@ -158,6 +159,13 @@ type Config struct {
 	// Seed seeds the random draws of the balancers. 0 means a random seed; a simulator
 	// passes its own so that runs repeat.
 	Seed uint64
+
+	// OnEjection, when not nil, is called each time a replica is ejected, with the time of
+	// the result that ejected it and the time its ejection ends: where a replica that stopped
+	// getting traffic shows up in logs and metrics. It is called synchronously, outside any
+	// lock, in the goroutine that reported the result, so it must be fast; it may call the
+	// Set.
+	OnEjection func(replica int, now, until time.Time)
 }
 
 // validate names the first invalid field of c.
@@ -226,7 +234,7 @@ type Set struct {
 	rr      atomic.Uint64
 	anchor  atomic.Pointer[time.Time] // the first time seen; times are kept as ticks since it
 	mu      sync.Mutex                // serialises failure counting and ejection
-	ejected atomic.Int64              // ejections ever made, for Stats
+	ejected atomic.Int64              // ejections ever made, for Ejections
 	lastEnd atomic.Int64              // the latest end of any ejection: none is ejected after it
 }
 
@@ -397,20 +405,31 @@ func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
 			i, least = c, o
 		}
 	}
+	if i < 0 {
+		return start // the tier emptied under a concurrent ejection
+	}
 	return i
 }
 
-// nth returns the m-th replica (from 0) of the tier.
+// nth returns the m-th replica (from 0) of the tier. Another goroutine may eject a replica
+// or let one back between Pick's count and this scan, so the tier can have shrunk: then the
+// last replica of the tier seen, or failing that the m-th of all, is as good a choice as the
+// moment allows.
 func (s *Set) nth(tier, m int, t int64, used []int) int {
+	last := -1
 	for i := range s.reps {
 		if s.tier(i, t, used) == tier {
 			if m == 0 {
 				return i
 			}
 			m--
+			last = i
 		}
 	}
-	panic("replica: tier count changed under a pick") // cannot happen: see Pick
+	if last >= 0 {
+		return last
+	}
+	return m % len(s.reps)
 }
 
 // next returns the first replica of the tier at or after start, wrapping around.
@@ -426,10 +445,14 @@ func (s *Set) next(tier, start int, t int64, used []int) int {
 
 // Done ends an attempt that [Set.Pick] sent to replica i, at now, with its result: the
 // replica has one attempt fewer outstanding, and the result feeds outlier detection (see
-// [Set.Report]). Call it exactly once per Pick.
-func (s *Set) Done(now time.Time, i int, r Result) {
+// [Set.Report]). Call it exactly once per Pick. It reports whether the attempt failed at a
+// replica that is now ejected (perhaps by this very failure): such a failure is the
+// replica's, not the dependency's, and a driver tells the hedging core so with
+// hedge.Outcome.Ejected, which keeps it off the circuit breaker.
+func (s *Set) Done(now time.Time, i int, r Result) (ejected bool) {
 	s.reps[i].outstanding.Add(-1)
 	s.Report(now, i, r)
+	return (r == Failure || r == Unreachable) && s.Ejected(now, i)
 }
 
 // Report feeds outlier detection with the result of an attempt on replica i at now, without
@@ -452,11 +475,19 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		}
 		return
 	}
+	if d, ok := s.fail(now, i, r); ok && s.cfg.OnEjection != nil {
+		s.cfg.OnEjection(i, now, now.Add(d))
+	}
+}
+
+// fail counts a failure of replica i and ejects it when due, returning the ejection's length.
+func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
+	rep := &s.reps[i]
 	t := s.ticks(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rep.until.Load() > t {
-		return
+		return 0, false
 	}
 	rep.failing.Store(true)
 	var due bool
@@ -468,7 +499,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		due = s.cfg.ConsecutiveFailures > 0 && rep.failures >= s.cfg.ConsecutiveFailures
 	}
 	if !due || s.ejectedAt(t) >= s.maxEj {
-		return
+		return 0, false
 	}
 	// Forget one ejection per BaseEjection spent in service since the last one ended.
 	base := int64(s.cfg.BaseEjection)
@@ -482,6 +513,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	rep.failures, rep.unreachable = 0, 0
 	rep.failing.Store(false)
 	s.ejected.Add(1)
+	return d, true
 }
 
 // noteEnd raises lastEnd to end.

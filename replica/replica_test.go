@@ -434,3 +434,68 @@ func TestFirstPickShortcutAgrees(t *testing.T) {
 		}
 	}
 }
+
+func TestOnEjection(t *testing.T) {
+	type ej struct {
+		i          int
+		now, until time.Time
+	}
+	var got []ej
+	var s *Set
+	s = mustNew(t, 3, Config{ConsecutiveFailures: 2, OnEjection: func(i int, now, until time.Time) {
+		got = append(got, ej{i, now, until})
+		s.Stats(now, i) // it may call the Set: no lock is held
+	}})
+	s.Report(t0, 2, Failure)
+	s.Report(t0.Add(time.Second), 2, Failure)
+	s.Report(t0.Add(time.Second), 1, Failure)
+	s.Report(t0.Add(time.Second), 1, Failure) // due, but the bound (one of three) is reached
+	if len(got) != 1 || got[0] != (ej{2, t0.Add(time.Second), t0.Add(31 * time.Second)}) {
+		t.Fatalf("ejections %+v; want replica 2, at 1s until 31s", got)
+	}
+}
+
+// Picks stay valid while other goroutines eject replicas between a pick's count of its
+// candidates and its choice among them.
+func TestPickDuringEjections(t *testing.T) {
+	for _, b := range balancers {
+		s := mustNew(t, 6, Config{Balancer: b, ConsecutiveUnreachable: 1, MaxEjectedPercent: 100, BaseEjection: time.Millisecond})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for k := range 3000 {
+				s.Report(t0.Add(time.Duration(k)*100*time.Microsecond), k%6, Unreachable)
+			}
+		})
+		for range 2 {
+			wg.Go(func() {
+				for k := range 3000 {
+					now := t0.Add(time.Duration(k) * 100 * time.Microsecond)
+					used := []int{k % 6, (k + 1) % 6}
+					i := s.Pick(now, used)
+					if i < 0 || i >= 6 {
+						t.Errorf("%v: pick %d out of range", b, i)
+						return
+					}
+					s.Done(now, i, Ignored)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
+
+func TestDoneReportsEjected(t *testing.T) {
+	s := mustNew(t, 2, Config{ConsecutiveUnreachable: 2})
+	i := s.Pick(t0, nil)
+	if s.Done(t0, i, Unreachable) {
+		t.Fatal("first refusal: reported ejected")
+	}
+	i2 := s.Pick(t0, []int{1 - i}) // the same replica again
+	if i2 != i || !s.Done(t0, i2, Unreachable) {
+		t.Fatal("second refusal: not reported ejected")
+	}
+	i3 := s.Pick(t0, nil)
+	if i3 == i || s.Done(t0, i3, Failure) {
+		t.Fatal("a failure at the healthy replica: reported ejected")
+	}
+}
