@@ -158,7 +158,7 @@ type Config struct {
 	MinimumInService time.Duration
 	// BacklogRatio pauses hedging (AtQuantile, StartAware) while the dependency is slow as a
 	// whole rather than one call by bad luck: while the recent median latency (a streaming
-	// estimate that follows a change within some 50 answers) is above BacklogRatio × its
+	// estimate that follows a change within a few hundred answers) is above BacklogRatio × its
 	// lowest over the last Window or two (a queue is forming), or while more than three times
 	// 1-q of the last second's calls reach their threshold (a slowdown the threshold, learnt
 	// over Window, has not caught up with). Hedges would add load to all of it (suppression

@@ -97,10 +97,10 @@ func TestBacklogGate(t *testing.T) {
 	for _, ratio := range []float64{0, -1} {
 		var s suppressions
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), BacklogRatio: ratio, Observer: s.observe})
-		warm(t, p, t0, 300) // the median estimate settles over its first 256 samples
-		s.reasons = nil     // the warm-up's cold suppressions
-		// The next second, every call takes 9ms: the recent median moves from 5ms to 9ms,
-		// the threshold (p95 over 30s) stays at its 10ms minimum.
+		warm(t, p, t0, 1100) // the median estimate settles over its first 1024 samples
+		s.reasons = nil      // the warm-up's cold suppressions
+		// The next second, every call takes 9ms: the recent median moves from 5ms towards
+		// 9ms, the threshold (p95 over 30s) stays at its 10ms minimum.
 		now := t0
 		for range 100 {
 			c := p.NewCall(hedge.CallOptions{})

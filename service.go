@@ -70,9 +70,11 @@ func (o *overtakes) since(s int64, now time.Time) (time.Duration, bool) {
 }
 
 // median is a streaming estimate of the recent median latency, cheap enough for every
-// answer: each sample moves it 1/64 of its value towards the sample (up when the sample is
+// answer: each sample moves it 1/256 of its value towards the sample (up when the sample is
 // above it, down when below), so it settles where half the samples are on each side, and
-// follows a change of the median within some 45 samples per doubling. Under contention a
+// follows a change of the median within some 180 samples per doubling. Smaller steps would
+// react later; larger ones wander, and the lowest value of a wandering estimate sits well
+// below the median, which would close the gate at loads where hedging still pays. Under contention a
 // sample whose compare-and-swap loses is dropped: the estimate needs no sample in particular.
 type median struct {
 	v atomic.Int64
@@ -80,8 +82,8 @@ type median struct {
 }
 
 // settleSamples is how many samples the estimate takes to settle from its first sample (up
-// to some 20× away from the median) before it is used.
-const settleSamples = 256
+// to some 50× away from the median) before it is used.
+const settleSamples = 1024
 
 // settled reports whether the estimate has seen enough samples to be used.
 func (m *median) settled() bool { return m.n.Load() >= settleSamples }
@@ -96,7 +98,7 @@ func (m *median) record(d time.Duration) {
 		m.v.CompareAndSwap(0, x)
 		return
 	}
-	step := max(c>>6, 1)
+	step := max(c>>8, 1)
 	switch {
 	case x > c:
 		m.v.CompareAndSwap(c, c+step)
