@@ -121,7 +121,7 @@ func TestJSON(t *testing.T) {
 		t.Errorf("op = %+v", op)
 	}
 	_, err = hedgeconfig.Parse("policy.json", []byte("{\n\t\"defaults\": {\"atempts\": 3}\n}"))
-	if err == nil || err.Error() != `policy.json:2:15: defaults.atempts: unknown field (known: trigger, attempts, maximum_concurrent, window, minimum_samples, minimum_delay, maximum_delay, budget, backoff, breaker, suppress_at, limit, win_rate, criticality, overload_cooldown, local_saturation)` {
+	if err == nil || err.Error() != `policy.json:2:15: defaults.atempts: unknown field (known: trigger, attempts, maximum_concurrent, window, minimum_samples, minimum_delay, maximum_delay, tie_delay, minimum_in_service, backlog_ratio, budget, backoff, breaker, suppress_at, limit, win_rate, minimum_win_rate, criticality, overload_cooldown, local_saturation)` {
 		t.Errorf("JSON error: %v", err)
 	}
 }

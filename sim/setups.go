@@ -68,7 +68,7 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		{Name: SetupThreeAttempts, Config: hedge.Config{Trigger: after, Attempts: 3, MaximumConcurrent: 3, Budget: unlimited}},
 		{Name: SetupRecommended, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
 		{Name: SetupRecommendedLimit, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95), Limit: &limit.Config{}}},
-		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied(), Attempts: 2, Budget: unlimited}},
+		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied()}},
 		{Name: SetupStartAware, Config: hedge.Config{Trigger: hedge.StartAware(0.95)}},
 	}
 }
