@@ -79,7 +79,7 @@ func ExampleScorecard() {
 	}
 	// Output:
 	// reference at 30%: holds true, pays off true
-	// few-workers at 30%: holds true, pays off false
+	// few-workers at 30%: holds true, pays off true
 }
 
 // The hold rule: a percentile holds at up to 1.05 × no hedge's + 1 ms; a percentile that lands
