@@ -74,8 +74,9 @@ func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: 
 //     latencies (clamped to [MinimumDelay, MaximumDelay], learnt as AtQuantile learns it) is
 //     hedged to another replica, as [StartAware] hedges, when Attempts allows one more.
 //
-// A tie is not judged by the cold, backlog or win-rate gates (it is how a queue is dodged,
-// and it costs no service when cancellation reaches the server), but it spends the budget as
+// A tie needs no threshold, so a cold estimator does not hold it back, and Tied runs no
+// default backlog gate or win-rate loop (a backlog is what ties dodge, and a tie dropped from
+// its queue costs the server nothing); a tie passes the other gates and spends the budget as
 // any hedge does. Tied requests need that cancellation: where the server finishes a
 // cancelled copy anyway, every tie is a whole second request, and only the budget bounds
 // them. Against servers that send no start signal, nothing ever starts: every call sends its
