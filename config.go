@@ -196,12 +196,12 @@ type Config struct {
 	// server's word replaces the inference.
 	MinimumInService time.Duration
 	// BacklogRatio pauses hedging (AtQuantile, StartAware) while the dependency is slow as a
-	// whole rather than one call by bad luck: while the median latency of the last second is
-	// above BacklogRatio × the lowest such median of the last Window or two (a queue is
-	// forming), or while more than three times 1-q of the last second's calls reach their
-	// threshold (a slowdown the threshold, learnt over Window, has not caught up with). Hedges
-	// would add load to all of it (suppression reason "backlog"). 0 = 1.3; negative = off
-	// (both rules). Must be > 1 otherwise.
+	// whole rather than one call by bad luck: while the recent median latency (a streaming
+	// estimate that follows a change within a few hundred answers) is above BacklogRatio × its
+	// lowest over the last Window or two (a queue is forming), or while more than three times
+	// 1-q of the last second's calls reach their threshold (a slowdown the threshold, learnt
+	// over Window, has not caught up with). Hedges would add load to all of it (suppression
+	// reason "backlog"). 0 = 1.3; negative = off (both rules). Must be > 1 otherwise.
 	BacklogRatio float64
 
 	// Budget bounds hedges and retries together (Finagle's RetryBudget). The zero value is
