@@ -150,16 +150,15 @@ type Saturation struct {
 // Config{Trigger: AtQuantile(0.95)} is a complete, recommended configuration.
 type Config struct {
 	// Trigger decides when to hedge: AtQuantile(q) (recommended), StartAware(q), After(d) or
-	// Tied().
-	// Zero = no hedging.
+	// Tied(). Zero = no hedging.
 	Trigger Trigger
 
 	// Attempts is the most calls that reach the dependency for one call, whatever their shape:
 	// the first, hedges and sequential retries all count. 0 = 2 with a Trigger (3 with Tied:
 	// the first copy, its tie, and a hedge of whichever copy stays in service too long), 1
-	// without. Hedging needs at least 2; at most [MaxAttempts]. An attempt that never reached the
-	// dependency ([Outcome].Unsent) does not count: it is resent at once, besides, at most
-	// Attempts times per call.
+	// without. Hedging needs at least 2; at most [MaxAttempts]. An attempt that never reached
+	// the dependency ([Outcome].Unsent) does not count: it is resent at once, besides, at
+	// most Attempts times per call.
 	Attempts int
 	// MaximumConcurrent bounds how many attempts of one call are in flight at once, counting
 	// the first. 0 = min(2, Attempts). Must not exceed Attempts.
