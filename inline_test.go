@@ -268,10 +268,12 @@ func TestDoInlineStartSignalsReachTheCall(t *testing.T) {
 			hedgetest.Answer[string]{Stuck: true}, // queued behind others: never starts
 			hedgetest.Answer[string]{Starts: true, StartAfter: 2 * time.Millisecond, After: 10 * time.Millisecond, Value: "copy"},
 		))
-		if err != nil || v != "copy" || time.Since(start) != 10*time.Millisecond {
-			t.Fatalf("DoInline = %q, %v after %v; want the copy's answer after 10ms", v, err, time.Since(start))
+		// As with Do: the tied copy goes out 1ms after the primary, starts 2ms later, and
+		// the queued primary is cancelled then, not when the copy wins.
+		if err != nil || v != "copy" || time.Since(start) != 11*time.Millisecond {
+			t.Fatalf("DoInline = %q, %v after %v; want the copy's answer after 11ms", v, err, time.Since(start))
 		}
-		if want := "2 attempts over 10ms: discarded (2ms), hedge OK (10ms)"; lg.String() != want {
+		if want := "2 attempts over 11ms: discarded (3ms), hedge OK (10ms), at 1ms"; lg.String() != want {
 			t.Errorf("log = %q, want %q", lg.String(), want)
 		}
 	})
@@ -372,4 +374,30 @@ func blockPrimary(ctx context.Context) (int, error) {
 		return 0, ctx.Err()
 	}
 	return 2, nil
+}
+
+// TestDoInlineStartSignalFromTheFirstAttempt: the first attempt reports that its server
+// started it while the caller's goroutine is inside it; a goroutine of its own takes the call
+// over to hear it (the caller cannot), and the call ends as usual.
+func TestDoInlineStartSignalFromTheFirstAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), Budget: noBudget})
+		start := time.Now()
+		v, err := hedge.DoInline(t.Context(), p, func(ctx context.Context) (string, error) {
+			info, _ := hedge.AttemptFrom(ctx)
+			if info.Index == 0 {
+				hedge.StartedService(ctx) // at once: the tied copy, due at 1ms, is not needed
+				time.Sleep(10 * time.Millisecond)
+				return "primary", nil
+			}
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		if err != nil || v != "primary" || time.Since(start) != 10*time.Millisecond {
+			t.Fatalf("DoInline = %q, %v after %v; want the primary's answer after 10ms", v, err, time.Since(start))
+		}
+		if m := p.Measured(); m.HedgesStarted != 0 {
+			t.Errorf("HedgesStarted = %d, want 0: the primary reported its start before the copy was due", m.HedgesStarted)
+		}
+	})
 }
