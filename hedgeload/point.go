@@ -46,6 +46,11 @@ type diagnostics struct {
 	MaxInFlight  int     `json:"max_in_flight"` // the most calls in flight at a send
 	DurationSecs float64 `json:"duration_s"`    // wall time of the point
 	Sent         int     `json:"sent"`          // calls sent, measured or not
+
+	// arrived is how many requests of measured calls (first attempts and hedges) the servers
+	// received; reached, how many of them a worker started. When the server finishes every
+	// request it receives ("ignored"), the two are equal.
+	arrived, reached int64
 }
 
 // rate is the Poisson arrival rate (calls per second of wire time) that keeps the workers busy
@@ -242,6 +247,20 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			return pt, diag, err
 		}
 	}
+	if pc.mode == sim.Ignored {
+		// A loser that arrived just as its call ended may not have joined its queue yet when
+		// the queue looked empty: wait, for a while, until every request received has started.
+		deadline := time.Now().Add(pc.callTimeout)
+		for acct.reached.Load() < acct.arrived.Load() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		for _, rp := range reps {
+			if err := rp.drain(deadline); err != nil {
+				return pt, diag, err
+			}
+		}
+	}
+	diag.arrived, diag.reached = acct.arrived.Load(), acct.reached.Load()
 
 	// Figures over the measured calls, as the simulator computes them.
 	n := pc.calls - warm
