@@ -72,10 +72,11 @@ type attempt struct {
 	permit    limit.Permit
 	hasPermit bool
 	inService bool
-	resend    bool // replaces an attempt that never reached the dependency
-	unsent    bool // failed without reaching the dependency
-	local     bool // failed in a way that is one replica's, not the dependency's
-	permanent bool // failed with a Permanent outcome
+	served    time.Time // when the server reported it started service
+	resend    bool      // replaces an attempt that never reached the dependency
+	unsent    bool      // failed without reaching the dependency
+	local     bool      // failed in a way that is one replica's, not the dependency's
+	permanent bool      // failed with a Permanent outcome
 	endSeq    int
 }
 
@@ -112,6 +113,7 @@ type callState struct {
 	threshold time.Duration
 	warm      bool
 	hedging   bool // hedges may still start for this call
+	crossed   bool // the call reached its hedge threshold
 	inflight  int
 	retries   int
 	lastStart time.Time
@@ -313,9 +315,72 @@ func (c *Call) maybeHedge(now time.Time) {
 				c.arm(timerHedge, at)
 				return
 			}
+			if !c.crossed {
+				c.crossed = true
+				c.p.crossedThreshold(now)
+			}
+			if ok, at := c.served(now); !ok {
+				if !at.IsZero() {
+					c.arm(timerHedge, at)
+				}
+				return
+			}
 		}
 		c.tryHedge(now)
 	}
+}
+
+// served reports whether the call's first attempt has been in service long enough to hedge
+// at now (Config.MinimumInService, or StartAware's start signal). When it has not, at is
+// when to look again; zero means only an event can change the answer (a start signal), or
+// nothing will.
+func (c *Call) served(now time.Time) (ok bool, at time.Time) {
+	p := c.p
+	startAware := p.cfg.Trigger.kind == triggerStartAware
+	if p.ovt == nil && !startAware {
+		return true, time.Time{}
+	}
+	// The attempt a hedge would copy: the oldest one running that is not itself a hedge.
+	first := -1
+	for k := range c.attempts {
+		if a := &c.attempts[k]; a.result == Running && !a.hedge {
+			first = k
+			break
+		}
+	}
+	if first < 0 {
+		// The first attempt failed while a copy runs: nothing is known about the copy.
+		return false, time.Time{}
+	}
+	a := &c.attempts[first]
+	if startAware && p.signalled(now) {
+		if !a.inService {
+			return false, time.Time{} // still queued: its start signal will wake the call
+		}
+		if due := a.served.Add(c.threshold); due.After(now) {
+			return false, due
+		}
+		return true, time.Time{}
+	}
+	if p.ovt == nil {
+		return true, time.Time{}
+	}
+	if first != 0 {
+		// A retry or a resend started after calls numbered later than this one: their
+		// answers say nothing about it.
+		return false, time.Time{}
+	}
+	need := p.cfg.inService
+	d, overtaken := p.ovt.since(c.seq, now)
+	switch {
+	case !overtaken:
+		// Nothing later has answered yet: look again soon. The wait bounds how late a hedge
+		// can be once the call is overtaken.
+		return false, now.Add(max(need/2, time.Millisecond))
+	case d < need:
+		return false, now.Add(need - d)
+	}
+	return true, time.Time{}
 }
 
 func (c *Call) arm(purpose timerPurpose, at time.Time) {
@@ -343,6 +408,9 @@ func (c *Call) gate(now time.Time) Reason {
 	}
 	if !c.warm {
 		return ReasonCold
+	}
+	if p.backlogged(now) {
+		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
 		return ReasonBudget
@@ -439,6 +507,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		a.result = OK
 		c.release(now, a, limit.Success)
 		p.recordLatency(now, dur)
+		if p.ovt != nil {
+			p.ovt.answered(c.seq, now)
+		}
 		c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})
 		c.winner, c.won = k, k
 		if a.hedge {
@@ -556,13 +627,22 @@ func (c *Call) backoff() time.Duration {
 
 // AttemptStartedService tells the call that a server began work on attempt k at now. With
 // the Tied trigger the other copies, still queued, are cancelled: they can no longer help.
+// With StartAware a hedge becomes due once the first attempt has been in service for the
+// threshold. Other triggers ignore it: they make no use of the server's help.
 func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
 	c.acts = c.acts[:0]
-	if c.done || k < 0 || k >= len(c.attempts) || c.attempts[k].result != Running {
+	if c.done || k < 0 || k >= len(c.attempts) || c.attempts[k].result != Running || c.attempts[k].inService {
 		return c.acts
 	}
 	c.attempts[k].inService = true
-	if c.p.cfg.Trigger.kind == triggerTied {
+	c.attempts[k].served = now
+	switch c.p.cfg.Trigger.kind {
+	case triggerStartAware:
+		c.p.noteSignal(now)
+		if !c.attempts[k].hedge {
+			c.maybeHedge(now)
+		}
+	case triggerTied:
 		for j := range c.attempts {
 			if a := &c.attempts[j]; j != k && a.result == Running && !a.inService {
 				c.discard(now, j, false)

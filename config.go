@@ -19,6 +19,7 @@ const (
 	triggerQuantile
 	triggerAfter
 	triggerTied
+	triggerStartAware
 )
 
 // Trigger decides when a call is slow enough to send a hedge. The zero Trigger hedges
@@ -35,7 +36,21 @@ type Trigger struct {
 // recommended trigger: when the dependency slows down the threshold moves with it, so the
 // share of calls that hedge stays near 1-q instead of every call hedging in a brownout. It is
 // silent until MinimumSamples latencies have been seen. q must be in [0.5, 1).
+//
+// By default it hedges only a first attempt the client can tell is being served, not queued
+// (Config.MinimumInService), and not while latency shows a backlog (Config.BacklogRatio): a
+// copy of a queued request waits behind it and only adds load.
 func AtQuantile(q float64) Trigger { return Trigger{kind: triggerQuantile, q: q} }
+
+// StartAware is AtQuantile for a dependency whose server says when it starts work on a
+// request (an attempt calls [StartedService]; a driver calls Call.AttemptStartedService): it
+// hedges a first attempt once it has been in service longer than the live q-quantile of
+// attempt latencies, and never one the server has not reported as started, which is still
+// queued. Time spent queued does not count, so a backlog does not turn into hedges. While the
+// policy has seen no start signal within Config.Window it behaves exactly like
+// AtQuantile(q), so a server that sends no signals still gets the client-only behaviour.
+// q must be in [0.5, 1).
+func StartAware(q float64) Trigger { return Trigger{kind: triggerStartAware, q: q} }
 
 // After hedges a call once it has run for d, whatever the dependency's latency. Use it to
 // reproduce published experiments, or when the latency distribution is known and fixed;
@@ -72,6 +87,8 @@ func (t Trigger) String() string {
 		return fmt.Sprintf("After(%s)", t.delay)
 	case triggerTied:
 		return "Tied()"
+	case triggerStartAware:
+		return fmt.Sprintf("StartAware(%g)", t.q)
 	}
 	return "none"
 }
@@ -129,6 +146,25 @@ type Config struct {
 	// MaximumDelay is the highest threshold AtQuantile will use. 0 = no maximum.
 	MaximumDelay time.Duration
 
+	// MinimumInService: AtQuantile and StartAware hedge only a first attempt known to have
+	// been in service, not queued, for at least this long; a copy of a queued request waits
+	// behind it in the same queue and only adds load. Without start signals from the server
+	// the client infers it: in a first-in-first-out server a call that a later call of the
+	// same policy has overtaken (answered first) is in service, and the time since it was
+	// first overtaken is a lower bound on its time in service. A call that nothing overtakes
+	// (a client with one call in flight at a time) is then never hedged. 0 = 10ms; negative =
+	// hedge on the attempt's age alone, as After does. With StartAware and start signals, the
+	// server's word replaces the inference.
+	MinimumInService time.Duration
+	// BacklogRatio pauses hedging (AtQuantile, StartAware) while the dependency is slow as a
+	// whole rather than one call by bad luck: while the median latency of the last second is
+	// above BacklogRatio × the lowest such median of the last Window or two (a queue is
+	// forming), or while more than three times 1-q of the last second's calls reach their
+	// threshold (a slowdown the threshold, learnt over Window, has not caught up with). Hedges
+	// would add load to all of it (suppression reason "backlog"). 0 = 1.3; negative = off
+	// (both rules). Must be > 1 otherwise.
+	BacklogRatio float64
+
 	// Budget bounds hedges and retries together (Finagle's RetryBudget). The zero value is
 	// the default budget: 10% of calls plus 1 per second, over 10s. Running without a budget
 	// must be said: budget.Config{Unlimited: true}.
@@ -154,7 +190,16 @@ type Config struct {
 	Limit *limit.Config
 
 	// WinRate, when not nil, reduces the share of hedges sent while hedges stop winning.
+	// nil = no loop with After and Tied; with AtQuantile and StartAware, the default loop
+	// (winrate's defaults, Floor = MinimumWinRate).
 	WinRate *winrate.Config
+	// MinimumWinRate is the Floor of the default win-rate loop AtQuantile and StartAware run
+	// when WinRate is nil: while fewer than this share of hedges win, the share of would-be
+	// hedges sent halves (down to winrate's minimum), and it comes back a quarter at a time
+	// once they win again. A hedge that seldom wins is not beating stragglers (the service has
+	// none: exponential or bimodal service times) and only adds load. 0 = 0.3; negative = no
+	// default loop. Must be <= 1.
+	MinimumWinRate float64
 
 	// Criticality opts in to the criticality gate: calls whose context carries Sheddable
 	// are never hedged.
@@ -194,15 +239,22 @@ type resolved struct {
 	backoff       Backoff
 	suppressAt    float64
 	cooldown      time.Duration
+	inService     time.Duration // 0 = no in-service evidence needed
+	backlogRatio  float64       // 0 = no backlog gate
+	minWinRate    float64       // 0 = no default win-rate loop
 }
 
 func (c Config) resolve() (resolved, error) {
 	r := resolved{Config: c}
 	hedging := c.Trigger.kind != triggerNone
 	switch c.Trigger.kind {
-	case triggerQuantile:
+	case triggerQuantile, triggerStartAware:
 		if !(c.Trigger.q >= 0.5 && c.Trigger.q < 1) {
-			return r, configError("Trigger: AtQuantile(q) needs q in [0.5, 1), got %v", c.Trigger.q)
+			name := "AtQuantile"
+			if c.Trigger.kind == triggerStartAware {
+				name = "StartAware"
+			}
+			return r, configError("Trigger: %s(q) needs q in [0.5, 1), got %v", name, c.Trigger.q)
 		}
 	case triggerAfter:
 		if c.Trigger.delay < 0 {
@@ -249,6 +301,33 @@ func (c Config) resolve() (resolved, error) {
 	}
 	if c.MaximumDelay > 0 && c.MaximumDelay < r.MinimumDelay {
 		return r, configError("MaximumDelay (%v) must be >= MinimumDelay (%v)", c.MaximumDelay, r.MinimumDelay)
+	}
+	if math.IsNaN(c.BacklogRatio) || (c.BacklogRatio > 0 && c.BacklogRatio <= 1) {
+		return r, configError("BacklogRatio must be > 1 (0 = 1.3, negative = off), got %v", c.BacklogRatio)
+	}
+	if math.IsNaN(c.MinimumWinRate) || c.MinimumWinRate > 1 {
+		return r, configError("MinimumWinRate must be <= 1 (0 = 0.3, negative = off), got %v", c.MinimumWinRate)
+	}
+	if adaptive := c.Trigger.kind == triggerQuantile || c.Trigger.kind == triggerStartAware; adaptive {
+		switch {
+		case c.WinRate != nil:
+		case c.MinimumWinRate == 0:
+			r.minWinRate = 0.3
+		case c.MinimumWinRate > 0:
+			r.minWinRate = c.MinimumWinRate
+		}
+		switch {
+		case c.MinimumInService == 0:
+			r.inService = 10 * time.Millisecond
+		case c.MinimumInService > 0:
+			r.inService = c.MinimumInService
+		}
+		switch {
+		case c.BacklogRatio == 0:
+			r.backlogRatio = 1.3
+		case c.BacklogRatio > 0:
+			r.backlogRatio = c.BacklogRatio
+		}
 	}
 	b := c.Backoff
 	if b.Initial < 0 || b.Maximum < 0 {

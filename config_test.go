@@ -37,6 +37,11 @@ func TestConfigErrorsNameTheFieldAndTheRule(t *testing.T) {
 		{hedge.Config{Backoff: hedge.Backoff{Jitter: 2}}, "Backoff.Jitter must be <= 1"},
 		{hedge.Config{OverloadCooldown: -1}, "OverloadCooldown must be >= 0"},
 		{hedge.Config{Budget: budget.Config{Ratio: -1}}, "Budget"},
+		{hedge.Config{Trigger: hedge.StartAware(0.2)}, "StartAware(q) needs q in [0.5, 1)"},
+		{hedge.Config{Trigger: hedge.AtQuantile(0.95), BacklogRatio: 0.9}, "BacklogRatio must be > 1"},
+		{hedge.Config{Trigger: hedge.AtQuantile(0.95), BacklogRatio: math.NaN()}, "BacklogRatio must be > 1"},
+		{hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumWinRate: 1.5}, "MinimumWinRate must be <= 1"},
+		{hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumWinRate: math.NaN()}, "MinimumWinRate must be <= 1"},
 	}
 	for _, c := range cases {
 		_, err := hedge.New(c.cfg)
@@ -61,6 +66,9 @@ func TestZeroConfigIsValidAndDocumentedDefaultsApply(t *testing.T) {
 	}
 	if _, err := hedge.New(hedge.Config{Trigger: hedge.AtQuantile(0.95)}); err != nil {
 		t.Errorf("the recommended config is invalid: %v", err)
+	}
+	if got := hedge.StartAware(0.9).String(); got != "StartAware(0.9)" {
+		t.Errorf("StartAware(0.9).String() = %q", got)
 	}
 }
 

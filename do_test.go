@@ -233,8 +233,10 @@ func TestAtQuantileWarmsUpThenHedgesAtTheLiveQuantile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []hedge.Event
 		var mu sync.Mutex
+		// Calls one at a time: nothing overtakes anything, so the quantile alone decides
+		// (MinimumInService off).
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget,
-			MinimumDelay: time.Millisecond,
+			MinimumDelay: time.Millisecond, MinimumInService: -1,
 			Observer: func(e hedge.Event) {
 				mu.Lock()
 				defer mu.Unlock()

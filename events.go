@@ -65,6 +65,10 @@ const (
 	// ReasonCold: the latency estimator has fewer than MinimumSamples samples; reported when
 	// the call starts.
 	ReasonCold
+	// ReasonBacklog: the dependency is slow as a whole (Config.BacklogRatio): the recent
+	// median latency is well above its recent lowest, or far more calls than 1-q reach their
+	// threshold. A hedge would wait in the queue and feed it.
+	ReasonBacklog
 	// ReasonBudget: the budget shared with retries cannot fund another attempt.
 	ReasonBudget
 	// ReasonSheddable: the call's criticality is Sheddable.
@@ -84,6 +88,7 @@ var reasonNames = [...]string{
 	ReasonBreaker:       "breaker",
 	ReasonErrorRate:     "error rate",
 	ReasonCold:          "cold",
+	ReasonBacklog:       "backlog",
 	ReasonBudget:        "budget",
 	ReasonSheddable:     "sheddable",
 	ReasonWinRate:       "win rate",

@@ -143,3 +143,29 @@ func ExampleAttemptsError() {
 	// true 2 not found
 	// hedge: all 2 attempts failed: not found; attempt 0: connection refused; attempt 1: not found
 }
+
+// StartAware hedges a first attempt only once the server has said it started work on it
+// (the attempt function calls StartedService; hedgehttp and hedgegrpc do it for you when the
+// server sends its start signal), and only after it has been in service for the threshold: a
+// copy of a request still queued would wait behind it.
+func ExampleStartAware() {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.StartAware(0.95), MinimumDelay: time.Millisecond})
+	slow := false
+	get := func(ctx context.Context) (string, error) {
+		hedge.StartedService(ctx) // the server has started this attempt
+		if info, _ := hedge.AttemptFrom(ctx); info.Index == 0 && slow {
+			<-ctx.Done() // a straggler: in service, and stuck
+			return "", ctx.Err()
+		}
+		return "answer", nil
+	}
+	for range 20 { // warm up: the threshold is learnt from the calls themselves
+		hedge.Do(context.Background(), p, get)
+	}
+	slow = true
+	var lg hedge.Log
+	v, err := hedge.Do(hedge.WithLog(context.Background(), &lg), p, get)
+	fmt.Println(v, err, "- hedged:", lg.Attempts[0].Hedge)
+	// Output:
+	// answer <nil> - hedged: true
+}

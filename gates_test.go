@@ -323,7 +323,10 @@ func TestGatesAreAskedInOrder(t *testing.T) {
 // an estimator fed only winners would drag the threshold down and hedge ever more calls. The
 // loser's time at discard keeps the count above the threshold honest.
 func TestDiscardedLosersAreCensoredSamples(t *testing.T) {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget, MinimumDelay: time.Millisecond})
+	// Calls one at a time, every hedge wins: the quantile alone decides (no in-service
+	// evidence needed, no backlog gate, no win-rate loop).
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget, MinimumDelay: time.Millisecond,
+		MinimumInService: -1, BacklogRatio: -1, MinimumWinRate: -1})
 	now := t0
 	for range 20 { // warm up on 10ms calls
 		c := p.NewCall(hedge.CallOptions{})

@@ -20,7 +20,11 @@ import (
 // drive the same code on a virtual clock.
 type Policy struct {
 	cfg      resolved
-	est      *latency.Estimator // nil unless the trigger is AtQuantile
+	est      *latency.Estimator // nil unless the trigger is AtQuantile or StartAware
+	recent   *latency.Estimator // the recent median, for the backlog gate; nil = no gate
+	blog     *backlog
+	cross    *crossings
+	ovt      *overtakes // nil unless hedges need in-service evidence
 	bud      *budget.Budget
 	brk      *breaker.Breaker // nil = no breaker
 	lim      *limit.Gradient2 // nil = no limit
@@ -31,6 +35,7 @@ type Policy struct {
 
 	overloadUntil atomic.Int64 // unix nanoseconds; hedging pauses until then
 	yieldScore    atomic.Int32 // whether Do's yield before arming a timer tends to pay
+	lastSignal    atomic.Int64 // unix nanoseconds of the latest start signal (StartAware)
 
 	calls         atomic.Int64
 	hedgesStarted atomic.Int64
@@ -50,10 +55,22 @@ func New(cfg Config) (*Policy, error) {
 	if p.classify == nil {
 		p.classify = Classify
 	}
-	if r.Trigger.kind == triggerQuantile {
+	if k := r.Trigger.kind; k == triggerQuantile || k == triggerStartAware {
 		p.est, err = latency.New(latency.Config{Quantile: r.Trigger.q, Window: r.Window, MinimumSamples: r.MinimumSamples})
 		if err != nil {
 			return nil, configError("%v", err)
+		}
+		if r.inService > 0 {
+			p.ovt = new(overtakes)
+		}
+		if r.backlogRatio > 0 {
+			w := p.est.Config().Window
+			p.recent, err = latency.New(latency.Config{Quantile: 0.5, Window: max(w/recentDivisor, latency.MinimumWindow), MinimumSamples: r.MinimumSamples})
+			if err != nil {
+				return nil, configError("%v", err)
+			}
+			p.blog = &backlog{period: int64(w)}
+			p.cross = &crossings{period: int64(max(w/recentDivisor, latency.MinimumWindow))}
 		}
 	}
 	if p.bud, err = budget.New(r.Budget); err != nil {
@@ -89,6 +106,10 @@ func New(cfg Config) (*Policy, error) {
 		if p.win, err = winrate.New(*r.WinRate); err != nil {
 			return nil, configError("WinRate: %v", err)
 		}
+	} else if r.minWinRate > 0 {
+		if p.win, err = winrate.New(winrate.Config{Floor: r.minWinRate}); err != nil {
+			return nil, configError("MinimumWinRate: %v", err)
+		}
 	}
 	if s := r.LocalSaturation; s != nil {
 		p.sat = newSaturation(*s)
@@ -120,7 +141,7 @@ func (p *Policy) threshold() (time.Duration, bool) {
 		return p.cfg.Trigger.delay, true
 	case triggerTied:
 		return 0, true
-	case triggerQuantile:
+	case triggerQuantile, triggerStartAware:
 		d, ok := p.est.Threshold()
 		if !ok {
 			return 0, false
@@ -146,6 +167,59 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 		return
 	}
 	p.est.Record(now, d)
+	if p.recent != nil {
+		p.recent.Record(now, d)
+		if m, ok := p.recent.Threshold(); ok {
+			p.blog.observe(now, m)
+		}
+	}
+}
+
+// recentDivisor sets the backlog gate's recent window: Window/recentDivisor (1s by default),
+// long enough for a steady median, short enough to see a queue forming within a second.
+const recentDivisor = 30
+
+// crossingFactor: the backlog gate closes while more than crossingFactor × (1-q) of recent
+// calls reach their threshold.
+const crossingFactor = 3
+
+// backlogged reports whether the dependency as a whole is slow now, not one call by bad luck:
+// the recent median latency is above backlogRatio × its lowest value over the last one to two
+// Windows (a queue is forming), or far more calls than 1-q reach their threshold (the
+// threshold, learnt over Window, has not caught up with a slowdown). A hedge would then add
+// load to all of it.
+func (p *Policy) backlogged(now time.Time) bool {
+	if p.recent == nil {
+		return false
+	}
+	if sh, ok := p.cross.share(now, p.calls.Load(), int64(p.est.Config().MinimumSamples)); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
+		return true
+	}
+	m, ok := p.recent.Threshold()
+	if !ok {
+		return false
+	}
+	f := p.blog.floor()
+	return f > 0 && float64(m) > p.cfg.backlogRatio*float64(f)
+}
+
+// signalled reports whether start signals are arriving: one was seen within Window.
+// crossedThreshold records that a call reached its hedge threshold at now.
+func (p *Policy) crossedThreshold(now time.Time) {
+	if p.cross != nil {
+		p.cross.crossed(now, p.calls.Load())
+	}
+}
+
+func (p *Policy) signalled(now time.Time) bool {
+	t := p.lastSignal.Load()
+	return t != 0 && now.UnixNano()-t < int64(p.est.Config().Window)
+}
+
+func (p *Policy) noteSignal(now time.Time) {
+	if t := now.UnixNano(); t > p.lastSignal.Load() {
+		p.lastSignal.Store(t)
+	}
 }
 
 func (p *Policy) saturated(now time.Time) bool {

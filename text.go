@@ -25,8 +25,8 @@ var (
 )
 
 // MarshalText returns the trigger's text form: "quantile 0.95" for AtQuantile(0.95),
-// "after 20ms" for After(20*time.Millisecond), "tied" for Tied() and "none" for the zero
-// Trigger (no hedging). [Trigger.UnmarshalText] reads every one of them back.
+// "start-aware 0.95" for StartAware(0.95), "after 20ms" for After(20*time.Millisecond),
+// "tied" for Tied() and "none" for the zero Trigger (no hedging). [Trigger.UnmarshalText] reads every one of them back.
 func (t Trigger) MarshalText() ([]byte, error) {
 	switch t.kind {
 	case triggerNone:
@@ -37,12 +37,14 @@ func (t Trigger) MarshalText() ([]byte, error) {
 		return []byte("after " + t.delay.String()), nil
 	case triggerTied:
 		return []byte("tied"), nil
+	case triggerStartAware:
+		return []byte("start-aware " + strconv.FormatFloat(t.q, 'g', -1, 64)), nil
 	}
 	return nil, fmt.Errorf("hedge: trigger kind %d has no text form", t.kind)
 }
 
-// UnmarshalText parses a trigger's text form (see [Trigger.MarshalText]): "quantile Q" with
-// Q in [0.5, 1), "after D" with D a [time.ParseDuration] duration >= 0, "tied", or "none"
+// UnmarshalText parses a trigger's text form (see [Trigger.MarshalText]): "quantile Q" or
+// "start-aware Q" with Q in [0.5, 1), "after D" with D a [time.ParseDuration] duration >= 0, "tied", or "none"
 // (or empty) for no hedging. Words are case-insensitive and may be separated by any
 // white space. An error wraps [ErrInvalidConfig] and says which forms exist.
 func (t *Trigger) UnmarshalText(b []byte) error {
@@ -70,7 +72,7 @@ func (t *Trigger) UnmarshalText(b []byte) error {
 			*t = Trigger{}
 		}
 		return nil
-	case "quantile":
+	case "quantile", "start-aware":
 		a, err := one()
 		if err != nil {
 			return err
@@ -79,7 +81,11 @@ func (t *Trigger) UnmarshalText(b []byte) error {
 		if err != nil || !(q >= 0.5 && q < 1) {
 			return configError("trigger %q: the quantile must be a number in [0.5, 1), got %q", b, a)
 		}
-		*t = AtQuantile(q)
+		if kind == "start-aware" {
+			*t = StartAware(q)
+		} else {
+			*t = AtQuantile(q)
+		}
 		return nil
 	case "after":
 		a, err := one()
@@ -93,7 +99,7 @@ func (t *Trigger) UnmarshalText(b []byte) error {
 		*t = After(d)
 		return nil
 	}
-	return configError("trigger %q: want one of %q, %q, %q, %q", b, "quantile 0.95", "after 20ms", "tied", "none")
+	return configError("trigger %q: want one of %q, %q, %q, %q, %q", b, "quantile 0.95", "start-aware 0.95", "after 20ms", "tied", "none")
 }
 
 // MarshalText returns the reason's name, as [Reason.String] does ("budget", "win rate", …).

@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		"defaults: &d\n  attempts: 3\noperations:\n  x.example: *d\n",
 		"defaults:\n  window: 0\n  suppress_at: 1\n  backoff: {jitter: -0.5}\n",
 		"defaults:\n  trigger: quantile 1.5\n",
+		"defaults:\n  trigger: start-aware 0.95\n  minimum_in_service: -1ns\n  backlog_ratio: 1.2\n",
 		"- a\n",
 		"operations:\n  /s/:\n  /s/m: {}\n",
 	} {

@@ -22,7 +22,8 @@
 // such as budget or breaker too); the most specific operation that matches a request wins.
 // Every data field of [hedge.Config] has a key, its Go name in snake case (MinimumDelay is
 // minimum_delay, RTTTolerance rtt_tolerance); durations are Go durations ("20ms", "1m30s");
-// the trigger is its text form ("quantile 0.95", "after 20ms", "tied", "none"); a block
+// the trigger is its text form ("quantile 0.95", "start-aware 0.95", "after 20ms", "tied",
+// "none"); a block
 // that is off by default (breaker, limit, win_rate, local_saturation) is turned on by a
 // mapping of its fields, or by true for its defaults, and off by false. idempotent: true
 // makes every request of the operation repeatable (a POST may be hedged), false none of them

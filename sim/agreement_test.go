@@ -47,18 +47,43 @@ func TestDriversAgree(t *testing.T) {
 		{"permanent failure ends the call", hedge.Config{Trigger: hedge.After(ms(10))},
 			sim.Script{Latencies: []time.Duration{ms(40), ms(5)},
 				Outcomes: []hedge.Outcome{{}, {Class: hedge.Permanent, Err: fail}}}},
+		// One call at a time: nothing overtakes the slow primary, so the recommended
+		// configuration cannot tell it is in service and does not hedge (Do keeps looking
+		// on its timer; the simulator's driver on its event heap).
+		{"recommended: a slow primary nothing overtook is not hedged", hedge.Config{Trigger: hedge.AtQuantile(0.95)},
+			sim.Script{Latencies: []time.Duration{ms(100), ms(3)}}},
+		{"AtQuantile without in-service evidence hedges at the threshold", hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumInService: -1},
+			sim.Script{Latencies: []time.Duration{ms(100), ms(3)}}},
 		{"tied: the first to start cancels its copy", hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Unlimited: true}},
 			sim.Script{Latencies: []time.Duration{ms(30), ms(10)}, ReportService: true}},
 		{"tied, three copies", hedge.Config{Trigger: hedge.Tied(), Attempts: 3, MaximumConcurrent: 3, Budget: budget.Config{Unlimited: true}},
 			sim.Script{Latencies: []time.Duration{ms(12), ms(4), ms(8)}, ReportService: true}},
 	}
+	// warm: how many calls of 5ms, one every 10ms, run on the same policy before the
+	// scripted one (AtQuantile is silent until warm).
+	warm := map[string]int{
+		"recommended: a slow primary nothing overtook is not hedged":     20,
+		"AtQuantile without in-service evidence hedges at the threshold": 20,
+	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			simLog, simErr := sim.RunScript(hedge.MustNew(sc.cfg), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), sc.script)
+			sp := hedge.MustNew(sc.cfg)
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			for range warm[sc.name] {
+				if _, err := sim.RunScript(sp, start, sim.Script{Latencies: []time.Duration{ms(5)}}); err != nil {
+					t.Fatal(err)
+				}
+				start = start.Add(ms(10))
+			}
+			simLog, simErr := sim.RunScript(sp, start, sc.script)
 			var doLog hedge.Log
 			var doErr error
 			synctest.Test(t, func(t *testing.T) {
 				p := hedge.MustNew(sc.cfg)
+				for range warm[sc.name] {
+					hedge.Do(t.Context(), p, scriptedAttempt(sim.Script{Latencies: []time.Duration{ms(5)}}))
+					time.Sleep(ms(5))
+				}
 				_, doErr = hedge.Do(hedge.WithLog(t.Context(), &doLog), p, scriptedAttempt(sc.script))
 			})
 			if simLog.String() != doLog.String() {

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/hedgekit/hedge"
@@ -92,6 +94,19 @@ func (hc *hedgeClient) started(s *sim, si int32, k int) {
 func (hc *hedgeClient) done(s *sim, si int32, k int) {
 	c := hc.calls[si]
 	hc.apply(s, si, c, c.AttemptDone(vtime(s.now), k, hedge.Outcome{Class: hedge.Success}))
+}
+
+// errRefused is the error of an attempt whose replica refused the connection.
+var errRefused = errors.New("sim: connection refused")
+
+func (hc *hedgeClient) refused(s *sim, si int32, k int) {
+	c := hc.calls[si]
+	hc.apply(s, si, c, c.AttemptDone(vtime(s.now), k, hedge.Outcome{Class: hedge.Retriable, Err: errRefused, Unsent: true}))
+}
+
+func (hc *hedgeClient) deadline(s *sim, si int32) {
+	c := hc.calls[si]
+	hc.apply(s, si, c, c.Cancel(vtime(s.now), context.DeadlineExceeded))
 }
 
 func (hc *hedgeClient) timer(s *sim, si int32) {

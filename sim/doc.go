@@ -4,6 +4,15 @@
 // what does hedging do to the tail when a hedge waits behind other callers' first attempts?
 // The model is specified in SIMULATION.md; cmd/hedgesim turns a [Sweep] into a report.
 //
+// # Beyond the reference model
+//
+// [Params] extends the model without changing it: several independent clients (Clients), several
+// replicas with their own queues behind a balancer (Replicas, Balancer; the choice of replica and
+// each replica's health are the core replica package's), cancellations that take time to reach
+// the server (TieDelay), bursty or stepped arrivals, slowdowns, stop-the-world pauses, replica
+// failures and callers' deadlines. [Families] names the scenario families built from them, and
+// [Scorecard] judges a setup against "no hedge" on every family with [Judge]'s hold rule.
+//
 // # One brain
 //
 // The simulator makes no hedging decision. Each point builds one *hedge.Policy from its

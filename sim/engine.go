@@ -25,6 +25,8 @@ const (
 	rqQueued                  // waiting in the FIFO queue
 	rqService                 // a worker is serving it
 	rqTomb                    // cancelled while queued ("reaches" mode); skipped and freed when dequeued
+	rqRefused                 // sent to a replica that refuses connections: fails when the refusal arrives
+	rqLost                    // sent to a black-holed replica: never answered, until cancelled
 )
 
 // request is one attempt of one call as the server sees it.
@@ -63,6 +65,10 @@ type client interface {
 	started(s *sim, sl int32, attempt int)
 	done(s *sim, sl int32, attempt int)
 	timer(s *sim, sl int32)
+	// refused: attempt k never reached a server (its replica refused the connection).
+	refused(s *sim, sl int32, attempt int)
+	// deadline: the call's caller gave up (Params.Timeout).
+	deadline(s *sim, sl int32)
 }
 
 // stream ids for the independent random streams of a run.
@@ -106,6 +112,9 @@ type sim struct {
 	pauseEvery, pauseLen int64
 	pausePhase           []int64 // per replica; -1 = this replica never pauses
 	wake                 []int64 // per replica: the end of the pause a wake-up event was pushed for
+	failures             []failureWindow
+	timeout              int64 // a call's deadline after its arrival, ns; 0 = none
+	timingOut            bool  // the callback in progress is a call's deadline
 	dist                 Distribution
 	calls                int // calls whose arrivals make the run; calls ≥ this index still arrive but are not measured
 	warm                 int // index of the first measured call
@@ -191,6 +200,8 @@ type runParams struct {
 	svcMult              func(replica int, t int64) float64     // nil: no slowdown
 	pauseEvery, pauseLen int64                                  // 0: no pauses
 	pauses               int                                    // how many replicas pause (the first ones)
+	failures             []failureWindow
+	timeout              int64
 	dist                 Distribution
 	calls                int
 	warm                 int
@@ -208,6 +219,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.replicas, s.clients = max(p.replicas, 1), max(p.clients, 1)
 	s.choose, s.tieDelay, s.arrMult, s.svcMult = p.choose, p.tieDelay, p.arrMult, p.svcMult
 	s.pauseEvery, s.pauseLen = p.pauseEvery, p.pauseLen
+	s.failures, s.timeout, s.timingOut = p.failures, p.timeout, false
 
 	s.now = 0
 	s.h.reset()
@@ -307,6 +319,25 @@ func (s *sim) run(stopCheck func() bool) {
 			if r := &s.reqs[e.idx]; r.gen == e.gen && r.cancelling {
 				s.cancelAtServer(e.idx)
 			}
+		case evRefused:
+			if r := &s.reqs[e.idx]; r.gen == e.gen && r.state == rqRefused && r.slot >= 0 {
+				si, k := r.slot, int(r.attempt)
+				s.answeredAs(si, r, replica.Unreachable)
+				s.slots[si].reqs[k] = -1
+				s.freeRequest(e.idx)
+				s.cur = si
+				s.cl.refused(s, si, k)
+				s.flush()
+			}
+		case evDeadline:
+			sl := s.slots[e.idx]
+			if sl.finished || uint32(sl.idx) != e.gen {
+				continue // the call is over (its slot may serve another call by now)
+			}
+			s.cur, s.timingOut = e.idx, true
+			s.cl.deadline(s, e.idx)
+			s.timingOut = false
+			s.flush()
 		}
 		s.dispatch()
 		if s.idle > 0 {
@@ -405,6 +436,9 @@ func (s *sim) arrive() {
 	if sl.measured {
 		s.outstanding++
 		s.measuredN++
+	}
+	if s.timeout > 0 {
+		s.h.push(event{t: s.now + s.timeout, kind: evDeadline, idx: si, gen: uint32(i)})
 	}
 	s.cur = si
 	s.cl.arrive(s, si)
@@ -544,11 +578,19 @@ func (s *sim) freeWorker(w int32) {
 // answered tells the call's balancer that the request is no longer outstanding: the client got
 // its answer (ok) or stopped waiting for it.
 func (s *sim) answered(si int32, req *request, ok bool) {
+	res := replica.Ignored // a loser the client stopped waiting for says nothing about its replica
+	switch {
+	case ok:
+		res = replica.Success
+	case s.timingOut:
+		res = replica.Failure // it did not answer in time
+	}
+	s.answeredAs(si, req, res)
+}
+
+// answeredAs ends request req's pick with the result the replica's health logic learns.
+func (s *sim) answeredAs(si int32, req *request, res replica.Result) {
 	if s.replicas > 1 {
-		res := replica.Ignored // a loser the client stopped waiting for says nothing about its replica
-		if ok {
-			res = replica.Success
-		}
 		s.choose[s.slots[si].client].done(vtime(s.now), int(req.replica), res)
 	}
 }
@@ -633,6 +675,17 @@ func (s *sim) startAttempt(si int32, k int) {
 	if s.replicas > 1 {
 		sl.used = append(sl.used, rp)
 	}
+	if s.failures != nil {
+		switch s.failingAt(rp, s.now) {
+		case failRefuse: // the refusal comes back after a round trip; no worker is involved
+			s.reqs[r].state = rqRefused
+			s.h.push(event{t: s.now + refuseDelay, kind: evRefused, idx: r, gen: s.reqs[r].gen})
+			return
+		case failBlackhole: // the request vanishes: nothing answers it
+			s.reqs[r].state = rqLost
+			return
+		}
+	}
 	s.q[rp].push(r)
 	s.live++
 	s.rlive[rp]++
@@ -663,6 +716,10 @@ func (s *sim) cancelAttempt(si int32, k int) {
 func (s *sim) discard(r int32) {
 	req := &s.reqs[r]
 	req.slot = -1
+	if req.state == rqRefused || req.state == rqLost { // no server has it: nothing to cancel
+		s.freeRequest(r)
+		return
+	}
 	if !s.reaches {
 		if req.measured {
 			s.reached++

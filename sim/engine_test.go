@@ -16,6 +16,8 @@ func (plainClient) arrive(s *sim, sl int32)         { s.startAttempt(sl, 0) }
 func (plainClient) started(s *sim, sl int32, k int) {}
 func (plainClient) done(s *sim, sl int32, k int)    { s.finish(sl, nil) }
 func (plainClient) timer(s *sim, sl int32)          {}
+func (plainClient) refused(s *sim, sl int32, k int) {}
+func (plainClient) deadline(s *sim, sl int32)       {}
 
 func runPlain(workers int, d Distribution, calls int, load float64, seed uint64) Point {
 	s := newSim()

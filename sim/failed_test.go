@@ -53,6 +53,8 @@ func (c failingClient) arrive(s *sim, sl int32) {
 func (failingClient) started(s *sim, sl int32, k int) {}
 func (failingClient) done(s *sim, sl int32, k int)    { s.finish(sl, nil) }
 func (failingClient) timer(s *sim, sl int32)          {}
+func (failingClient) refused(s *sim, sl int32, k int) {}
+func (failingClient) deadline(s *sim, sl int32)       {}
 
 func TestFailedCallsAreSlowest(t *testing.T) {
 	d := Exponential{MeanTime: 10 * time.Millisecond}

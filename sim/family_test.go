@@ -140,7 +140,7 @@ func TestNoAllocationPerCallFamilies(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, name := range []string{FamilySeveralClients, FamilyBursty, FamilyBrownout, FamilyLoadStep, FamilyHeavyTailed, FamilyReplicaPausesAll, FamilyReplicaDegrading} {
+	for _, name := range []string{FamilySeveralClients, FamilyBursty, FamilyBrownout, FamilyLoadStep, FamilyHeavyTailed, FamilyReplicaPausesAll, FamilyReplicaDegrading, FamilyReplicaBlackhole, FamilyReplicaFlapping} {
 		f, _ := FamilyByName(name)
 		r := newRunner()
 		su := setup(t, SetupRecommended)

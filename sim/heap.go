@@ -4,11 +4,13 @@ package sim
 type evKind uint8
 
 const (
-	evArrival evKind = iota // the next call arrives
-	evDone                  // worker idx finishes its request (gen: the worker's generation)
-	evTimer                 // call slot idx's timer fires (gen: the slot's timer generation)
-	evCancel                // a cancellation of request idx reaches its server (gen: the request's generation)
-	evWake                  // a replica's pause ends: dispatch what waited for it
+	evArrival  evKind = iota // the next call arrives
+	evDone                   // worker idx finishes its request (gen: the worker's generation)
+	evTimer                  // call slot idx's timer fires (gen: the slot's timer generation)
+	evCancel                 // a cancellation of request idx reaches its server (gen: the request's generation)
+	evWake                   // a replica's pause ends: dispatch what waited for it
+	evRefused                // request idx's connection refusal reaches the client (gen: the request's generation)
+	evDeadline               // call slot idx's caller gives up (gen: the call's index)
 )
 
 // event is one pending event. It is a small value: the heap stores events inline, so pushing
@@ -16,7 +18,7 @@ const (
 type event struct {
 	t    int64  // virtual time, ns since the run's epoch
 	seq  uint64 // push order: equal times pop first-in first-out, so ties are deterministic
-	idx  int32  // worker (evDone), call slot (evTimer) or request (evCancel)
+	idx  int32  // worker (evDone), call slot (evTimer, evDeadline) or request (evCancel, evRefused)
 	gen  uint32 // generation the event was pushed for; a mismatch means the event is stale
 	kind evKind
 }

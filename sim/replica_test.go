@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -121,5 +122,89 @@ func TestSweepReplicaBaselines(t *testing.T) {
 	}
 	if _, err := Sweep(context.Background(), SweepConfig{Replicas: 4, Balancers: []string{"best"}}, nil); err == nil {
 		t.Error("an unknown balancer has no error")
+	}
+}
+
+// TestReplicaFailures: a refusing replica costs no call (each refused attempt is resent at once
+// to another replica); a black-holed one fails calls until outlier detection ejects it, far
+// fewer than the share of calls it would otherwise swallow for 10 s.
+func TestReplicaFailures(t *testing.T) {
+	calls := scaled(60_000)
+	ref, _ := FamilyByName(FamilyReplicaRefusing)
+	p := mustRun(t, Params{Calls: calls}.withModel(ref.Params), SetupNoHedge, 50, Reaches, 1)
+	if p.FailedPct != 0 || p.Collapse || p.RequestsPerCall != 1 {
+		t.Errorf("refusing: failed %v %%, collapse %v, requests per call %v", p.FailedPct, p.Collapse, p.RequestsPerCall)
+	}
+	bh, _ := FamilyByName(FamilyReplicaBlackhole)
+	p = mustRun(t, Params{Calls: calls}.withModel(bh.Params), SetupNoHedge, 50, Reaches, 1)
+	// 10 s of a quarter of ~570 calls/s is ~1400 calls: 2.6 % of 54,000 measured ones.
+	if p.FailedPct <= 0 || p.FailedPct > 0.5 || p.RejectedPct != 0 {
+		t.Errorf("blackhole: failed %v %%, rejected %v %%; want a few timeouts, ejection for the rest", p.FailedPct, p.RejectedPct)
+	}
+	// Without a deadline nothing ends a swallowed call: the run cannot finish its measured calls
+	// and stops as a collapse, in bounded work.
+	noDeadline := bh.Params
+	noDeadline.Timeout = 0
+	p = mustRun(t, Params{Calls: scaled(20_000), MaxEvents: 2_000_000}.withModel(noDeadline), SetupNoHedge, 50, Reaches, 1)
+	if !p.Collapse {
+		t.Error("calls swallowed with no deadline: the run did not stop")
+	}
+	for _, f := range []Failure{
+		{Replica: 4, Kind: FailRefuse},
+		{Replica: 0, Kind: "explode"},
+		{Replica: 0, Kind: FailRefuse, FlapEvery: time.Second},
+		{Replica: 0, Kind: FailRefuse, FlapEvery: time.Second, FlapFor: 2 * time.Second},
+	} {
+		if _, err := Run(Params{Replicas: 4, Failures: []Failure{f}}, setup(t, SetupNoHedge), 50, Reaches, 1); err == nil {
+			t.Errorf("%+v: no error", f)
+		}
+	}
+}
+
+func TestFailingAt(t *testing.T) {
+	s := &sim{failures: compileFailures([]Failure{
+		{Replica: 1, Kind: FailBlackhole, From: 0.5, For: time.Second},
+		{Replica: 2, Kind: FailRefuse, FlapEvery: 4 * time.Second, FlapFor: time.Second},
+	}, 10e9)}
+	sec := int64(time.Second)
+	for _, c := range []struct {
+		rp   int
+		t    int64
+		want failKind
+	}{
+		{1, 4 * sec, failNone}, {1, 5 * sec, failBlackhole}, {1, 6 * sec, failNone},
+		{2, 0, failRefuse}, {2, sec, failNone}, {2, 4*sec + sec/2, failRefuse}, {0, 5 * sec, failNone},
+	} {
+		if got := s.failingAt(c.rp, c.t); got != c.want {
+			t.Errorf("failingAt(%d, %v) = %v, want %v", c.rp, time.Duration(c.t), got, c.want)
+		}
+	}
+}
+
+// TestNoAllocationPerCallTied: tied requests on replicas, with cancellations that take 1 ms to
+// reach the server, allocate nothing per call either.
+func TestNoAllocationPerCallTied(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	f, _ := FamilyByName(FamilyReplicaPause)
+	r := newRunner()
+	su := setup(t, SetupTiedRequests)
+	allocs := func(calls int) uint64 {
+		p, err := Params{Calls: calls, TieDelay: time.Millisecond}.withModel(f.Params).resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := r.run(context.Background(), p, su, 50, Reaches, 1); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	allocs(40_000)
+	if small, large := allocs(10_000), allocs(40_000); large > small+50 {
+		t.Errorf("%d allocations for 10k calls, %d for 40k", small, large)
 	}
 }

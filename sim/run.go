@@ -68,6 +68,11 @@ type Params struct {
 	Slowdowns []Slowdown
 	// Pauses are periodic stop-the-world pauses of the replicas. Zero = none.
 	Pauses Pauses
+	// Failures make replicas refuse connections or swallow requests for a while.
+	Failures []Failure
+	// Timeout is the callers' deadline: a call still running Timeout after it arrived is
+	// cancelled and fails (its attempts count as failures for the replicas' health). 0 = none.
+	Timeout time.Duration
 }
 
 func (p Params) resolve() (Params, error) {
@@ -123,6 +128,14 @@ func (p Params) resolve() (Params, error) {
 	}
 	if err := p.Arrivals.check(); err != nil {
 		return p, err
+	}
+	if p.Timeout < 0 {
+		return p, fmt.Errorf("sim: Timeout must be >= 0, got %v", p.Timeout)
+	}
+	for _, f := range p.Failures {
+		if err := f.check(p.Replicas); err != nil {
+			return p, err
+		}
 	}
 	for _, d := range p.Slowdowns {
 		if d.Replica < -1 || d.Replica >= p.Replicas || !(d.Factor > 0) || math.IsInf(d.Factor, 0) || d.From < 0 || (d.To != 0 && d.To < d.From) {
@@ -232,6 +245,8 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		pauseEvery: int64(p.Pauses.Every),
 		pauseLen:   int64(p.Pauses.Length),
 		pauses:     pauses,
+		failures:   compileFailures(p.Failures, span),
+		timeout:    int64(p.Timeout),
 		workers:    p.Workers,
 		dist:       p.Service,
 		calls:      p.Calls,
@@ -261,8 +276,8 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 }
 
 // capacity is how many replicas' worth of work the servers can do at the end of the run: a
-// replica slowed down until the end counts for 1/Factor of one, a pausing one for the share of
-// the time it is not paused. The load of a point is a share of this capacity, so that a slow or
+// replica slowed down until the end counts for 1/Factor of one, a pausing or flapping one for
+// the share of the time it serves. The load of a point is a share of this capacity, so that a slow or
 // pausing replica does not overload the model at every load (a brownout, which ends, does not
 // count). It is exactly Replicas when nothing is slowed or paused.
 func (p Params) capacity() float64 {
@@ -280,6 +295,15 @@ func (p Params) capacity() float64 {
 		}
 		if p.Pauses.Every > 0 && r < pauses {
 			share *= 1 - float64(p.Pauses.Length)/float64(p.Pauses.Every)
+		}
+		for _, f := range p.Failures {
+			if f.Replica == r && f.For == 0 {
+				if f.FlapEvery > 0 {
+					share *= 1 - float64(f.FlapFor)/float64(f.FlapEvery)
+				} else {
+					share = 0
+				}
+			}
 		}
 		c += share
 	}

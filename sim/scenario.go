@@ -157,6 +157,10 @@ type Family struct {
 	// median): the families where hedging must pay off (SIMULATION.md's payoff check) have 2 %
 	// or more.
 	Stragglers float64
+	// MaxLoadPct, when set, is the highest load the scorecard runs the family at: a fleet that
+	// must survive losing a replica is provisioned with that much headroom (N+1), and above it
+	// no configuration can keep the calls within their deadline.
+	MaxLoadPct float64
 	Params     Params
 }
 
@@ -179,6 +183,10 @@ const (
 	FamilyReplicaPausesAll = "replica-pauses"
 	FamilyReplicaSlow      = "replica-slow"
 	FamilyReplicaDegrading = "replica-degrading"
+	// Replica failure families: the same fleet, one replica failing, callers giving up after 1 s.
+	FamilyReplicaRefusing  = "replica-refusing"
+	FamilyReplicaBlackhole = "replica-blackhole"
+	FamilyReplicaFlapping  = "replica-flapping"
 )
 
 // replicas4 is p on 4 replicas of 4 workers behind p2c.
@@ -220,6 +228,17 @@ func lognormal(median time.Duration, sigma float64) LogNormal {
 //   - replica-pauses: every replica does, at unsynchronised times.
 //   - replica-slow: one replica serves 3× slower throughout (a noisy neighbour, a cold cache).
 //   - replica-degrading: one replica becomes 4× slower half-way through the run.
+//
+// and three where a replica fails (callers give up on a call after 1 s; the client's view of
+// each replica's health is the core replica package's outlier detection; the scorecard runs them
+// up to 70 % load, the most a fleet of 4 can carry on 3):
+//
+//   - replica-refusing: one replica refuses connections for 10 s from half-way (a crash, a
+//     restart).
+//   - replica-blackhole: one replica swallows every request for 10 s from half-way (a network
+//     partition, a hung process).
+//   - replica-flapping: from a fifth of the run on, one replica refuses connections for 1 s
+//     in every 4 s.
 //
 // In these the load is a share of the capacity left (see Params.Replicas): a replica 3× slower
 // serves a third of what it did, so 95 % load still leaves the fleet 5 % of headroom.
@@ -264,6 +283,15 @@ func Families() []Family {
 		})},
 		{Name: FamilyReplicaDegrading, About: "4 replicas × 4 workers (p2c), one 4× slower from half-way", Stragglers: 0.02, Params: replicas4(Params{
 			Slowdowns: []Slowdown{{Replica: 0, From: 0.5, Factor: 4}},
+		})},
+		{Name: FamilyReplicaRefusing, MaxLoadPct: 70, About: "4 replicas × 4 workers (p2c), one refusing connections for 10 s; 1 s deadline", Stragglers: 0.02, Params: replicas4(Params{
+			Failures: []Failure{{Replica: 0, Kind: FailRefuse, From: 0.5, For: 10 * time.Second}}, Timeout: time.Second,
+		})},
+		{Name: FamilyReplicaBlackhole, MaxLoadPct: 70, About: "4 replicas × 4 workers (p2c), one swallowing requests for 10 s; 1 s deadline", Stragglers: 0.02, Params: replicas4(Params{
+			Failures: []Failure{{Replica: 0, Kind: FailBlackhole, From: 0.5, For: 10 * time.Second}}, Timeout: time.Second,
+		})},
+		{Name: FamilyReplicaFlapping, MaxLoadPct: 70, About: "4 replicas × 4 workers (p2c), one refusing 1 s in every 4 s; 1 s deadline", Stragglers: 0.02, Params: replicas4(Params{
+			Failures: []Failure{{Replica: 0, Kind: FailRefuse, From: 0.2, FlapEvery: 4 * time.Second, FlapFor: time.Second}}, Timeout: time.Second,
 		})},
 	}
 }
@@ -316,5 +344,96 @@ func (p Params) withModel(m Params) Params {
 	if p.Pauses == (Pauses{}) {
 		p.Pauses = m.Pauses
 	}
+	if p.Failures == nil {
+		p.Failures = m.Failures
+	}
+	if p.Timeout == 0 {
+		p.Timeout = m.Timeout
+	}
 	return p
+}
+
+// Failure kinds (Failure.Kind).
+const (
+	// FailRefuse: the replica refuses connections: an attempt sent to it fails a round trip
+	// later without reaching a server (an unsent attempt the core may resend at once elsewhere).
+	FailRefuse = "refuse"
+	// FailBlackhole: the replica swallows requests and never answers: an attempt sent to it
+	// hangs until another attempt wins or the caller's deadline (Params.Timeout) ends the call.
+	FailBlackhole = "blackhole"
+)
+
+// Failure makes one replica fail for a while: from From (a fraction of the run's span) for For
+// (0 = until the end). With FlapEvery > 0 it flaps: failing for the first FlapFor of every
+// FlapEvery, healthy for the rest. The replica's health, as the client sees it (outlier
+// detection, ejection), is the core replica package's.
+type Failure struct {
+	Replica   int
+	Kind      string // FailRefuse or FailBlackhole
+	From      float64
+	For       time.Duration
+	FlapEvery time.Duration
+	FlapFor   time.Duration
+}
+
+// refuseDelay is how long a refused connection takes to fail: a round trip on a local network.
+const refuseDelay = int64(500 * time.Microsecond)
+
+type failKind uint8
+
+const (
+	failNone failKind = iota
+	failRefuse
+	failBlackhole
+)
+
+// failureWindow is a Failure compiled for a run: absolute times in ns.
+type failureWindow struct {
+	replica            int
+	kind               failKind
+	from, to           int64 // to = MaxInt64: until the end
+	flapEvery, flapFor int64
+}
+
+func compileFailures(fs []Failure, span float64) []failureWindow {
+	if len(fs) == 0 {
+		return nil
+	}
+	ws := make([]failureWindow, len(fs))
+	for i, f := range fs {
+		k := failRefuse
+		if f.Kind == FailBlackhole {
+			k = failBlackhole
+		}
+		from := int64(f.From * span)
+		to := int64(math.MaxInt64)
+		if f.For > 0 {
+			to = from + int64(f.For)
+		}
+		ws[i] = failureWindow{f.Replica, k, from, to, int64(f.FlapEvery), int64(f.FlapFor)}
+	}
+	return ws
+}
+
+func (f Failure) check(replicas int) error {
+	if f.Replica < 0 || f.Replica >= replicas || (f.Kind != FailRefuse && f.Kind != FailBlackhole) ||
+		f.From < 0 || f.For < 0 || f.FlapEvery < 0 || f.FlapFor < 0 || (f.FlapEvery > 0 && (f.FlapFor <= 0 || f.FlapFor >= f.FlapEvery)) {
+		return fmt.Errorf("sim: Failure needs Replica in [0, Replicas), Kind %q or %q, From >= 0, For >= 0 and 0 < FlapFor < FlapEvery when flapping; got %+v", FailRefuse, FailBlackhole, f)
+	}
+	return nil
+}
+
+// failingAt is how replica rp fails at t, if it does.
+func (s *sim) failingAt(rp int, t int64) failKind {
+	for i := range s.failures {
+		w := &s.failures[i]
+		if w.replica != rp || t < w.from || t >= w.to {
+			continue
+		}
+		if w.flapEvery > 0 && (t-w.from)%w.flapEvery >= w.flapFor {
+			continue
+		}
+		return w.kind
+	}
+	return failNone
 }

@@ -187,7 +187,7 @@ func Judge(hedged, noHedge Point) (holds bool, why string) {
 		}
 	}
 	if hedged.FailedPct > noHedge.FailedPct {
-		whys = append(whys, fmt.Sprintf("failed calls %.2f %% > no hedge's %.2f %%", hedged.FailedPct, noHedge.FailedPct))
+		whys = append(whys, fmt.Sprintf("failed calls %.3f %% > no hedge's %.3f %%", hedged.FailedPct, noHedge.FailedPct))
 	}
 	return len(whys) == 0, strings.Join(whys, "; ")
 }
@@ -219,7 +219,7 @@ func scorecardPoint(f Family, hedged, noHedge Point) ScorecardPoint {
 }
 
 // Scorecard runs cfg's setup and "no hedge" on every family × load × mode × seed and judges each
-// point. Points come in a fixed order (family, load, mode, seed), so the same configuration
+// point (a family with a MaxLoadPct runs only the loads up to it). Points come in a fixed order (family, load, mode, seed), so the same configuration
 // gives the same result. progress, when not nil, is called after each run with the runs done
 // and the total, from the scorecard's goroutines but never two at once. It stops early with
 // ctx's error.
@@ -298,6 +298,9 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 		for _, l := range loads {
 			if err := checkPoint(l, Ignored); err != nil {
 				return ScorecardResult{}, err
+			}
+			if f.MaxLoadPct > 0 && l > f.MaxLoadPct {
+				continue // beyond the headroom the family is provisioned with
 			}
 			for _, m := range modes {
 				for _, sd := range seeds {

@@ -26,8 +26,8 @@ func TestJudge(t *testing.T) {
 		{"p99 just over", pt(211.001, 316, 0), false, "p99 211.0 ms > 1.05 × no hedge's 200.0 ms + 1 ms"},
 		{"p99.9 just over", pt(100, 316.01, 0), false, "p99.9 316.0 ms > 1.05 × no hedge's 300.0 ms + 1 ms"},
 		{"both over", pt(400, 500, 0), false, "p99 400.0 ms > 1.05 × no hedge's 200.0 ms + 1 ms; p99.9 500.0 ms > 1.05 × no hedge's 300.0 ms + 1 ms"},
-		{"failed p99 against a number", pt(Failed, Failed, 2), false, "p99 failed > 1.05 × no hedge's 200.0 ms + 1 ms; p99.9 failed > 1.05 × no hedge's 300.0 ms + 1 ms; failed calls 2.00 % > no hedge's 0.00 %"},
-		{"fast but failing a few calls", pt(30, 40, 0.05), false, "failed calls 0.05 % > no hedge's 0.00 %"},
+		{"failed p99 against a number", pt(Failed, Failed, 2), false, "p99 failed > 1.05 × no hedge's 200.0 ms + 1 ms; p99.9 failed > 1.05 × no hedge's 300.0 ms + 1 ms; failed calls 2.000 % > no hedge's 0.000 %"},
+		{"fast but failing a few calls", pt(30, 40, 0.05), false, "failed calls 0.050 % > no hedge's 0.000 %"},
 		{"collapse", Point{Collapse: true}, false, "collapse"},
 	} {
 		holds, why := Judge(c.hedged, nh)
@@ -170,5 +170,22 @@ func TestScorecardErrors(t *testing.T) {
 		if _, err := Scorecard(context.Background(), cfg, nil); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}
+	}
+}
+
+// TestScorecardHeadroom: a family provisioned with headroom runs only the loads it can carry.
+func TestScorecardHeadroom(t *testing.T) {
+	r, err := Scorecard(context.Background(), ScorecardConfig{
+		Families: []string{FamilyReplicaRefusing},
+		Loads:    []float64{50, 95},
+		Modes:    []string{Reaches},
+		Seeds:    []uint64{1},
+		Calls:    scaled(10_000),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Points) != 1 || r.Points[0].LoadPct != 50 {
+		t.Errorf("points %+v; want only 50 %% load", r.Points)
 	}
 }

@@ -30,7 +30,10 @@ const (
 	// its server.
 	SetupRecommendedLimit = "recommended, adaptive limit"
 	SetupTiedRequests     = "tied requests"
-	SetupAll              = "all" // in SweepConfig.Setups: every setup of Setups
+	// SetupStartAware hedges only first attempts the server has reported as in service
+	// (hedge.StartAware(0.95)): the simulated server reports every start.
+	SetupStartAware = "start-aware"
+	SetupAll        = "all" // in SweepConfig.Setups: every setup of Setups
 )
 
 // ReferenceSetups are the names of the six reference setups of SIMULATION.md, in report order.
@@ -47,7 +50,9 @@ var ReferenceSetups = []string{
 // Setups returns every setup the simulator knows, in report order: the six reference setups,
 // whose fixed hedge delay is hedgeDelay (20ms in the reference model; 0 = 20ms), then the
 // library's recommended default (AtQuantile(0.95), default budget; it ignores hedgeDelay), the
-// same with the adaptive limit, and tied requests (both copies sent at once, the first to start service cancels the other).
+// same with the adaptive limit, tied requests (both copies sent at once, the first to start
+// service cancels the other), and start-aware hedging (the server reports when it starts each
+// attempt).
 func Setups(hedgeDelay time.Duration) []Setup {
 	if hedgeDelay <= 0 {
 		hedgeDelay = 20 * time.Millisecond
@@ -64,5 +69,6 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		{Name: SetupRecommended, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
 		{Name: SetupRecommendedLimit, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95), Limit: &limit.Config{}}},
 		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied(), Attempts: 2, Budget: unlimited}},
+		{Name: SetupStartAware, Config: hedge.Config{Trigger: hedge.StartAware(0.95)}},
 	}
 }

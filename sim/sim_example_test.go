@@ -59,3 +59,38 @@ func ExampleScriptCall() {
 	fmt.Println(log, err)
 	// Output: 2 attempts over 25ms: hedge OK (5ms), at 20ms, discarded (25ms) <nil>
 }
+
+// Judge a setup against "no hedge" with the safety scorecard: here the recommended
+// configuration on the reference model and on 4 workers, at 30 % load, cancellation ignored.
+func ExampleScorecard() {
+	r, err := sim.Scorecard(context.Background(), sim.ScorecardConfig{
+		Setup:    sim.SetupRecommended,
+		Families: []string{sim.FamilyReference, sim.FamilyFewWorkers},
+		Loads:    []float64{30},
+		Modes:    []string{sim.Ignored},
+		Seeds:    []uint64{1},
+		Calls:    20_000,
+	}, nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range r.Points {
+		fmt.Printf("%s at %v%%: holds %v, pays off %v\n", p.Family, p.LoadPct, p.Holds, *p.Payoff)
+	}
+	// Output:
+	// reference at 30%: holds true, pays off true
+	// few-workers at 30%: holds true, pays off true
+}
+
+// The hold rule: a percentile holds at up to 1.05 × no hedge's + 1 ms; a percentile that lands
+// on failed calls loses to any number.
+func ExampleJudge() {
+	noHedge := sim.Point{P99Ms: 200, P999Ms: 300}
+	holds, _ := sim.Judge(sim.Point{P99Ms: 211, P999Ms: 316}, noHedge)
+	fmt.Println(holds)
+	holds, why := sim.Judge(sim.Point{P99Ms: sim.Failed, P999Ms: sim.Failed, FailedPct: 2}, noHedge)
+	fmt.Println(holds, why)
+	// Output:
+	// true
+	// false p99 failed > 1.05 × no hedge's 200.0 ms + 1 ms; p99.9 failed > 1.05 × no hedge's 300.0 ms + 1 ms; failed calls 2.000 % > no hedge's 0.000 %
+}

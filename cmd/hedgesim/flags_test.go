@@ -190,3 +190,23 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+func TestParseModelFlags(t *testing.T) {
+	cfg, err := parseArgs([]string{"-family", "bursty", "-clients", "3", "-replicas", "4", "-balancer", "p2c, random",
+		"-tie-delay", "1ms", "-scorecard", "-families", "reference,few-workers"}, testNames, testFamilies, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.family != "bursty" || cfg.clients != 3 || cfg.replicas != 4 || !slices.Equal(cfg.balancers, []string{"p2c", "random"}) ||
+		cfg.tieDelay != time.Millisecond || !cfg.scorecard || !slices.Equal(cfg.families, []string{"reference", "few-workers"}) ||
+		!slices.Equal(cfg.setups, []string{"recommended"}) || cfg.calls != defaultScorecardCalls {
+		t.Errorf("config = %+v", cfg)
+	}
+	for _, args := range [][]string{
+		{"-replicas", "65"}, {"-clients", "-1"}, {"-tie-delay", "-1ms"}, {"-balancer", "p2c,best"}, {"-families", "reference,cloudy"},
+	} {
+		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func WriteHTML(w io.Writer, r sim.Report) error {
 	}
 	bw.WriteString("<p>Latencies are in milliseconds. <b>collapse</b>: the queue never drained — hedges " +
 		"multiplied the load and latency grew for as long as the run lasted — so the point has no " +
-		"meaningful percentiles. " + strings.ReplaceAll(strings.ReplaceAll(esc(failedNote), "**failed**", "<b>failed</b>"), "**", ""))
+		"meaningful percentiles. " + strings.ReplaceAll(strings.ReplaceAll(esc(failedNote), "**failed**", "<b>failed</b>"), "**", "") + " " + inlineCode(esc(scorecardNote)))
 	if n := v.seedNote(); n != "" {
 		bw.WriteString(" " + esc(n) + " The charts show the same medians.")
 	}

@@ -34,7 +34,7 @@ func WriteMarkdown(w io.Writer, r sim.Report) error {
 	}
 	bw.WriteString("Latencies are in milliseconds. **collapse**: the queue never drained — hedges multiplied " +
 		"the load and latency grew for as long as the run lasted — so the point has no meaningful percentiles. " +
-		failedNote + "\n")
+		failedNote + " " + scorecardNote + "\n")
 	if n := v.seedNote(); n != "" {
 		bw.WriteString(n + " The p99 and p99.9 of each seed are at the end.\n")
 	}

@@ -38,6 +38,12 @@ const failedNote = "Every percentile counts every call: a failed call (rejected 
 	"refused by an open breaker, or every attempt failed) is slower than any success, and a percentile " +
 	"that lands on failed calls reads **failed**."
 
+// scorecardNote points from a report, which shows one service model, to the scorecard, which
+// says where a setup is safe across many.
+const scorecardNote = "One model shows what a setup does to one service; whether it is safe across services " +
+	"(stragglers, workers, clients, bursts, brownouts, replicas, failures) is what `hedgesim -scorecard -setups NAME` " +
+	"judges against no hedge."
+
 // key identifies one point of a sweep.
 type key struct {
 	setup string

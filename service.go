@@ -1,0 +1,156 @@
+package hedge
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// This file holds the policy-wide evidence that a first attempt is being served, not queued,
+// and the backlog gate. Both exist for one reason: a hedge of a call that is slow because it
+// waits in the dependency's queue joins the same queue behind it, cannot win, and adds load
+// exactly when the dependency has none to spare. A hedge of a call that is slow because its
+// own service is slow (a straggler) is what hedging is for.
+
+// overtakes tracks, for a FIFO dependency, when each call was first overtaken: when an
+// attempt of a call that started later answered first. In a first-in-first-out server a call
+// that a later call overtook has left the queue (the later call could only be served after
+// it was), so it is in service, and the time since it was first overtaken is a lower bound on
+// its time in service.
+//
+// Calls are numbered in the order they start (Call.seq). mark is the highest number of a
+// call that has answered successfully; call s has been overtaken exactly when mark > s. When
+// mark rises from w to j at time t, the calls w+1 … j-1 are overtaken for the first time at
+// t, and ring remembers t for each of them (tagged with the call's low bits, so a stale entry
+// is recognised). Each call number is written at most once, so the cost is one atomic load
+// and, when the mark moves, one compare-and-swap and a few stores per answer.
+type overtakes struct {
+	mark atomic.Int64
+	ring [overtakeRing]atomic.Uint64
+}
+
+const (
+	overtakeRing = 1024 // calls remembered; a call overtaken by more than this many is long in service
+	stampBits    = 44   // microseconds, modulo 2^44 (about 203 days): elapsed times wrap safely
+	stampMask    = 1<<stampBits - 1
+	tagMask      = 1<<(64-stampBits) - 1
+)
+
+// answered records that an attempt of call j answered successfully at now.
+func (o *overtakes) answered(j int64, now time.Time) {
+	for {
+		w := o.mark.Load()
+		if j <= w {
+			return
+		}
+		if o.mark.CompareAndSwap(w, j) {
+			stamp := uint64(now.UnixMicro()) & stampMask
+			for s := max(w+1, j-overtakeRing); s < j; s++ {
+				o.ring[s%overtakeRing].Store(uint64(s)&tagMask<<stampBits | stamp)
+			}
+			return
+		}
+	}
+}
+
+// since reports how long ago call s was first overtaken, and whether it has been.
+func (o *overtakes) since(s int64, now time.Time) (time.Duration, bool) {
+	w := o.mark.Load()
+	if w <= s {
+		return 0, false
+	}
+	e := o.ring[s%overtakeRing].Load()
+	if e>>stampBits != uint64(s)&tagMask {
+		if w-s >= overtakeRing {
+			return time.Hour, true // overtaken by a thousand later calls: long in service
+		}
+		return 0, true // the entry is being written: overtaken just now
+	}
+	us := (uint64(now.UnixMicro()) - e) & stampMask
+	return time.Duration(us) * time.Microsecond, true
+}
+
+// backlog is the backlog gate's state: the lowest recent median latency seen over the last
+// one to two periods, kept in two rotating minima (nanoseconds; 0 = none yet).
+type backlog struct {
+	period int64 // nanoseconds
+	epoch  atomic.Int64
+	cur    atomic.Int64
+	prev   atomic.Int64
+}
+
+// observe folds the recent median m, observed at now, into the minima.
+func (b *backlog) observe(now time.Time, m time.Duration) {
+	ep := now.UnixNano() / b.period
+	if old := b.epoch.Load(); ep > old && b.epoch.CompareAndSwap(old, ep) {
+		if ep == old+1 {
+			b.prev.Store(b.cur.Load())
+		} else {
+			b.prev.Store(0)
+		}
+		b.cur.Store(0)
+	}
+	v := int64(m)
+	for {
+		c := b.cur.Load()
+		if (c != 0 && c <= v) || b.cur.CompareAndSwap(c, v) {
+			return
+		}
+	}
+}
+
+// floor returns the lowest recent median of the last one to two periods (0 = none yet).
+func (b *backlog) floor() time.Duration {
+	f := b.cur.Load()
+	if p := b.prev.Load(); f == 0 || (p != 0 && p < f) {
+		f = p
+	}
+	return time.Duration(f)
+}
+
+// crossings counts the calls that reached their hedge threshold, against the calls started,
+// over the last one to two periods. A threshold at the q-quantile is crossed by about 1-q of
+// calls when slowness is bad luck; when far more cross at once, the whole dependency has
+// slowed down (a queue, a brownout) and a hedge would add load to all of it. The counts live in
+// two rotating periods; the calls started come from the policy's call counter, so the fast
+// path pays nothing for it.
+type crossings struct {
+	period  int64 // nanoseconds
+	epoch   atomic.Int64
+	callsAt atomic.Int64 // the policy's call count when the previous period began
+	nextAt  atomic.Int64 // the policy's call count when the current period began
+	prev    atomic.Int64 // crossings in the previous period
+	cur     atomic.Int64 // crossings in the current period
+}
+
+// crossed records that a call reached its threshold at now, calls being the policy's
+// call count then.
+func (x *crossings) crossed(now time.Time, calls int64) {
+	x.rotate(now, calls)
+	x.cur.Add(1)
+}
+
+func (x *crossings) rotate(now time.Time, calls int64) {
+	ep := now.UnixNano() / x.period
+	if old := x.epoch.Load(); ep > old && x.epoch.CompareAndSwap(old, ep) {
+		if ep == old+1 {
+			x.prev.Store(x.cur.Load())
+			x.callsAt.Store(x.nextAt.Load())
+		} else {
+			x.prev.Store(0)
+			x.callsAt.Store(calls)
+		}
+		x.cur.Store(0)
+		x.nextAt.Store(calls)
+	}
+}
+
+// share returns the share of calls started over the last one to two periods that crossed
+// their threshold, and false while fewer than minCalls calls make the share.
+func (x *crossings) share(now time.Time, calls, minCalls int64) (float64, bool) {
+	x.rotate(now, calls)
+	n := calls - x.callsAt.Load()
+	if n < minCalls {
+		return 0, false
+	}
+	return float64(x.prev.Load()+x.cur.Load()) / float64(n), true
+}

@@ -1,0 +1,65 @@
+//go:build !race
+
+package sim
+
+import (
+	"context"
+	"testing"
+)
+
+// TestRecommendedHoldsOnTheHardestPoints is the CI regression test of issue 8's promise: the
+// recommended configuration never loses to no hedge. It runs a reduced scorecard of
+// "recommended" (exactly what the README recommends) on the points where hedging used to lose
+// most with cancellation ignored (a backlog at 85–95 % load, services with no stragglers or two
+// kinds of request, a brownout, several clients) and where it must pay off (reference at 30 %),
+// and fails if one of them stops holding. The full scorecard is `hedgesim -scorecard`. It needs
+// full-size runs (100,000 calls), so it runs without the race detector only.
+func TestRecommendedHoldsOnTheHardestPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full-size simulations")
+	}
+	points := []struct {
+		family string
+		load   float64
+	}{
+		{FamilyReference, 30},
+		{FamilyReference, 85},
+		{FamilyReference, 95},
+		{FamilyNoStragglers, 85},
+		{FamilyBimodal, 95},
+		{FamilyFrequentStragglers, 95},
+		{FamilyBrownout, 70},
+		{FamilySeveralClients, 85},
+	}
+	for _, pt := range points {
+		r, err := Scorecard(context.Background(), ScorecardConfig{
+			Setup:    SetupRecommended,
+			Families: []string{pt.family},
+			Loads:    []float64{pt.load},
+			Modes:    []string{Ignored},
+			Seeds:    []uint64{1},
+			Calls:    100_000,
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range r.Points {
+			if !p.Holds || (p.Payoff != nil && !*p.Payoff) {
+				t.Errorf("%s at %v %% (%s, seed %d): holds %v, payoff %v: %s (p99 %v against %v ms)",
+					p.Family, p.LoadPct, p.Cancellation, p.Seed, p.Holds, payoffString(p.Payoff), p.Why, p.P99Ms, p.NoHedgeP99Ms)
+			}
+			t.Logf("%s at %v %%: p99 %.1f ms against %.1f, p99.9 %.1f against %.1f", p.Family, p.LoadPct,
+				p.P99Ms, p.NoHedgeP99Ms, p.P999Ms, p.NoHedgeP999Ms)
+		}
+	}
+}
+
+func payoffString(b *bool) string {
+	switch {
+	case b == nil:
+		return "not checked"
+	case *b:
+		return "yes"
+	}
+	return "no"
+}
