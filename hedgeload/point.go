@@ -249,9 +249,10 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	}
 	if pc.mode == sim.Ignored {
 		// A loser that arrived just as its call ended may not have joined its queue yet when
-		// the queue looked empty: wait, for a while, until every request received has started.
+		// the queue looked empty: wait, for a while, until every request received has started
+		// (unless a full queue turned some away: those never start).
 		deadline := time.Now().Add(pc.callTimeout)
-		for acct.reached.Load() < acct.arrived.Load() && time.Now().Before(deadline) {
+		for acct.reached.Load() < acct.arrived.Load() && rejected(reps) == 0 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		for _, rp := range reps {
@@ -326,6 +327,15 @@ func quantileMs(sorted []int64, n int, q float64) float64 {
 		return failedMs
 	}
 	return float64(sorted[i]) / 1e6
+}
+
+// rejected is how many requests the replicas' full queues have turned away.
+func rejected(reps []*replica) uint64 {
+	var n uint64
+	for _, rp := range reps {
+		n += rp.q.Stats().Rejected
+	}
+	return n
 }
 
 // queued is how many requests wait in the replicas' queues now.
