@@ -44,14 +44,14 @@ func TestRealPoint(t *testing.T) {
 				if pt.HedgeRate < 0.02 {
 					t.Errorf("hedge rate %.3f, want about 0.1", pt.HedgeRate)
 				}
-				// Every measured call reached the server at least once, and every hedge that
-				// won too. Of the others, every one the server received reached a worker when
-				// it finishes losers regardless; when cancellation reaches it, one cancelled
-				// while queued never starts. (How many hedges are cancelled before they leave
-				// the client, and so never arrive, depends on how fast the machine runs: all
-				// of them fire on a busy one, and many lose before they are sent.)
-				if pt.RequestsPerCall < 1+pt.HedgeRate*pt.HedgeWinRate-1e-9 {
-					t.Errorf("%.3f requests per call with hedge rate %.3f, %.3f of hedges winning", pt.RequestsPerCall, pt.HedgeRate, pt.HedgeWinRate)
+				// Every measured call's winner reached a worker. Of the other attempts, every
+				// one the server received reached a worker when it finishes losers regardless;
+				// when cancellation reaches it, one cancelled while queued never starts. (How
+				// many attempts are cancelled before they leave the client, and so never
+				// arrive, depends on how fast the machine runs: every call hedges on a busy one,
+				// and many primaries and hedges lose before they are sent.)
+				if pt.RequestsPerCall < 1 {
+					t.Errorf("%.3f requests per call with hedge rate %.3f", pt.RequestsPerCall, pt.HedgeRate)
 				}
 				if diag.reached > diag.arrived || mode == sim.Ignored && diag.reached != diag.arrived {
 					t.Errorf("%d requests received, %d reached a worker", diag.arrived, diag.reached)
