@@ -6,30 +6,33 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/hedgekit/hedge"
 )
 
 // BenchmarkStartSignal is the cost of the start signal on the path every call takes when no
-// hedge fires: the hedging Transport (recommended policy, whose threshold never fires on
-// loopback) calling a server behind a Queue, on loopback HTTP/1.1 with keep-alive.
+// hedge fires: the hedging Transport calling a server behind a Queue, on loopback HTTP/1.1
+// with keep-alive, with a threshold (10ms at least) that loopback answers never reach.
 //
-//   - none: the Transport does not ask for the signal (what AtQuantile and After get);
-//   - asked: it asks and listens, as for a trigger that reads signals, but the Queue is
-//     configured not to send them (the client side's own cost);
-//   - signalled: it asks, and the Queue writes a 102 Processing before every answer (one
-//     more write and flush on the server, one more status line read on the client).
+//   - none: AtQuantile(0.95), which does not ask for the signal (nor does After);
+//   - asked: StartAware(0.95), which asks and listens, from a Queue configured not to send
+//     the signal (the client side's own cost);
+//   - signalled: StartAware(0.95), and the Queue writes a 102 Processing before every answer
+//     (one more write and flush on the server, one more status line read on the client, and
+//     the call's reaction to it).
 //
 // Run them in one invocation, several times, and compare the medians:
 //
 //	go test -run '^$' -bench StartSignal -benchmem -benchtime 3000x -count 1 ./hedgehttp/
 func BenchmarkStartSignal(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		ask  bool
-		cfg  QueueConfig
+		name    string
+		trigger hedge.Trigger
+		cfg     QueueConfig
 	}{
-		{"none", false, QueueConfig{}},
-		{"asked", true, QueueConfig{NoStartSignal: true}},
-		{"signalled", true, QueueConfig{}},
+		{"none", hedge.AtQuantile(0.95), QueueConfig{}},
+		{"asked", hedge.StartAware(0.95), QueueConfig{NoStartSignal: true}},
+		{"signalled", hedge.StartAware(0.95), QueueConfig{}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			q, err := NewQueue(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,8 +47,10 @@ func BenchmarkStartSignal(b *testing.B) {
 				base.CloseIdleConnections()
 				srv.Close()
 			})
-			rt := hedgedRT(b, base)
-			rt.(*Transport).signals = c.ask
+			rt, err := NewTransport(Config{Policy: hedge.Config{Trigger: c.trigger}, Next: base})
+			if err != nil {
+				b.Fatal(err)
+			}
 			req, _ := http.NewRequest("GET", srv.URL, nil)
 			buf := make([]byte, 512)
 			for range 100 { // warm the connection pool and the estimator
