@@ -142,19 +142,22 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		if next != nil {
 			next(di)
 		}
-		set.Done(time.Now(), i, resultOf(di))
+		set.Done(time.Now(), i, resultOf(info.Ctx, di))
 	}
 	return res, nil
 }
 
-// resultOf says what an attempt's end tells about its backend's health.
-func resultOf(di balancer.DoneInfo) replica.Result {
+// resultOf says what an attempt's end tells about its backend's health; ctx is the attempt's.
+func resultOf(ctx context.Context, di balancer.DoneInfo) replica.Result {
 	if di.Err == nil {
 		return replica.Success
 	}
 	switch status.Code(di.Err) {
 	case codes.Canceled:
-		return replica.Ignored // it lost, or its caller gave up
+		if lostSlow(ctx) {
+			return replica.Slow // it lost a race to a copy elsewhere, past the threshold
+		}
+		return replica.Ignored // it lost early, or its caller gave up
 	case codes.Unavailable, codes.Internal, codes.Unknown, codes.DataLoss:
 		if !di.BytesSent {
 			return replica.Unreachable
