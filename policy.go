@@ -20,7 +20,7 @@ import (
 // drive the same code on a virtual clock.
 type Policy struct {
 	cfg      resolved
-	est      *latency.Estimator // nil unless the trigger is AtQuantile or StartAware
+	est      *latency.Estimator // nil unless the trigger is AtQuantile, StartAware or Tied
 	recent   *median            // the recent median, for the backlog gate; nil = no gate
 	blog     *backlog
 	cross    *crossings
@@ -55,11 +55,13 @@ func New(cfg Config) (*Policy, error) {
 	if p.classify == nil {
 		p.classify = Classify
 	}
-	if k := r.Trigger.kind; k == triggerQuantile || k == triggerStartAware {
+	if k := r.Trigger.kind; k == triggerQuantile || k == triggerStartAware || k == triggerTied {
 		p.est, err = latency.New(latency.Config{Quantile: r.Trigger.q, Window: r.Window, MinimumSamples: r.MinimumSamples})
 		if err != nil {
 			return nil, configError("%v", err)
 		}
+	}
+	if k := r.Trigger.kind; k == triggerQuantile || k == triggerStartAware {
 		if r.inService > 0 {
 			p.ovt = new(overtakes)
 		}
@@ -136,9 +138,7 @@ func (p *Policy) threshold() (time.Duration, bool) {
 	switch p.cfg.Trigger.kind {
 	case triggerAfter:
 		return p.cfg.Trigger.delay, true
-	case triggerTied:
-		return 0, true
-	case triggerQuantile, triggerStartAware:
+	case triggerQuantile, triggerStartAware, triggerTied:
 		d, ok := p.est.Threshold()
 		if !ok {
 			return 0, false

@@ -67,7 +67,7 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		return nil, err
 	}
 	defer rp.close()
-	client, closeClient, err := newClient(protocol, hedge.Config{}, nil)
+	client, closeClient, err := newClient(protocol, hedge.Config{}, nil, "")
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/sim"
 )
 
@@ -27,7 +28,7 @@ const (
 	defaultWorkers  = 16
 	defaultDelay    = 20 * time.Millisecond
 	defaultBand     = 15.0
-	defaultMaxLag   = 25 * time.Millisecond
+	defaultMaxLag   = 100 * time.Millisecond
 	defaultParallel = 4
 )
 
@@ -77,13 +78,14 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	protocol := fs.String("protocol", "http/2", "protocol: http/1.1, http/2 (cleartext) or both")
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
 	workers := fs.Int("workers", defaultWorkers, "workers per server")
-	replicas := fs.Int("replicas", 1, "servers (the simulator models 1)")
+	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
+	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN or empirical:FILE (one duration per line)")
 	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client)")
 	band := fs.Float64("band", defaultBand, "agreement band: a real p50/p99/p99.9 agrees within ±band % of the simulated one")
-	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due (wire time)")
+	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -106,8 +108,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-calls must be >= 100, got %d", r.calls)
 	case r.workers <= 0 || r.workers > 4096:
 		return c, usagef("-workers must be in [1, 4096], got %d", r.workers)
-	case r.replicas != 1:
-		return c, usagef("-replicas: the simulator models one server; only -replicas 1 can be compared, got %d", r.replicas)
+	case r.replicas < 1 || r.replicas > 64:
+		return c, usagef("-replicas must be in [1, 64], got %d", r.replicas)
 	case r.hedgeDelay <= 0:
 		return c, usagef("-hedge-delay must be > 0, got %v", r.hedgeDelay)
 	case !(r.timeScale >= 0.1 && r.timeScale <= 1):
@@ -150,6 +152,12 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		r.protocols = []string{HTTP1, HTTP2}
 	default:
 		return c, usagef("-protocol must be http/1.1, http/2 or both, got %q", *protocol)
+	}
+	if r.replicas > 1 {
+		if _, err := replica.ParseBalancer(*balancer); err != nil || !slices.Contains(sim.Balancers, *balancer) {
+			return c, usagef("-balancer must be one of %s, got %q", strings.Join(sim.Balancers, ", "), *balancer)
+		}
+		r.balancer = *balancer
 	}
 	if r.service, err = parseService(*svc); err != nil {
 		return c, err

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -11,13 +9,7 @@ import (
 )
 
 // Every test leaves no goroutine behind: servers closed, connections closed, calls ended.
-// The agreement test collects garbage as rarely as the command does.
-func TestMain(m *testing.M) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestParseArgsDefaults(t *testing.T) {
 	c, err := parseArgs(nil, &bytes.Buffer{})
@@ -45,7 +37,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-cancellation", "sometimes"},
 		{"-protocol", "http/3"},
 		{"-service", "exponential:-1ms"},
-		{"-replicas", "3"},
+		{"-replicas", "65"},
+		{"-replicas", "2", "-balancer", "nearest"},
 		{"-band", "0"},
 		{"stray"},
 	} {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/hedgehttp"
+	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/sim"
 )
 
@@ -28,6 +29,7 @@ type pointConfig struct {
 	seed     uint64
 	workers  int              // per replica
 	replicas int              // servers
+	balancer string           // sim's balancer name; "" = p2c
 	service  sim.Distribution // wire time
 	calls    int              // calls whose arrival is measured or warms up; more arrive until they end
 	warmup   float64          // fraction of calls not measured
@@ -56,12 +58,13 @@ func rate(loadPct float64, workers, replicas int, service sim.Distribution) floa
 
 // callRecord is what the client saw of one call.
 type callRecord struct {
-	lat    time.Duration // from its due time to its end
-	failed bool
-	hedges int8 // hedged attempts started
-	won    bool // a hedge answered first
-	winner int8 // attempt index of the winner; -1 if none
-	ended  bool
+	lat      time.Duration // from its due time to its end
+	failed   bool
+	rejected bool // failed before reaching the server: the adaptive limit, an open breaker
+	hedges   int8 // hedged attempts started
+	won      bool // a hedge answered first
+	winner   int8 // attempt index of the winner; -1 if none
+	ended    bool
 }
 
 // runReal runs one point on loopback servers and returns its figures (latencies in wire ms).
@@ -78,7 +81,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	total := pc.calls + pc.calls/2 + 1000
 	acct := newAccounts(total, warm, pc.calls, pc.workers*pc.replicas)
 
-	var reps []*replica
+	var reps []*server
 	defer func() {
 		for _, rp := range reps {
 			rp.close()
@@ -122,7 +125,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	if pc.replicas > 1 {
 		replicasOf = func(string) []string { return addrs }
 	}
-	client, closeClient, err := newClient(pc.protocol, pol, replicasOf)
+	client, closeClient, err := newClient(pc.protocol, pol, replicasOf, pc.balancer)
 	if err != nil {
 		return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
 	}
@@ -168,6 +171,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 				rec.failed = resp.StatusCode != http.StatusOK
 			} else {
 				rec.failed = true
+				rec.rejected = errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)
 			}
 		}
 		end := time.Now()
@@ -215,7 +219,11 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			return sim.Point{}, diag, err
 		}
 	}
-	pt := sim.Point{Setup: pc.setup.Name, LoadPct: pc.loadPct, Cancellation: pc.mode, Seed: pc.seed, Suppressed: sup}
+	pt := sim.Point{Setup: pc.setup.Name, LoadPct: pc.loadPct, Cancellation: pc.mode, Seed: pc.seed, Suppressed: sup,
+		Replicas: pc.replicas, Clients: 1}
+	if pc.replicas > 1 {
+		pt.Balancer = pc.balancer
+	}
 	var behind *BehindError
 	switch {
 	case errors.As(err, &behind) && behind.Limit > 0 && queued(reps) >= behind.InFlight/2:
@@ -246,10 +254,13 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	// Figures over the measured calls, as the simulator computes them.
 	n := pc.calls - warm
 	var lat []int64
-	var failed, hedges, wins int
+	var failed, rejected, hedges, wins int
 	var wasted, served int64
 	for i := warm; i < pc.calls; i++ {
 		r := &recs[i]
+		if r.rejected {
+			rejected++
+		}
 		if r.failed {
 			failed++
 		} else {
@@ -284,9 +295,21 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	if hedges > 0 {
 		pt.HedgeWinRate = float64(wins) / float64(hedges)
 	}
-	pt.RejectedPct = 100 * float64(failed) / float64(n)
+	pt.RejectedPct = 100 * float64(rejected) / float64(n)
+	pt.FailedPct = 100 * float64(failed) / float64(n)
 	if span := winEnd.Sub(winStart); span > 0 {
 		pt.UtilisationPct = 100 * (areaEnd - areaStart) / (float64(acct.workers) * float64(span))
+	}
+	var waited time.Duration
+	var admitted uint64
+	for _, rp := range reps {
+		st := rp.q.Stats()
+		waited += st.WaitTotal
+		admitted += st.Admitted
+	}
+	if admitted > 0 {
+		// Over every request the queues admitted, the warm-up's included.
+		pt.MeanWaitMs = float64(waited) / float64(admitted) / 1e6
 	}
 	if served > 0 {
 		pt.WastedWorkPct = 100 * float64(wasted) / float64(served)
@@ -294,23 +317,19 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	return pt, diag, nil
 }
 
-// failedMs is the value of a percentile that lands on a failed call: failures count as slower
-// than any success.
-var failedMs = math.Inf(1)
-
 // quantileMs is the q-quantile (nearest rank) of n calls, of which sorted are the successes'
 // latencies and the rest failed (slower than any success), in ms.
 func quantileMs(sorted []int64, n int, q float64) float64 {
 	i := int(math.Ceil(q*float64(n))) - 1
 	i = max(0, min(i, n-1))
 	if i >= len(sorted) {
-		return failedMs
+		return sim.Failed
 	}
 	return float64(sorted[i]) / 1e6
 }
 
 // queued is how many requests wait in the replicas' queues now.
-func queued(reps []*replica) int {
+func queued(reps []*server) int {
 	n := 0
 	for _, rp := range reps {
 		n += rp.q.Stats().Queued
@@ -320,7 +339,15 @@ func queued(reps []*replica) int {
 
 // newClient returns an HTTP client that hedges under policy through hedgehttp.Transport, over
 // the given protocol, and a function that closes its idle connections.
-func newClient(protocol string, policy hedge.Config, replicas func(string) []string) (*http.Client, func(), error) {
+func newClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer string) (*http.Client, func(), error) {
+	var rc replica.Config
+	if balancer != "" {
+		b, err := replica.ParseBalancer(balancer)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc.Balancer = b
+	}
 	base := &http.Transport{
 		MaxIdleConnsPerHost: 4096, // every connection a burst opened stays for the next one
 		IdleConnTimeout:     30 * time.Second,
@@ -333,7 +360,7 @@ func newClient(protocol string, policy hedge.Config, replicas func(string) []str
 	} else {
 		base.Protocols.SetHTTP1(true)
 	}
-	tr, err := hedgehttp.NewTransport(hedgehttp.Config{Policy: policy, Next: base, Replicas: replicas})
+	tr, err := hedgehttp.NewTransport(hedgehttp.Config{Policy: policy, Next: base, Replicas: replicas, Replica: rc})
 	if err != nil {
 		return nil, nil, err
 	}

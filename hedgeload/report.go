@@ -52,9 +52,13 @@ func writeMarkdown(w io.Writer, rep Report) error {
 	var b bytes.Buffer
 	m := rep.Model
 	fmt.Fprintf(&b, "# hedgeload: real servers against the simulator\n\n")
-	fmt.Fprintf(&b, "Model: %d workers × %d server(s); service time %s (mean %.2f ms); hedge delay %.0f ms; "+
+	servers := "1 server"
+	if m.Replicas > 1 {
+		servers = fmt.Sprintf("%d servers behind a %s balancer", m.Replicas, m.Balancer)
+	}
+	fmt.Fprintf(&b, "Model: %d workers × %s; service time %s (mean %.2f ms); hedge delay %.0f ms; "+
 		"%d calls per point (first %.0f %% not measured); seeds %v; time scale %g (figures in the model's ms).\n\n",
-		m.Workers, m.Replicas, m.ServiceTime, m.MeanServiceMs, m.HedgeDelayMs, m.Calls, 100*m.WarmupFraction, m.Seeds, m.TimeScale)
+		m.Workers, servers, m.ServiceTime, m.MeanServiceMs, m.HedgeDelayMs, m.Calls, 100*m.WarmupFraction, m.Seeds, m.TimeScale)
 	if rep.Stopped != "" {
 		fmt.Fprintf(&b, "**The run stopped before every point ran:** %s\n\n", rep.Stopped)
 	}
@@ -108,10 +112,11 @@ func writeMarkdown(w io.Writer, rep Report) error {
 				fmt.Fprintf(&b, "| %s | %g%% | %s | %s | %s | %s | %.3f / %.3f | %.3f / %.3f | %.2f / %.2f | %.2f | %.1f / %.1f | %s |\n",
 					p.Setup, p.LoadPct, cell(ch[0], len(p.SimSeeds)), cell(ch[1], len(p.SimSeeds)), cell(ch[2], len(p.SimSeeds)), pctOrDash(ch[1].DiffPct),
 					r.RequestsPerCall, s.RequestsPerCall, r.HedgeRate, s.HedgeRate, r.HedgeWinRate, s.HedgeWinRate,
-					r.RejectedPct, r.UtilisationPct, s.UtilisationPct, ok)
+					r.FailedPct, r.UtilisationPct, s.UtilisationPct, ok)
 			}
 		}
 	}
+	b.WriteString("\n`failed %` is every failed call (rejected ones included) of the real run; percentiles count failed calls as slower than any success.\n")
 	b.WriteString("\n## Generator\n\n")
 	b.WriteString("| setup | load | cancellation | protocol | seed | lag p50 µs | lag p99 µs | lag max µs | most in flight | seconds |\n")
 	b.WriteString("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")

@@ -73,6 +73,27 @@ func TestReportJSON(t *testing.T) {
 	if a := p["agreement"].(map[string]any); a["ok"] != true || len(a["checks"].([]any)) != 3 {
 		t.Errorf("agreement = %v", a)
 	}
+
+	// A percentile that lands on failed calls is null, as in hedgesim's report.json.
+	rep := sampleReport()
+	rep.Points[0].Real.P999Ms, rep.Points[0].Real.FailedPct = sim.Failed, 0.5
+	rep.Points[0].Agreement = compare(rep.Points[0].Real, []sim.Point{rep.Points[0].Sim}, 0, 15)
+	b.Reset()
+	if err := writeJSON(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	var failed struct {
+		Points []struct {
+			Real      map[string]any `json:"real"`
+			Agreement Agreement      `json:"agreement"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &failed); err != nil {
+		t.Fatal(err)
+	}
+	if r := failed.Points[0].Real; r["p999_ms"] != nil || r["failed_pct"] != 0.5 || failed.Points[0].Agreement.OK {
+		t.Errorf("a failed p99.9: real = %v, agreement %+v", r, failed.Points[0].Agreement)
+	}
 }
 
 // report.md holds the calibration and a row per point with real and simulated side by side;

@@ -23,6 +23,7 @@ type runConfig struct {
 	protocols  []string
 	workers    int
 	replicas   int
+	balancer   string           // sim's balancer name, with replicas > 1
 	service    sim.Distribution // model time
 	hedgeDelay time.Duration
 	timeScale  float64
@@ -37,6 +38,8 @@ type runConfig struct {
 type Model struct {
 	Workers        int       `json:"workers"`
 	Replicas       int       `json:"replicas"`
+	Balancer       string    `json:"balancer"` // "" with one replica
+	Clients        int       `json:"clients"`  // always 1: one client process, one policy
 	ServiceTime    string    `json:"service_time"`
 	MeanServiceMs  float64   `json:"mean_service_ms"`
 	HedgeDelayMs   float64   `json:"hedge_delay_ms"`
@@ -114,6 +117,8 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	rep := Report{Model: Model{
 		Workers:        cfg.workers,
 		Replicas:       cfg.replicas,
+		Balancer:       cfg.balancer,
+		Clients:        1,
 		ServiceTime:    cfg.service.String(),
 		MeanServiceMs:  float64(cfg.service.Mean()) / 1e6,
 		HedgeDelayMs:   float64(cfg.hedgeDelay) / 1e6,
@@ -249,6 +254,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		seed:        j.seed,
 		workers:     cfg.workers,
 		replicas:    cfg.replicas,
+		balancer:    cfg.balancer,
 		service:     wireSvc,
 		calls:       cfg.calls,
 		warmup:      cfg.warmup,
@@ -296,11 +302,10 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 // simulate runs the point's twin in the simulator, with the given seed: the same model, the
 // same (scaled) setup.
 func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64) (sim.Point, error) {
-	if cfg.replicas != 1 {
-		return sim.Point{}, fmt.Errorf("hedgeload: the simulator models one server (-replicas 1), got %d", cfg.replicas)
-	}
 	return sim.Run(sim.Params{
 		Workers:        cfg.workers,
+		Replicas:       cfg.replicas,
+		Balancer:       cfg.balancer,
 		Service:        wireSvc,
 		Calls:          cfg.calls,
 		WarmupFraction: cfg.warmup,

@@ -30,9 +30,9 @@ const (
 // maxAttempts bounds the attempts per call the server keeps accounts for.
 const maxAttempts = 4
 
-// replica is one loopback HTTP server: a hedgehttp.Queue with W workers in front of a handler
+// server is one loopback HTTP server (one replica): a hedgehttp.Queue with W workers in front of a handler
 // that holds its worker for a service time drawn from the model's distribution.
-type replica struct {
+type server struct {
 	srv  *http.Server
 	ln   net.Listener
 	addr string // host:port on the loopback interface
@@ -149,12 +149,12 @@ func handler(cfg serverConfig, acct *accounts) http.Handler {
 }
 
 // startReplica starts one server on a fresh loopback port.
-func startReplica(cfg serverConfig, acct *accounts) (*replica, error) {
+func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	rp := &replica{ln: ln, addr: ln.Addr().String(), acct: acct, done: make(chan struct{})}
+	rp := &server{ln: ln, addr: ln.Addr().String(), acct: acct, done: make(chan struct{})}
 	q, err := hedgehttp.NewQueue(handler(cfg, acct), hedgehttp.QueueConfig{
 		Workers: cfg.workers,
 		Queue:   cfg.maxQueue,
@@ -197,14 +197,14 @@ func startReplica(cfg serverConfig, acct *accounts) (*replica, error) {
 }
 
 // close stops the server at once (the point is over: every measured call has ended).
-func (rp *replica) close() {
+func (rp *server) close() {
 	rp.srv.Close()
 	<-rp.done
 }
 
 // drain waits until the replica runs and queues nothing (losers the server finishes in
 // "ignored" mode), or until the deadline.
-func (rp *replica) drain(deadline time.Time) error {
+func (rp *server) drain(deadline time.Time) error {
 	for {
 		s := rp.q.Stats()
 		if s.Running == 0 && s.Queued == 0 {
