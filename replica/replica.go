@@ -239,7 +239,7 @@ func (c Config) withDefaults() Config {
 // never is the ejection end of a replica never ejected.
 const never = math.MinInt64
 
-// replica is one replica's state, padded to two whole cache lines: picks on different cores
+// replica is one replica's state, padded to its own cache line: picks on different cores
 // read every replica and write the one they pick.
 type replica struct {
 	outstanding atomic.Int64
@@ -247,12 +247,12 @@ type replica struct {
 	failing     atomic.Bool  // a run of failures is being counted (guards Success's lock)
 
 	// guarded by Set.mu
-	failures    int   // Failure results in a row
-	unreachable int   // Unreachable results in a row
-	slow        int   // Slow results in a row
+	failures    int32 // Failure results in a row
+	unreachable int32 // Unreachable results in a row
+	slow        int32 // Slow results in a row
 	slowSince   int64 // the tick of the first of them
 	ejections   int   // the multiplier of the next ejection, less one
-	_           [56]byte
+	_           [16]byte
 }
 
 // Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
@@ -527,16 +527,16 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	switch r {
 	case Unreachable:
 		rep.unreachable++
-		due = s.cfg.ConsecutiveUnreachable > 0 && rep.unreachable >= s.cfg.ConsecutiveUnreachable
+		due = s.cfg.ConsecutiveUnreachable > 0 && int(rep.unreachable) >= s.cfg.ConsecutiveUnreachable
 	case Slow:
 		if rep.slow == 0 {
 			rep.slowSince = t
 		}
 		rep.slow++
-		due = s.cfg.ConsecutiveSlow > 0 && rep.slow >= s.cfg.ConsecutiveSlow && t-rep.slowSince >= max(int64(s.cfg.SlowFor), 0)
+		due = s.cfg.ConsecutiveSlow > 0 && int(rep.slow) >= s.cfg.ConsecutiveSlow && t-rep.slowSince >= max(int64(s.cfg.SlowFor), 0)
 	default:
 		rep.failures++
-		due = s.cfg.ConsecutiveFailures > 0 && rep.failures >= s.cfg.ConsecutiveFailures
+		due = s.cfg.ConsecutiveFailures > 0 && int(rep.failures) >= s.cfg.ConsecutiveFailures
 	}
 	if !due || s.ejectedAt(t) >= s.maxEj {
 		return 0, false
