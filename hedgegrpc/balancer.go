@@ -23,8 +23,10 @@ import (
 // through an [Interceptor] never goes to a backend another attempt of the same call already
 // used while another fit backend exists (a hedge that waits behind its own primary's slow
 // backend cannot help), and a backend that keeps failing (UNAVAILABLE, INTERNAL, UNKNOWN,
-// DATA_LOSS, or a connection that never carried the request) is ejected for a while that grows
-// each time, as in Envoy's outlier detection. Select it with a service config, for example
+// DATA_LOSS, or a connection that never carried the request), or whose cancelled losers keep
+// having run past the call's hedge threshold (replica.Slow: it swallows requests while hedges
+// rescue its calls), is ejected for a while that grows each time, as in Envoy's outlier
+// detection. Select it with a service config, for example
 // [ServiceConfig].
 const BalancerName = "hedge_round_robin"
 

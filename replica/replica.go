@@ -8,7 +8,8 @@
 // else is left): a hedge or a retry goes to a replica its call has not tried whenever a healthy
 // one exists. [Set.Done] ends the pick with its [Result], which feeds outlier detection: a
 // replica that keeps failing fast (connections refused, resets before the request was written,
-// TLS failures) or keeps answering with failures (5xx) is ejected, that is, no longer picked
+// TLS failures), keeps answering with failures (5xx) or keeps losing hedge races while answering
+// nothing ([Slow]: latency-induced probation) is ejected, that is, no longer picked
 // while healthy replicas remain, for a time that grows each time it is ejected again, and no
 // more than a bounded share of the replicas is ejected at once. The scheme follows Envoy's
 // outlier detection.
@@ -137,7 +138,7 @@ const (
 // after 5 failures in a row, for 30 s times the number of times ejected, at most 300 s; at
 // most 10 % of the replicas ejected at once, but always at least one of two or more), except
 // that 3 unreachable attempts in a row also eject: a refused connection is unambiguous, and
-// each one costs its call a resend.
+// each one costs its call a resend; and 5 Slow results in a row over at least 500 ms eject too.
 type Config struct {
 	// Balancer chooses among the replicas a pick may take. The zero value is P2C.
 	Balancer Balancer
