@@ -98,7 +98,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
 	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals)
-	r := c.clone(reqCtx)
+	inline := info.Index == 0 && c.t.inline
+	r := c.clone(reqCtx, inline && !c.t.signals)
 	switch {
 	case c.body != nil:
 		r.Body, _ = c.getBody()
@@ -197,7 +198,14 @@ func expectsContinue(h http.Header) bool {
 // makes, for less. The header map is new, with room for the headers an attempt adds (so
 // adding them does not grow it); the URL is shared (an attempt sent to a replica gets its
 // own copy then); the rest is shared, as nothing on the way to the wire changes it.
-func (c *call) clone(ctx context.Context) *http.Request {
+//
+// With shareHeader (the first attempt, on the caller's goroutine, when it adds no header), the
+// header is the caller's own, as with a plain RoundTrip: this attempt returns before RoundTrip
+// does, so no request of the call reads the header after the caller has its answer.
+func (c *call) clone(ctx context.Context, shareHeader bool) *http.Request {
+	if shareHeader && c.req.Trailer == nil && c.req.Header != nil {
+		return c.req.WithContext(ctx)
+	}
 	if c.req.Trailer != nil {
 		r := c.req.Clone(ctx) // trailers are written while the body is sent: copy everything
 		if r.Header == nil {

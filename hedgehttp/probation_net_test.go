@@ -63,8 +63,3 @@ func TestReplicaSwallowingRequestsEjected(t *testing.T) {
 		})
 	}
 }
-
-// roundTripFunc is a function as an http.RoundTripper.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
