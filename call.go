@@ -48,7 +48,11 @@ type Action struct {
 	Hedge   bool
 	Retry   bool
 	Resend  bool
-	At      time.Time
+	// Slow, on a CancelAttempt, says the attempt lost a race: another attempt of its call
+	// answered first while this one had been running for at least the call's hedge
+	// threshold. It is evidence against the replica it went to (see hedge.LostSlow).
+	Slow bool
+	At   time.Time
 }
 
 // CallOptions describes one call to the state machine.
@@ -743,7 +747,7 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 	if sample {
 		c.p.recordLatency(now, dur)
 	}
-	c.act(Action{Kind: CancelAttempt, Attempt: j})
+	c.act(Action{Kind: CancelAttempt, Attempt: j, Slow: sample && c.warm && c.threshold > 0 && dur >= c.threshold})
 	c.emit(Event{Kind: HedgeDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
 }
 

@@ -254,6 +254,9 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 					go r.run()
 				}
 			case CancelAttempt:
+				if a.Slow {
+					atts[a.Attempt].slow.Store(true)
+				}
 				if r := atts[a.Attempt]; r.received {
 					r.cancel(context.Canceled)
 				} else if !r.abandon() {
@@ -554,6 +557,9 @@ func (d *driver[T]) apply() {
 				go r.run()
 			}
 		case CancelAttempt:
+			if a.Slow {
+				d.atts[a.Attempt].slow.Store(true)
+			}
 			if r := d.atts[a.Attempt]; r.received {
 				r.cancel(context.Canceled)
 			} else if !r.abandon() {
@@ -699,6 +705,7 @@ type attemptCtx struct {
 	answers     chan<- int32 // Do's event channel: the attempt's index, once its answer is set
 	state       atomic.Int32 // attemptRunning → attemptDelivered (answer sent) or attemptAbandoned
 	started     atomic.Bool  // the start signal was sent
+	slow        atomic.Bool  // cancelled as a loser past the threshold (LostSlow); set before cancel
 	drv         takeOverer   // an inline call's driver; nil for Do's calls
 	inlineFirst bool         // runs on the caller's goroutine (DoInline's first attempt)
 	lost        bool         // cancelled as a loser; owned by Do's goroutine

@@ -286,6 +286,8 @@ func (c *call) failed(ctx context.Context, ri int, err error) error {
 	if ri >= 0 {
 		res := replica.Failure
 		switch {
+		case cancelled && hedge.LostSlow(ctx):
+			res = replica.Slow // a copy elsewhere answered while this one ran past the threshold
 		case cancelled:
 			res = replica.Ignored
 		case unsent:
