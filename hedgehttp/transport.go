@@ -436,6 +436,10 @@ func hasIdempotencyKey(h http.Header) bool {
 // client): a final one (a 4xx) over a retriable one (a 5xx), and among equals the last to
 // arrive; or an error when no server answered.
 //
+// The first attempt is sent on the calling goroutine when Next honours its context (see
+// Config.NextHonoursContext), on a goroutine of its own otherwise; hedges and retries always
+// run on goroutines of their own.
+//
 // A panic in Config.Observer, Config.Policy.Observer or Config.Policy.Classify ends the call
 // (every attempt cancelled, every response closed) and reaches the caller of RoundTrip as a
 // *[hedge.PanicError].
