@@ -62,9 +62,9 @@ type Config struct {
 	// on goroutines of their own. Set it for a Next that wraps an *http.Transport and
 	// passes the request's context on. With a Next that ignores a cancelled context, leave
 	// it false: RoundTrip could then return only when that Next does. One cost remains: a
-	// call that a hedge wins while the first attempt's response has not arrived returns once
-	// that attempt has given up, after the grace every loser gets to keep its connection
-	// (5 ms at most), not at the hedge's answer.
+	// first attempt that loses while its response has not arrived is cancelled at once, so
+	// that the call returns at the winner's answer; over HTTP/1.1 that closes its connection,
+	// where a loser on a goroutine of its own gets a short grace to finish and keep it.
 	NextHonoursContext bool
 
 	// Key names the dependency a request calls; each name gets its own policy. nil means
