@@ -122,3 +122,19 @@ func BenchmarkGates(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallQuantileNoHedge measures the state machine's path for a call that does not
+// hedge under the recommended trigger, as the simulator drives it: the call starts and its
+// first attempt answers before the threshold (latency, overtaking and backlog bookkeeping).
+func BenchmarkCallQuantileNoHedge(b *testing.B) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+	c := p.NewCall(hedge.CallOptions{})
+	now := t0
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Reset(p, hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(5*time.Millisecond), 0, hedge.Outcome{})
+		now = now.Add(time.Millisecond)
+	}
+}

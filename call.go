@@ -48,7 +48,11 @@ type Action struct {
 	Hedge   bool
 	Retry   bool
 	Resend  bool
-	At      time.Time
+	// Slow, on a CancelAttempt, says the attempt lost a race: another attempt of its call
+	// answered first while this one had been running for at least the call's hedge
+	// threshold. It is evidence against the replica it went to (see hedge.LostSlow).
+	Slow bool
+	At   time.Time
 }
 
 // CallOptions describes one call to the state machine.
@@ -310,6 +314,15 @@ func (c *Call) startAttempt(now time.Time, hedge, retry bool) bool {
 // maybeHedge sends every hedge that is due at now and arms the timer for the next one.
 func (c *Call) maybeHedge(now time.Time) {
 	for c.hedging && !c.done && c.inflight > 0 && c.sent() < c.p.cfg.attempts && c.inflight < c.p.cfg.maxConcurrent {
+		if c.p.cfg.Trigger.kind == triggerTied {
+			tie, at := c.tiedDue(now)
+			if at.After(now) {
+				c.arm(timerHedge, at)
+				return
+			}
+			c.tryHedge(now, tie)
+			continue
+		}
 		if c.warm {
 			if at := c.lastStart.Add(c.threshold); at.After(now) {
 				c.arm(timerHedge, at)
@@ -326,8 +339,32 @@ func (c *Call) maybeHedge(now time.Time) {
 				return
 			}
 		}
-		c.tryHedge(now)
+		c.tryHedge(now, false)
 	}
+}
+
+// tiedDue says when Tied's next copy is due (docs/design.md, "Tied requests"), and whether it
+// is a tie. While no running copy has started service, it is a tie, due TieDelay after the
+// last copy was sent. Once one has, it is a hedge of that copy, due when the copy has been in
+// service for the threshold (and no sooner than one threshold after the last copy was sent);
+// without a threshold yet (a cold estimator) it is due at once, and the gates suppress it.
+func (c *Call) tiedDue(now time.Time) (tie bool, at time.Time) {
+	var served time.Time
+	for k := range c.attempts {
+		if a := &c.attempts[k]; a.result == Running && a.inService && (served.IsZero() || a.served.Before(served)) {
+			served = a.served
+		}
+	}
+	if served.IsZero() {
+		return true, c.lastStart.Add(c.p.cfg.tieDelay)
+	}
+	if !c.warm {
+		return false, now
+	}
+	if c.lastStart.After(served) {
+		served = c.lastStart
+	}
+	return false, served.Add(c.threshold)
 }
 
 // served reports whether the call's first attempt has been in service long enough to hedge
@@ -392,8 +429,9 @@ func (c *Call) arm(purpose timerPurpose, at time.Time) {
 }
 
 // gate asks the gates (docs/design.md, "The gates"), in order, whether a hedge may start now, and
-// returns the first reason to refuse.
-func (c *Call) gate(now time.Time) Reason {
+// returns the first reason to refuse. A tie (Tied, while no copy has started) needs no
+// threshold, so the cold gate does not apply to it.
+func (c *Call) gate(now time.Time, tie bool) Reason {
 	p := c.p
 	if c.opts.Repeatable == NotRepeatable {
 		return ReasonNotRepeatable
@@ -406,7 +444,7 @@ func (c *Call) gate(now time.Time) Reason {
 			return ReasonErrorRate
 		}
 	}
-	if !c.warm {
+	if !c.warm && !tie {
 		return ReasonCold
 	}
 	if p.backlogged(now) {
@@ -435,12 +473,16 @@ func (c *Call) breakerState(now time.Time) (s breaker.State) {
 	return c.p.brk.State(now)
 }
 
-// tryHedge starts a hedge if the gates, the limit and the budget allow; otherwise it
-// records the suppression and stops hedging for this call, which then waits exactly as it
-// would have without hedging.
-func (c *Call) tryHedge(now time.Time) {
+// tryHedge starts a hedge (a tie, with Tied while no copy has started) if the gates, the
+// limit and the budget allow; otherwise it records the suppression and stops hedging for this
+// call, which then waits exactly as it would have without hedging.
+func (c *Call) tryHedge(now time.Time, tie bool) {
 	p := c.p
-	reason := c.gate(now)
+	delay := c.threshold
+	if tie {
+		delay = p.cfg.tieDelay
+	}
+	reason := c.gate(now, tie)
 	if reason == ReasonNone {
 		if !p.bud.TryWithdraw(now) {
 			reason = ReasonBudget
@@ -453,7 +495,7 @@ func (c *Call) tryHedge(now time.Time) {
 	if reason != ReasonNone {
 		c.hedging = false
 		p.suppressed[reason].Add(1)
-		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: c.threshold, Reason: reason})
+		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: delay, Reason: reason})
 		return
 	}
 	p.hedgesStarted.Add(1)
@@ -461,7 +503,7 @@ func (c *Call) tryHedge(now time.Time) {
 		p.win.Started(now)
 	}
 	k := len(c.attempts) - 1
-	c.emit(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: c.threshold})
+	c.emit(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: delay})
 }
 
 // TimerFired tells the call its timer went off at now. Early or stale firings are ignored.
@@ -626,9 +668,10 @@ func (c *Call) backoff() time.Duration {
 }
 
 // AttemptStartedService tells the call that a server began work on attempt k at now. With
-// the Tied trigger the other copies, still queued, are cancelled: they can no longer help.
-// With StartAware a hedge becomes due once the first attempt has been in service for the
-// threshold. Other triggers ignore it: they make no use of the server's help.
+// the Tied trigger the other copies, still queued, are cancelled: they can no longer help,
+// and a hedge of the copy in service becomes due once it has been in service for the
+// threshold. With StartAware a hedge becomes due once the first attempt has been in service
+// for the threshold. Other triggers ignore it: they make no use of the server's help.
 func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
 	c.acts = c.acts[:0]
 	if c.done || k < 0 || k >= len(c.attempts) || c.attempts[k].result != Running || c.attempts[k].inService {
@@ -648,7 +691,7 @@ func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
 				c.discard(now, j, false)
 			}
 		}
-		c.hedging = false
+		c.maybeHedge(now)
 	}
 	return c.settle(now)
 }
@@ -704,7 +747,7 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 	if sample {
 		c.p.recordLatency(now, dur)
 	}
-	c.act(Action{Kind: CancelAttempt, Attempt: j})
+	c.act(Action{Kind: CancelAttempt, Attempt: j, Slow: sample && c.warm && c.threshold > 0 && dur >= c.threshold})
 	c.emit(Event{Kind: HedgeDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
 }
 

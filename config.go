@@ -57,13 +57,40 @@ func StartAware(q float64) Trigger { return Trigger{kind: triggerStartAware, q: 
 // [AtQuantile] adapts and is safer to leave on.
 func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: d} }
 
-// Tied sends MaximumConcurrent copies at once and, as soon as the server reports that one of
-// them has started service, cancels the others ("tied requests"). It only makes sense with a
-// driver that reports service start: the simulator, or Do with attempts that call
-// [StartedService] (hedgehttp's Transport does when a hedgehttp.Queue says so). Otherwise it
-// is simply MaximumConcurrent concurrent copies per call. Send the copies to different
-// replicas: in one FIFO queue the first copy always starts first.
-func Tied() Trigger { return Trigger{kind: triggerTied} }
+// Tied is tied requests (Dean & Barroso, "The Tail at Scale") for a dependency whose servers
+// say when they start work on a request (an attempt calls [StartedService]; hedgehttp's
+// Transport does when a hedgehttp.Queue sends its 1xx; a driver calls
+// Call.AttemptStartedService). It dodges both causes of a slow call, each its own way:
+//
+//   - Queueing. While no copy of the call has started service, a tied copy goes to another
+//     replica Config.TieDelay after the previous one was sent (up to MaximumConcurrent in
+//     flight); the first copy to start cancels every copy still queued, which its server
+//     drops without running. The delay is what makes ties cheap: a first copy that starts
+//     at once has said so before its twin would be sent, and the twin is never sent. Sent at
+//     once, both copies of an unqueued call usually start together, and one runs until the
+//     cancellation reaches its server.
+//   - A slow service (a straggler: a pause, a cold cache), which no tie can dodge once its
+//     copy has started. A copy in service for longer than the live 0.95-quantile of attempt
+//     latencies (clamped to [MinimumDelay, MaximumDelay], learnt as AtQuantile learns it) is
+//     hedged to another replica, as [StartAware] hedges, when Attempts allows one more.
+//
+// A tie needs no threshold, so a cold estimator does not hold it back, and Tied runs no
+// default backlog gate or win-rate loop (a backlog is what ties dodge, and a tie dropped from
+// its queue costs the server nothing); a tie passes the other gates and spends the budget as
+// any hedge does. Tied requests need that cancellation: where the server finishes a
+// cancelled copy anyway, every tie is a whole second request, and only the budget bounds
+// them. Against servers that send no start signal, nothing ever starts: every call sends its
+// tied copy after TieDelay, and copies race as with After(TieDelay).
+func Tied() Trigger { return Trigger{kind: triggerTied, q: tiedQuantile} }
+
+// tiedQuantile is the latency quantile past which Tied hedges a copy in service: the
+// recommended AtQuantile's.
+const tiedQuantile = 0.95
+
+// defaultTieDelay is Config.TieDelay's default: about twice a data-centre network's one-way
+// delay, as Dean & Barroso suggest, so that a start signal sent the moment a copy arrives
+// reaches the client before the twin would leave.
+const defaultTieDelay = time.Millisecond
 
 // ReadsStartSignals reports whether the trigger decides anything from the servers' start
 // signals ([StartedService]): [Tied] does (and so does any trigger other than AtQuantile and
@@ -122,29 +149,40 @@ type Saturation struct {
 // Config is a policy's configuration. A zero field means the documented default, so
 // Config{Trigger: AtQuantile(0.95)} is a complete, recommended configuration.
 type Config struct {
-	// Trigger decides when to hedge: AtQuantile(q) (recommended), After(d) or Tied().
-	// Zero = no hedging.
+	// Trigger decides when to hedge: AtQuantile(q) (recommended), StartAware(q), After(d) or
+	// Tied(). Zero = no hedging.
 	Trigger Trigger
 
 	// Attempts is the most calls that reach the dependency for one call, whatever their shape:
-	// the first, hedges and sequential retries all count. 0 = 2 with a Trigger, 1 without.
-	// Hedging needs at least 2; at most [MaxAttempts]. An attempt that never reached the
-	// dependency ([Outcome].Unsent) does not count: it is resent at once, besides, at most
-	// Attempts times per call.
+	// the first, hedges and sequential retries all count. 0 = 2 with a Trigger (3 with Tied:
+	// the first copy, its tie, and a hedge of whichever copy stays in service too long), 1
+	// without. Hedging needs at least 2; at most [MaxAttempts]. An attempt that never reached
+	// the dependency ([Outcome].Unsent) does not count: it is resent at once, besides, at
+	// most Attempts times per call.
 	Attempts int
 	// MaximumConcurrent bounds how many attempts of one call are in flight at once, counting
 	// the first. 0 = min(2, Attempts). Must not exceed Attempts.
 	MaximumConcurrent int
 
-	// Window is how far back the latency estimator looks (AtQuantile). 0 = 30s.
+	// Window is how far back the latency estimator looks (AtQuantile, StartAware, Tied).
+	// 0 = 30s.
 	Window time.Duration
-	// MinimumSamples is how many latencies the estimator needs before AtQuantile hedges.
+	// MinimumSamples is how many latencies the estimator needs before AtQuantile hedges (and
+	// before Tied hedges a copy in service; its ties need no threshold).
 	// 0 = 20.
 	MinimumSamples int
-	// MinimumDelay is the lowest threshold AtQuantile will use. 0 = 10ms.
+	// MinimumDelay is the lowest threshold AtQuantile (StartAware, Tied's copy in service)
+	// will use. 0 = 10ms.
 	MinimumDelay time.Duration
-	// MaximumDelay is the highest threshold AtQuantile will use. 0 = no maximum.
+	// MaximumDelay is the highest threshold AtQuantile (StartAware, Tied's copy in service)
+	// will use. 0 = no maximum.
 	MaximumDelay time.Duration
+
+	// TieDelay (Tied) is how long a copy may wait for its start signal before a tied copy is
+	// sent to another replica. Set it to a little more than the round trip to the servers: a
+	// start signal takes a round trip to arrive, and a tie sent before it could arrive is sent
+	// for every call. 0 = 1ms; negative = send every tied copy at once, with the first.
+	TieDelay time.Duration
 
 	// MinimumInService: AtQuantile and StartAware hedge only a first attempt known to have
 	// been in service, not queued, for at least this long; a copy of a queued request waits
@@ -157,12 +195,12 @@ type Config struct {
 	// server's word replaces the inference.
 	MinimumInService time.Duration
 	// BacklogRatio pauses hedging (AtQuantile, StartAware) while the dependency is slow as a
-	// whole rather than one call by bad luck: while the median latency of the last second is
-	// above BacklogRatio × the lowest such median of the last Window or two (a queue is
-	// forming), or while more than three times 1-q of the last second's calls reach their
-	// threshold (a slowdown the threshold, learnt over Window, has not caught up with). Hedges
-	// would add load to all of it (suppression reason "backlog"). 0 = 1.3; negative = off
-	// (both rules). Must be > 1 otherwise.
+	// whole rather than one call by bad luck: while the recent median latency (a streaming
+	// estimate that follows a change within a few hundred answers) is above BacklogRatio × its
+	// lowest over the last Window or two (a queue is forming), or while more than three times
+	// 1-q of the last second's calls reach their threshold (a slowdown the threshold, learnt
+	// over Window, has not caught up with). Hedges would add load to all of it (suppression
+	// reason "backlog"). 0 = 1.3; negative = off (both rules). Must be > 1 otherwise.
 	BacklogRatio float64
 
 	// Budget bounds hedges and retries together (Finagle's RetryBudget). The zero value is
@@ -242,6 +280,7 @@ type resolved struct {
 	inService     time.Duration // 0 = no in-service evidence needed
 	backlogRatio  float64       // 0 = no backlog gate
 	minWinRate    float64       // 0 = no default win-rate loop
+	tieDelay      time.Duration // Tied: 0 = tie at once
 }
 
 func (c Config) resolve() (resolved, error) {
@@ -261,6 +300,12 @@ func (c Config) resolve() (resolved, error) {
 			return r, configError("Trigger: After(d) needs d >= 0, got %v", c.Trigger.delay)
 		}
 	}
+	switch {
+	case c.TieDelay == 0:
+		r.tieDelay = defaultTieDelay
+	case c.TieDelay > 0:
+		r.tieDelay = c.TieDelay
+	}
 	if c.Attempts < 0 || c.Attempts > MaxAttempts {
 		return r, configError("Attempts must be in [0, %d] (0 = default), got %d", MaxAttempts, c.Attempts)
 	}
@@ -269,6 +314,9 @@ func (c Config) resolve() (resolved, error) {
 		r.attempts = 1
 		if hedging {
 			r.attempts = 2
+		}
+		if c.Trigger.kind == triggerTied {
+			r.attempts = 3
 		}
 	}
 	if hedging && r.attempts < 2 {

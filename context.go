@@ -130,3 +130,18 @@ func StartedService(ctx context.Context) {
 		a.startedService()
 	}
 }
+
+// LostSlow reports whether ctx's attempt was cancelled as the loser of a race that says
+// something against the replica it went to: another attempt of its call answered first while
+// this one had been running for at least the call's hedge threshold ([Action].Slow). ctx is
+// the context Do passed to the attempt function, or one derived from it. A transport that
+// keeps track of its replicas' health (hedgehttp, hedgegrpc, package replica) reads it once
+// the attempt has ended with its context cancelled, and reports such an attempt as
+// replica.Slow rather than as saying nothing: a replica whose every attempt keeps losing
+// races while hedges rescue its calls is swallowing requests, and is ejected for it. It is
+// false outside an attempt, for an attempt still running, and for one cancelled because its
+// caller gave up or because a copy answered before it had run a threshold.
+func LostSlow(ctx context.Context) bool {
+	a, ok := ctx.Value(attemptKey{}).(*attemptCtx)
+	return ok && a.slow.Load()
+}

@@ -4,9 +4,11 @@
 // to the same dependency and returns whichever answer arrives first. It cuts the tail when
 // slowness is bad luck, and makes things far worse when slowness is queueing: the copy waits
 // in the same queue and adds load for everyone. So a [Policy] hedges at a live latency
-// quantile ([AtQuantile]), spends a budget shared with retries, stops when the dependency is
-// failing or overloaded, when hedges stop winning, for sheddable calls and for calls that are
-// not repeatable, can put an adaptive concurrency limit inside the hedge, and reports every
+// quantile ([AtQuantile]) only a call it can tell is being served, not queued (a later call
+// overtook it, or the server said so: [StartAware]), pauses while the dependency is slow as a
+// whole, spends a budget shared with retries, stops when the dependency is failing or
+// overloaded, when hedges stop winning, for sheddable calls and for calls that are not
+// repeatable, can put an adaptive concurrency limit inside the hedge, and reports every
 // decision as an [Event].
 //
 // # Build once, share everywhere

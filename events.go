@@ -10,7 +10,8 @@ const (
 	AttemptStarted EventKind = iota + 1
 	// AttemptFinished: an attempt answered (Attempt, Duration, Err; Err is nil on success).
 	AttemptFinished
-	// HedgeStarted: a hedge was sent because the call outlived the threshold (Delay).
+	// HedgeStarted: a hedge was sent because the call outlived the threshold (Delay; for a
+	// tie of Tied, Config.TieDelay).
 	HedgeStarted
 	// HedgeWon: a hedge answered first (Attempt, Duration).
 	HedgeWon

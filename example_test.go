@@ -42,6 +42,21 @@ func ExampleAfter() {
 	// 2 attempts; first to end: OK hedge: true
 }
 
+// DoInline runs the first attempt on the calling goroutine; a hedge still starts on a
+// goroutine of its own while the first attempt waits, which it must do on its context.
+func ExampleDoInline() {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(5 * time.Millisecond)})
+	v, err := hedge.DoInline(context.Background(), p, func(ctx context.Context) (string, error) {
+		if info, _ := hedge.AttemptFrom(ctx); info.Hedge {
+			return "from the hedge", nil
+		}
+		<-ctx.Done() // honours its context: DoInline returns once this attempt does
+		return "", ctx.Err()
+	})
+	fmt.Println(v, err)
+	// Output: from the hedge <nil>
+}
+
 // AtQuantile learns the threshold from the calls themselves. It stays silent until it has
 // MinimumSamples latencies; Measured shows the live threshold without waiting for a hedge.
 func ExampleAtQuantile() {

@@ -90,17 +90,17 @@ func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 	})
 }
 
-// TestBacklogGate: when the recent median latency rises above 1.3 × its lowest, a queue is
-// forming; a hedge, even of a call in service, is suppressed with reason backlog. With
+// TestBacklogGate: when the recent median latency rises above 1.3 × its lowest (a settled
+// estimate), a queue is forming; a hedge, even of a call in service, is suppressed with reason backlog. With
 // BacklogRatio < 0 it is not.
 func TestBacklogGate(t *testing.T) {
 	for _, ratio := range []float64{0, -1} {
 		var s suppressions
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), BacklogRatio: ratio, Observer: s.observe})
-		warm(t, p, t0, 20)
-		s.reasons = nil // the warm-up's cold suppressions
-		// The next second, every call takes 9ms: the recent median moves from 5ms to 9ms,
-		// the threshold (p95 over 30s) stays at its 10ms minimum.
+		warm(t, p, t0, 1100) // the median estimate settles over its first 1024 samples
+		s.reasons = nil      // the warm-up's cold suppressions
+		// The next second, every call takes 9ms: the recent median moves from 5ms towards
+		// 9ms, the threshold (p95 over 30s) stays at its 10ms minimum.
 		now := t0
 		for range 100 {
 			c := p.NewCall(hedge.CallOptions{})

@@ -20,8 +20,8 @@ import (
 // drive the same code on a virtual clock.
 type Policy struct {
 	cfg      resolved
-	est      *latency.Estimator // nil unless the trigger is AtQuantile or StartAware
-	recent   *latency.Estimator // the recent median, for the backlog gate; nil = no gate
+	est      *latency.Estimator // nil unless the trigger is AtQuantile, StartAware or Tied
+	recent   *median            // the recent median, for the backlog gate; nil = no gate
 	blog     *backlog
 	cross    *crossings
 	ovt      *overtakes // nil unless hedges need in-service evidence
@@ -55,20 +55,19 @@ func New(cfg Config) (*Policy, error) {
 	if p.classify == nil {
 		p.classify = Classify
 	}
-	if k := r.Trigger.kind; k == triggerQuantile || k == triggerStartAware {
+	if k := r.Trigger.kind; k == triggerQuantile || k == triggerStartAware || k == triggerTied {
 		p.est, err = latency.New(latency.Config{Quantile: r.Trigger.q, Window: r.Window, MinimumSamples: r.MinimumSamples})
 		if err != nil {
 			return nil, configError("%v", err)
 		}
+	}
+	if k := r.Trigger.kind; k == triggerQuantile || k == triggerStartAware {
 		if r.inService > 0 {
 			p.ovt = new(overtakes)
 		}
 		if r.backlogRatio > 0 {
 			w := p.est.Config().Window
-			p.recent, err = latency.New(latency.Config{Quantile: 0.5, Window: max(w/recentDivisor, latency.MinimumWindow), MinimumSamples: r.MinimumSamples})
-			if err != nil {
-				return nil, configError("%v", err)
-			}
+			p.recent = new(median)
 			p.blog = &backlog{period: int64(w)}
 			p.cross = &crossings{period: int64(max(w/recentDivisor, latency.MinimumWindow))}
 		}
@@ -139,9 +138,7 @@ func (p *Policy) threshold() (time.Duration, bool) {
 	switch p.cfg.Trigger.kind {
 	case triggerAfter:
 		return p.cfg.Trigger.delay, true
-	case triggerTied:
-		return 0, true
-	case triggerQuantile, triggerStartAware:
+	case triggerQuantile, triggerStartAware, triggerTied:
 		d, ok := p.est.Threshold()
 		if !ok {
 			return 0, false
@@ -168,15 +165,16 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 	}
 	p.est.Record(now, d)
 	if p.recent != nil {
-		p.recent.Record(now, d)
-		if m, ok := p.recent.Threshold(); ok {
-			p.blog.observe(now, m)
+		p.recent.record(d)
+		if p.recent.settled() {
+			p.blog.observe(now, p.recent.load())
 		}
 	}
 }
 
-// recentDivisor sets the backlog gate's recent window: Window/recentDivisor (1s by default),
-// long enough for a steady median, short enough to see a queue forming within a second.
+// recentDivisor sets the period over which the backlog gate counts calls crossing their
+// threshold: Window/recentDivisor (1s by default), long enough for a steady share, short enough
+// to see a slowdown within a second.
 const recentDivisor = 30
 
 // crossingFactor: the backlog gate closes while more than crossingFactor × (1-q) of recent
@@ -195,10 +193,7 @@ func (p *Policy) backlogged(now time.Time) bool {
 	if sh, ok := p.cross.share(now, p.calls.Load(), int64(p.est.Config().MinimumSamples)); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
 		return true
 	}
-	m, ok := p.recent.Threshold()
-	if !ok {
-		return false
-	}
+	m := p.recent.load()
 	f := p.blog.floor()
 	return f > 0 && float64(m) > p.cfg.backlogRatio*float64(f)
 }

@@ -69,6 +69,46 @@ func (o *overtakes) since(s int64, now time.Time) (time.Duration, bool) {
 	return time.Duration(us) * time.Microsecond, true
 }
 
+// median is a streaming estimate of the recent median latency, cheap enough for every
+// answer: each sample moves it 1/256 of its value towards the sample (up when the sample is
+// above it, down when below), so it settles where half the samples are on each side, and
+// follows a change of the median within some 180 samples per doubling. Smaller steps would
+// react later; larger ones wander, and the lowest value of a wandering estimate sits well
+// below the median, which would close the gate at loads where hedging still pays. Under contention a
+// sample whose compare-and-swap loses is dropped: the estimate needs no sample in particular.
+type median struct {
+	v atomic.Int64
+	n atomic.Int32 // samples seen, counted up to settleSamples
+}
+
+// settleSamples is how many samples the estimate takes to settle from its first sample (up
+// to some 50× away from the median) before it is used.
+const settleSamples = 1024
+
+// settled reports whether the estimate has seen enough samples to be used.
+func (m *median) settled() bool { return m.n.Load() >= settleSamples }
+
+func (m *median) record(d time.Duration) {
+	if m.n.Load() < settleSamples {
+		m.n.Add(1)
+	}
+	x := max(int64(d), 1)
+	c := m.v.Load()
+	if c == 0 {
+		m.v.CompareAndSwap(0, x)
+		return
+	}
+	step := max(c>>8, 1)
+	switch {
+	case x > c:
+		m.v.CompareAndSwap(c, c+step)
+	case x < c:
+		m.v.CompareAndSwap(c, max(c-step, 1))
+	}
+}
+
+func (m *median) load() time.Duration { return time.Duration(m.v.Load()) }
+
 // backlog is the backlog gate's state: the lowest recent median latency seen over the last
 // one to two periods, kept in two rotating minima (nanoseconds; 0 = none yet).
 type backlog struct {

@@ -11,8 +11,9 @@ import (
 	"github.com/hedgekit/hedge/hedgetest"
 )
 
-// TestStartedServiceCancelsTiedCopies: with Tied, both copies go out at once; the one whose
-// server reports that it started cancels the other, still queued, at that moment.
+// TestStartedServiceCancelsTiedCopies: with Tied, a first copy still queued after TieDelay
+// (1ms) gets a tied copy; the one whose server reports that it started cancels the other,
+// still queued, at that moment.
 func TestStartedServiceCancelsTiedCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), Budget: noBudget})
@@ -22,18 +23,18 @@ func TestStartedServiceCancelsTiedCopies(t *testing.T) {
 			hedgetest.Answer[string]{Stuck: true}, // queued behind others: never starts
 			hedgetest.Answer[string]{Starts: true, StartAfter: 2 * time.Millisecond, After: 10 * time.Millisecond, Value: "copy"},
 		))
-		if err != nil || v != "copy" || time.Since(start) != 10*time.Millisecond {
-			t.Fatalf("Do = %q, %v after %v; want the copy's answer after 10ms", v, err, time.Since(start))
+		if err != nil || v != "copy" || time.Since(start) != 11*time.Millisecond {
+			t.Fatalf("Do = %q, %v after %v; want the copy's answer after 11ms", v, err, time.Since(start))
 		}
-		// The queued primary was cancelled when the copy started, at 2ms, not when it won.
-		if want := "2 attempts over 10ms: discarded (2ms), hedge OK (10ms)"; lg.String() != want {
+		// The queued primary was cancelled when the copy started, at 3ms, not when it won.
+		if want := "2 attempts over 11ms: discarded (3ms), hedge OK (10ms), at 1ms"; lg.String() != want {
 			t.Errorf("log = %q, want %q", lg.String(), want)
 		}
 	})
 }
 
 // TestStartedServiceWithoutSignalKeepsBothCopies: a server that never reports a start leaves
-// Tied copies racing, as before there was a signal: the first answer wins.
+// Tied copies racing, the tie sent after TieDelay: the first answer wins.
 func TestStartedServiceWithoutSignalKeepsBothCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), Budget: noBudget})
@@ -45,7 +46,7 @@ func TestStartedServiceWithoutSignalKeepsBothCopies(t *testing.T) {
 		if err != nil || v != "primary" {
 			t.Fatalf("Do = %q, %v; want the primary's answer", v, err)
 		}
-		if want := "2 attempts over 7ms: OK (7ms), hedge discarded (7ms)"; lg.String() != want {
+		if want := "2 attempts over 7ms: OK (7ms), hedge discarded (6ms), at 1ms"; lg.String() != want {
 			t.Errorf("log = %q, want %q", lg.String(), want)
 		}
 	})
@@ -56,7 +57,7 @@ func TestStartedServiceWithoutSignalKeepsBothCopies(t *testing.T) {
 // counts, and nothing blocks or races.
 func TestStartedServiceIsIdempotentAndNeverBlocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), Budget: noBudget, Attempts: 3, MaximumConcurrent: 3})
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: noBudget, Attempts: 3, MaximumConcurrent: 3})
 		var lg hedge.Log
 		var late []context.Context
 		v, release, err := hedge.DoDetached(hedge.WithLog(t.Context(), &lg), p, func(ctx context.Context) (int, error) {

@@ -77,11 +77,16 @@ func warm(b *testing.B, p *hedge.Policy) {
 }
 
 func benchDo(b *testing.B, p *hedge.Policy, fn func(context.Context) (int, error), want int) {
+	benchDriver(b, hedge.Do[int], p, fn, want)
+}
+
+// benchDriver is benchDo for either driver, hedge.Do or hedge.DoInline.
+func benchDriver(b *testing.B, do func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error), p *hedge.Policy, fn func(context.Context) (int, error), want int) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	for b.Loop() {
-		v, err := hedge.Do(ctx, p, fn)
+		v, err := do(ctx, p, fn)
 		if err != nil || v != want {
 			b.Fatalf("Do = %d, %v; want %d", v, err, want)
 		}
@@ -159,6 +164,33 @@ func BenchmarkDo(b *testing.B) {
 		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(fireDelay), Budget: budget.Config{Unlimited: true}})
 		n := p.Measured().HedgesStarted
 		benchDo(b, p, blockPrimary, 2)
+		hedgesPerOp(b, p, n)
+	})
+	// The same calls through DoInline, which runs the first attempt on the caller's
+	// goroutine.
+	b.Run("inline-no-fire", func(b *testing.B) {
+		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(noFireDelay)})
+		n := p.Measured().HedgesStarted
+		benchDriver(b, hedge.DoInline[int], p, answer, 1)
+		hedgesPerOp(b, p, n)
+	})
+	b.Run("inline-quantile-no-fire", func(b *testing.B) {
+		p := mustPolicy(b, hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+		warm(b, p)
+		n := p.Measured().HedgesStarted
+		benchDriver(b, hedge.DoInline[int], p, answer, 1)
+		hedgesPerOp(b, p, n)
+	})
+	b.Run("inline-no-fire-yield", func(b *testing.B) {
+		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(noFireDelay)})
+		n := p.Measured().HedgesStarted
+		benchDriver(b, hedge.DoInline[int], p, yieldOnce, 1)
+		hedgesPerOp(b, p, n)
+	})
+	b.Run("inline-hedge-fires", func(b *testing.B) {
+		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(fireDelay), Budget: budget.Config{Unlimited: true}})
+		n := p.Measured().HedgesStarted
+		benchDriver(b, hedge.DoInline[int], p, blockPrimary, 2)
 		hedgesPerOp(b, p, n)
 	})
 }

@@ -23,8 +23,10 @@ import (
 // through an [Interceptor] never goes to a backend another attempt of the same call already
 // used while another fit backend exists (a hedge that waits behind its own primary's slow
 // backend cannot help), and a backend that keeps failing (UNAVAILABLE, INTERNAL, UNKNOWN,
-// DATA_LOSS, or a connection that never carried the request) is ejected for a while that grows
-// each time, as in Envoy's outlier detection. Select it with a service config, for example
+// DATA_LOSS, or a connection that never carried the request), or whose cancelled losers keep
+// having run past the call's hedge threshold (replica.Slow: it swallows requests while hedges
+// rescue its calls), is ejected for a while that grows each time, as in Envoy's outlier
+// detection. Select it with a service config, for example
 // [ServiceConfig].
 const BalancerName = "hedge_round_robin"
 
@@ -142,19 +144,22 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		if next != nil {
 			next(di)
 		}
-		set.Done(time.Now(), i, resultOf(di))
+		set.Done(time.Now(), i, resultOf(info.Ctx, di))
 	}
 	return res, nil
 }
 
-// resultOf says what an attempt's end tells about its backend's health.
-func resultOf(di balancer.DoneInfo) replica.Result {
+// resultOf says what an attempt's end tells about its backend's health; ctx is the attempt's.
+func resultOf(ctx context.Context, di balancer.DoneInfo) replica.Result {
 	if di.Err == nil {
 		return replica.Success
 	}
 	switch status.Code(di.Err) {
 	case codes.Canceled:
-		return replica.Ignored // it lost, or its caller gave up
+		if lostSlow(ctx) {
+			return replica.Slow // it lost a race to a copy elsewhere, past the threshold
+		}
+		return replica.Ignored // it lost early, or its caller gave up
 	case codes.Unavailable, codes.Internal, codes.Unknown, codes.DataLoss:
 		if !di.BytesSent {
 			return replica.Unreachable

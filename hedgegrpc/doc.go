@@ -38,8 +38,9 @@
 //
 // The [BalancerName] balancer, selected by a service config ([ServiceConfig]), round-robins
 // over the resolved backends and sends each attempt of a call to a backend no other attempt
-// of that call used, whenever another READY backend exists; a backend that keeps failing is
-// ejected for a while (the core's package replica decides both).
+// of that call used, whenever another READY backend exists; a backend that keeps failing, or
+// whose attempts keep losing races to hedges past the threshold with no success between (it
+// swallows requests), is ejected for a while (the core's package replica decides both).
 //
 // # Server
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
@@ -106,6 +107,7 @@ type unaryAttempt struct {
 	index  int
 	cancel context.CancelFunc
 	result attemptResult
+	slow   atomic.Bool // cancelled as a loser past the threshold (hedge.Action.Slow); set before cancel
 }
 
 // attemptIndexKey is the context key under which an attempt's context answers with itself.
@@ -130,6 +132,15 @@ func attemptIndex(ctx context.Context) int {
 	return info.Index
 }
 
+// lostSlow reports whether the attempt ctx belongs to was cancelled as the loser of a race
+// past the call's threshold, whichever driver runs it (see hedge.LostSlow).
+func lostSlow(ctx context.Context) bool {
+	if a, ok := ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
+		return a.slow.Load()
+	}
+	return hedge.LostSlow(ctx)
+}
+
 // apply carries out the state machine's actions. c.mu is held.
 func (c *unaryCall) apply(acts []hedge.Action) {
 	for _, a := range acts {
@@ -143,6 +154,9 @@ func (c *unaryCall) apply(acts []hedge.Action) {
 			go c.runAttempt(at)
 		case hedge.CancelAttempt:
 			if a.Attempt < len(c.atts) {
+				if a.Slow {
+					c.atts[a.Attempt].slow.Store(true)
+				}
 				c.atts[a.Attempt].cancel()
 			}
 		case hedge.ArmTimer:

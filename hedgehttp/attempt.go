@@ -97,8 +97,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// that stops the request at once; once it has, the loser is drained instead (see
 	// Transport.discard), so that its connection goes back to the pool rather than being
 	// torn down.
-	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals)
-	r := c.clone(reqCtx)
+	inline := info.Index == 0 && c.t.inline
+	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals, inline)
+	r := c.clone(reqCtx, inline && !c.t.signals)
 	switch {
 	case c.body != nil:
 		r.Body, _ = c.getBody()
@@ -197,7 +198,14 @@ func expectsContinue(h http.Header) bool {
 // makes, for less. The header map is new, with room for the headers an attempt adds (so
 // adding them does not grow it); the URL is shared (an attempt sent to a replica gets its
 // own copy then); the rest is shared, as nothing on the way to the wire changes it.
-func (c *call) clone(ctx context.Context) *http.Request {
+//
+// With shareHeader (the first attempt, on the caller's goroutine, when it adds no header), the
+// header is the caller's own, as with a plain RoundTrip: this attempt returns before RoundTrip
+// does, so no request of the call reads the header after the caller has its answer.
+func (c *call) clone(ctx context.Context, shareHeader bool) *http.Request {
+	if shareHeader && c.req.Trailer == nil && c.req.Header != nil {
+		return c.req.WithContext(ctx)
+	}
 	if c.req.Trailer != nil {
 		r := c.req.Clone(ctx) // trailers are written while the body is sent: copy everything
 		if r.Header == nil {
@@ -278,6 +286,8 @@ func (c *call) failed(ctx context.Context, ri int, err error) error {
 	if ri >= 0 {
 		res := replica.Failure
 		switch {
+		case cancelled && hedge.LostSlow(ctx):
+			res = replica.Slow // a copy elsewhere answered while this one ran past the threshold
 		case cancelled:
 			res = replica.Ignored
 		case unsent:
@@ -336,6 +346,9 @@ type attemptRequest struct {
 	cancel   context.CancelFunc
 	stop     func() bool
 	answered atomic.Bool
+	// inline: the attempt runs on the caller's goroutine, which cannot return before the
+	// request does; a loser is cancelled at once, without the grace (see loserGrace).
+	inline bool
 }
 
 // attemptTrace is the trace on an attempt's request context, for attempts that need one: it
@@ -357,13 +370,14 @@ func (t *attemptTrace) got1xx(code int, _ textproto.MIMEHeader) error {
 
 // newAttemptRequest returns the request context of the attempt whose context is attempt,
 // to host h; with signals, one that also passes the server's start signal on to the attempt.
+// inline says the attempt runs on the caller's goroutine.
 // It is kept out of line: its frame would otherwise sit on the attempt goroutine's stack
 // under every call the attempt makes, and a goroutine that outgrows its first stack pays
 // for a copy on every attempt.
 //
 //go:noinline
-func newAttemptRequest(parent, attempt context.Context, h *host, signals bool) (context.Context, *attemptRequest) {
-	ar := new(attemptRequest)
+func newAttemptRequest(parent, attempt context.Context, h *host, signals, inline bool) (context.Context, *attemptRequest) {
+	ar := &attemptRequest{inline: inline}
 	ctx, cancel := context.WithCancel(parent)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
@@ -388,11 +402,17 @@ func newAttemptRequest(parent, attempt context.Context, h *host, signals bool) (
 // request) even when its response was about to arrive; given a moment, a near-tie's response
 // arrives and is drained instead, and its connection is reused. It is short next to any hedge
 // delay, so a loser that is really stuck is still cancelled promptly (and a server queue
-// still sees it leave).
+// still sees it leave). A first attempt sent on the caller's goroutine gets no grace: the
+// caller is inside its request, and a call a hedge won must return at the hedge's answer, not
+// up to a grace later; that loser costs its connection on HTTP/1.1.
 const loserGrace = 5 * time.Millisecond
 
 func (ar *attemptRequest) lost() {
-	if !ar.answered.Load() {
+	switch {
+	case ar.answered.Load():
+	case ar.inline:
+		ar.cancel()
+	default:
 		time.AfterFunc(loserGrace, ar.cancelUnanswered)
 	}
 }

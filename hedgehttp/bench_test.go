@@ -214,7 +214,8 @@ func (cannedNext) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // BenchmarkOverhead is the hedging Transport's own cost per call (no network, no hedge
-// fires): policy lookup, the gate, the clone, Do's attempt goroutine and timer.
+// fires): policy lookup, the gate, the clone, Do's attempt goroutine and timer (serial-inline:
+// DoInline's timer, without the goroutine).
 func BenchmarkOverhead(b *testing.B) {
 	rt := hedgedRT(b, cannedNext{})
 	req, _ := http.NewRequest("GET", "http://svc.test/", nil)
@@ -231,6 +232,17 @@ func BenchmarkOverhead(b *testing.B) {
 				get(b, rt, req, buf)
 			}
 		})
+	})
+	// The same with the first attempt on the caller's goroutine (a Next that honours its
+	// context): the transport's own work without the attempt goroutine's hand-off.
+	inline, err := NewTransport(Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, Next: cannedNext{}, NextHonoursContext: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("serial-inline", func(b *testing.B) {
+		for range b.N {
+			get(b, inline, req, buf)
+		}
 	})
 }
 

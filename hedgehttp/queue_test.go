@@ -148,8 +148,9 @@ func TestQueueCancelledWaiterNeverRuns(t *testing.T) {
 			t.Errorf("after cancel Stats = %+v, want Abandoned 1, Queued 1", s)
 		}
 		close(g.ch("/a"))
-		close(g.ch("/c"))
 		<-doneA
+		synctest.Wait() // /c has A's worker and waits at its gate
+		close(g.ch("/c"))
 		<-doneC
 		if got, want := g.order(), "/a,/c"; got != want {
 			t.Errorf("handlers ran %s, want %s (the cancelled /b must never run)", got, want)
@@ -160,8 +161,13 @@ func TestQueueCancelledWaiterNeverRuns(t *testing.T) {
 		for _, e := range events {
 			kinds = append(kinds, e.Kind.String())
 		}
+		// A's worker goes to C before A reports that it finished, each on its own goroutine:
+		// those two events may come in either order.
+		if len(kinds) == 5 && kinds[2] == "admitted" && kinds[3] == "finished" {
+			kinds[2], kinds[3] = kinds[3], kinds[2]
+		}
 		if got, want := strings.Join(kinds, ","), "admitted,abandoned,finished,admitted,finished"; got != want {
-			t.Errorf("events %s, want %s", got, want)
+			t.Errorf("events %s, want %s (the middle two in either order)", got, want)
 		}
 	})
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/hedgekit/hedge/hedgehttp"
 )
 
-// Tied requests over HTTP: the Transport sends a copy of the call to each of two replicas
-// at once; the first replica whose Queue starts its copy says so with a 102 Processing
-// (hedgehttp.StartedStatus), and the Transport cancels the other copy, still waiting in its
-// replica's queue, which drops it without running it. Here replica b's only worker is busy,
-// so a's copy starts first and b's is dropped.
+// Tied requests over HTTP: a replica whose Queue starts a copy says so with a 102 Processing
+// (hedgehttp.StartedStatus). A copy that has not started within TieDelay (1ms) gets a tied
+// copy at another replica; the first to start cancels the other, still waiting in its
+// replica's queue, which drops it without running it. Here replica b's only worker is busy:
+// a copy sent to b first waits, its tie starts at a, and b's copy is dropped; a copy sent to
+// a first starts at once, and no tie is sent. Either way a answers.
 func ExampleTransport_tied() {
 	busy, release := make(chan struct{}), make(chan struct{})
 	replica := func(name string) *httptest.Server {
@@ -62,14 +63,11 @@ func ExampleTransport_tied() {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	fmt.Println(string(body))
-	for _, at := range lg.Attempts { // in the order they ended
-		fmt.Println(at.Result)
-	}
+	fmt.Println(lg.Attempts[len(lg.Attempts)-1].Result) // in the order they ended: the winner last
 	close(release)
 	<-long
 	// Output:
 	// answered by replica a
-	// discarded
 	// OK
 }
 

@@ -54,6 +54,19 @@ type Config struct {
 	// attempts carry the AttemptHeader.
 	Next http.RoundTripper
 
+	// NextHonoursContext says that Next returns promptly once a request's context ends, as
+	// *http.Transport does (an *http.Transport as Next, or nil Next, is taken to honour it
+	// whatever this field says). Each call then sends its first attempt on the caller's
+	// goroutine ([hedge.DoInlineDetached]) rather than on a goroutine of its own, which on a
+	// fast dependency is most of what hedging a request costs; hedges and retries still run
+	// on goroutines of their own. Set it for a Next that wraps an *http.Transport and
+	// passes the request's context on. With a Next that ignores a cancelled context, leave
+	// it false: RoundTrip could then return only when that Next does. One cost remains: a
+	// first attempt that loses while its response has not arrived is cancelled at once, so
+	// that the call returns at the winner's answer; over HTTP/1.1 that closes its connection,
+	// where a loser on a goroutine of its own gets a short grace to finish and keep it.
+	NextHonoursContext bool
+
 	// Key names the dependency a request calls; each name gets its own policy. nil means
 	// scheme://host:port of the request's URL, with the port made explicit (so
 	// http://a and http://a:80 share a policy). Use it to group the hosts of one logical
@@ -153,6 +166,7 @@ type Transport struct {
 	maxBuffer  int64
 	errorLimit int64
 	signals    bool // ask servers for start signals and pass them on
+	inline     bool // Next honours its context: the first attempt runs on the caller's goroutine
 
 	// hosts is read on every request and written once per new host: copy-on-write maps
 	// behind an atomic pointer keep the read path free of shared writes (an RWMutex's
@@ -243,9 +257,11 @@ func NewTransport(cfg Config) (*Transport, error) {
 	if t.next == nil {
 		t.next = http.DefaultTransport
 	}
-	if ht, ok := t.next.(*http.Transport); ok && !cfg.ShareConnections {
+	ht, isTransport := t.next.(*http.Transport)
+	if isTransport && !cfg.ShareConnections {
 		t.apart = ht.Clone()
 	}
+	t.inline = isTransport || cfg.NextHonoursContext
 	if t.classify == nil {
 		t.classify = Classify
 	}
@@ -420,6 +436,10 @@ func hasIdempotencyKey(h http.Header) bool {
 // client): a final one (a 4xx) over a retriable one (a 5xx), and among equals the last to
 // arrive; or an error when no server answered.
 //
+// The first attempt is sent on the calling goroutine when Next honours its context (see
+// Config.NextHonoursContext), on a goroutine of its own otherwise; hedges and retries always
+// run on goroutines of their own.
+//
 // A panic in Config.Observer, Config.Policy.Observer or Config.Policy.Classify ends the call
 // (every attempt cancelled, every response closed) and reaches the caller of RoundTrip as a
 // *[hedge.PanicError].
@@ -468,7 +488,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx = hedge.WithRepeatable(ctx, false)
 	}
 
-	resp, release, err := hedge.DoDetached(ctx, h.policy, c.attempt, t.discardFn)
+	do := hedge.DoDetached[*http.Response]
+	if t.inline {
+		do = hedge.DoInlineDetached[*http.Response]
+	}
+	resp, release, err := do(ctx, h.policy, c.attempt, t.discardFn)
 	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).

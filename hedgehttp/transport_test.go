@@ -486,3 +486,29 @@ func TestRetryMarkedAndSentToNextReplica(t *testing.T) {
 		}
 	})
 }
+
+// A first attempt on the caller's goroutine that loses is cancelled at once: the call returns
+// at the hedge's answer, not a loser's grace later (a test that fails if the inline first
+// attempt waits out loserGrace, which would show here as 1ms + 5ms).
+func TestInlineLoserDoesNotDelayTheWinner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		next := &fakeNext{primaryDelay: time.Second}
+		tr := newTransport(t, Config{Policy: hedgeNow(), Next: next, NextHonoursContext: true})
+		req, err := http.NewRequestWithContext(t.Context(), "GET", "http://svc.test/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if got := readAll(t, resp); got != "hedge" {
+			t.Fatalf("answer %q, want the hedge's", got)
+		}
+		if took != time.Millisecond {
+			t.Errorf("the call returned after %v; want 1ms, the moment the hedge answered", took)
+		}
+	})
+}

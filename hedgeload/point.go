@@ -48,6 +48,11 @@ type diagnostics struct {
 	MaxInFlight  int     `json:"max_in_flight"` // the most calls in flight at a send
 	DurationSecs float64 `json:"duration_s"`    // wall time of the point
 	Sent         int     `json:"sent"`          // calls sent, measured or not
+
+	// arrived is how many requests of measured calls (first attempts and hedges) the servers
+	// received; reached, how many of them a worker started. When the server finishes every
+	// request it receives ("ignored"), the two are equal.
+	arrived, reached int64
 }
 
 // rate is the Poisson arrival rate (calls per second of wire time) that keeps the workers busy
@@ -250,6 +255,21 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			return pt, diag, err
 		}
 	}
+	if pc.mode == sim.Ignored {
+		// A loser that arrived just as its call ended may not have joined its queue yet when
+		// the queue looked empty: wait, for a while, until every request received has started
+		// (unless a full queue turned some away: those never start).
+		deadline := time.Now().Add(pc.callTimeout)
+		for acct.reached.Load() < acct.arrived.Load() && rejected(reps) == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		for _, rp := range reps {
+			if err := rp.drain(deadline); err != nil {
+				return pt, diag, err
+			}
+		}
+	}
+	diag.arrived, diag.reached = acct.arrived.Load(), acct.reached.Load()
 
 	// Figures over the measured calls, as the simulator computes them.
 	n := pc.calls - warm
@@ -326,6 +346,15 @@ func quantileMs(sorted []int64, n int, q float64) float64 {
 		return sim.Failed
 	}
 	return float64(sorted[i]) / 1e6
+}
+
+// rejected is how many requests the replicas' full queues have turned away.
+func rejected(reps []*server) uint64 {
+	var n uint64
+	for _, rp := range reps {
+		n += rp.q.Stats().Rejected
+	}
+	return n
 }
 
 // queued is how many requests wait in the replicas' queues now.

@@ -35,7 +35,10 @@ func TestRealPoint(t *testing.T) {
 					setup: sets[0], loadPct: 30, mode: mode, protocol: proto, seed: 3,
 					workers: 8, replicas: tc.replicas, balancer: sim.BalancerRandom, service: scaleDist(sim.ReferenceMixture(), 0.25),
 					calls: 300, warmup: 0.1,
-					maxLag: time.Hour, callTimeout: 10 * time.Second, deadline: time.Minute, // plumbing only: a busy machine must not stop it
+					// Plumbing only: a busy machine must not stop it, nor fail its calls (under
+					// the race detector on a machine running other work, calls of 5 s and more
+					// were seen). A call that hangs still fails the point at its deadline.
+					maxLag: time.Hour, callTimeout: 90 * time.Second, deadline: 2 * time.Minute,
 				}
 				pt, diag, err := runReal(context.Background(), pc)
 				if err != nil {
@@ -49,13 +52,19 @@ func TestRealPoint(t *testing.T) {
 				if pt.HedgeRate < 0.02 {
 					t.Errorf("hedge rate %.3f, want about 0.1", pt.HedgeRate)
 				}
-				// Every measured call reached the server at least once, and its hedges too
-				// (most of them when the server finishes losers regardless: a hedge whose
-				// primary answers before the hedge is on the wire — over HTTP/1.1, before its
-				// connection is dialled — never arrives).
-				if pt.RequestsPerCall < 1 || mode == sim.Ignored && pt.RequestsPerCall < 1+0.5*pt.HedgeRate {
+				// Every measured call's winner reached a worker. Of the other attempts, every
+				// one the server received reached a worker when it finishes losers regardless;
+				// when cancellation reaches it, one cancelled while queued never starts. (How
+				// many attempts are cancelled before they leave the client, and so never
+				// arrive, depends on how fast the machine runs: every call hedges on a busy one,
+				// and many primaries and hedges lose before they are sent.)
+				if pt.RequestsPerCall < 1 {
 					t.Errorf("%.3f requests per call with hedge rate %.3f", pt.RequestsPerCall, pt.HedgeRate)
 				}
+				if diag.reached > diag.arrived || mode == sim.Ignored && diag.reached != diag.arrived {
+					t.Errorf("%d requests received, %d reached a worker", diag.arrived, diag.reached)
+				}
+				t.Logf("hedge rate %.3f, %.3f requests per call: %d requests received, %d reached a worker", pt.HedgeRate, pt.RequestsPerCall, diag.arrived, diag.reached)
 				if pt.P50Ms <= 2 || pt.P50Ms > pt.P99Ms || pt.P99Ms > pt.P999Ms || pt.UtilisationPct <= 0 {
 					t.Errorf("p50 %v p99 %v p99.9 %v ms, utilisation %v %%", pt.P50Ms, pt.P99Ms, pt.P999Ms, pt.UtilisationPct)
 				}

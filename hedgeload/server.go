@@ -47,6 +47,7 @@ type accounts struct {
 	calls   int // calls with this index or higher are not measured
 	workers int // across replicas
 
+	arrived atomic.Int64   // attempts of measured calls the server received
 	reached atomic.Int64   // attempts of measured calls a worker started
 	served  []atomic.Int64 // by call × maxAttempts + attempt: ns the attempt held a worker
 
@@ -172,14 +173,18 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		return nil, err
 	}
 	rp.q = q
-	var h http.Handler = q
-	if !cfg.reaches {
-		// The server finishes every request it received: the request's cancellation must
-		// reach neither the queue (which would drop a queued request) nor the handler.
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			q.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
-		})
-	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if call, _, ok := requestIDs(r); ok && call >= acct.warm && call < acct.calls {
+			acct.arrived.Add(1)
+		}
+		if !cfg.reaches {
+			// The server finishes every request it received: the request's cancellation
+			// must reach neither the queue (which would drop a queued request) nor the
+			// handler.
+			r = r.WithContext(context.WithoutCancel(r.Context()))
+		}
+		q.ServeHTTP(w, r)
+	})
 	rp.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

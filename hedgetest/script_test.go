@@ -68,8 +68,8 @@ func TestReadmeSnippet(t *testing.T) {
 }
 
 // TestScriptStartsReportsAtStartAfter: an attempt with Starts tells its call that its server
-// started it, StartAfter after it began (with Tied, that cancels the other copy then); a
-// StartAfter beyond After is never reached.
+// started it, StartAfter after it began (with Tied sending both copies at once, that cancels
+// the other copy then); a StartAfter beyond After is never reached.
 func TestScriptStartsReportsAtStartAfter(t *testing.T) {
 	for _, c := range []struct {
 		startAfter time.Duration
@@ -79,7 +79,7 @@ func TestScriptStartsReportsAtStartAfter(t *testing.T) {
 		{30 * time.Millisecond, "2 attempts over 20ms: OK (20ms), hedge discarded (20ms)"},
 	} {
 		synctest.Test(t, func(t *testing.T) {
-			p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Unlimited: true}})
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: budget.Config{Unlimited: true}})
 			var lg hedge.Log
 			v, err := hedge.Do(hedge.WithLog(t.Context(), &lg), p, hedgetest.Script(
 				hedgetest.Answer[string]{Starts: true, StartAfter: c.startAfter, After: 20 * time.Millisecond, Value: "primary"},

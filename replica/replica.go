@@ -8,7 +8,8 @@
 // else is left): a hedge or a retry goes to a replica its call has not tried whenever a healthy
 // one exists. [Set.Done] ends the pick with its [Result], which feeds outlier detection: a
 // replica that keeps failing fast (connections refused, resets before the request was written,
-// TLS failures) or keeps answering with failures (5xx) is ejected, that is, no longer picked
+// TLS failures), keeps answering with failures (5xx) or keeps losing hedge races while answering
+// nothing ([Slow]: latency-induced probation) is ejected, that is, no longer picked
 // while healthy replicas remain, for a time that grows each time it is ejected again, and no
 // more than a bounded share of the replicas is ejected at once. The scheme follows Envoy's
 // outlier detection.
@@ -95,9 +96,16 @@ const (
 	// Ignored: the attempt says nothing about the replica (it was cancelled because another
 	// attempt won, or because its caller gave up, or the answer was a client error).
 	Ignored
+	// Slow: the attempt lost a hedge race, cancelled while still running after a copy on
+	// another replica answered, having run at least the call's hedge threshold (the hedging
+	// core says so: hedge.Action.Slow, hedge.LostSlow). One such loser says little, since
+	// every replica has stragglers; a run of them with no success in between says the
+	// replica has stopped answering while hedges hide it (it swallows requests, it hangs),
+	// and ejects it (ConsecutiveSlow): latency-induced probation.
+	Slow
 )
 
-// String returns "success", "failure", "unreachable" or "ignored".
+// String returns "success", "failure", "unreachable", "ignored" or "slow".
 func (r Result) String() string {
 	switch r {
 	case Success:
@@ -108,6 +116,8 @@ func (r Result) String() string {
 		return "unreachable"
 	case Ignored:
 		return "ignored"
+	case Slow:
+		return "slow"
 	}
 	return fmt.Sprintf("Result(%d)", uint8(r))
 }
@@ -116,6 +126,8 @@ func (r Result) String() string {
 const (
 	DefaultConsecutiveFailures    = 5
 	DefaultConsecutiveUnreachable = 3
+	DefaultConsecutiveSlow        = 5
+	DefaultSlowFor                = 500 * time.Millisecond
 	DefaultBaseEjection           = 30 * time.Second
 	DefaultMaxEjection            = 300 * time.Second
 	DefaultMaxEjectedPercent      = 10
@@ -126,7 +138,7 @@ const (
 // after 5 failures in a row, for 30 s times the number of times ejected, at most 300 s; at
 // most 10 % of the replicas ejected at once, but always at least one of two or more), except
 // that 3 unreachable attempts in a row also eject: a refused connection is unambiguous, and
-// each one costs its call a resend.
+// each one costs its call a resend; and 5 Slow results in a row over at least 500 ms eject too.
 type Config struct {
 	// Balancer chooses among the replicas a pick may take. The zero value is P2C.
 	Balancer Balancer
@@ -138,6 +150,20 @@ type Config struct {
 	// ConsecutiveUnreachable ejects a replica after this many Unreachable results in a row
 	// (a Success ends a run; Ignored does not). 0 means 3; negative turns the rule off.
 	ConsecutiveUnreachable int
+
+	// ConsecutiveSlow ejects a replica after this many Slow results in a row that span at
+	// least SlowFor (a Success ends a run; Ignored, Failure and Unreachable do not): the
+	// replica has lost every race it ran for that long and answered nothing. A healthy
+	// replica loses races for a few percent of its attempts, with successes in between, and
+	// one that pauses (a garbage collector) answers again within its pause; a replica that
+	// swallows requests while hedges rescue its calls gets there within SlowFor, instead of
+	// waiting for calls no hedge rescued to time out. 0 means 5; negative turns the rule off.
+	ConsecutiveSlow int
+
+	// SlowFor is how long a run of Slow results must last, with no success, before it
+	// ejects (see ConsecutiveSlow). 0 means 500 ms; negative means no minimum, the count
+	// alone decides.
+	SlowFor time.Duration
 
 	// BaseEjection is how long a replica's first ejection lasts. A replica ejected again
 	// soon after it came back is ejected for BaseEjection times the number of its
@@ -190,6 +216,12 @@ func (c Config) withDefaults() Config {
 	if c.ConsecutiveUnreachable == 0 {
 		c.ConsecutiveUnreachable = DefaultConsecutiveUnreachable
 	}
+	if c.ConsecutiveSlow == 0 {
+		c.ConsecutiveSlow = DefaultConsecutiveSlow
+	}
+	if c.SlowFor == 0 {
+		c.SlowFor = DefaultSlowFor
+	}
 	if c.BaseEjection == 0 {
 		c.BaseEjection = DefaultBaseEjection
 	}
@@ -216,9 +248,11 @@ type replica struct {
 	failing     atomic.Bool  // a run of failures is being counted (guards Success's lock)
 
 	// guarded by Set.mu
-	failures    int // Failure results in a row
-	unreachable int // Unreachable results in a row
-	ejections   int // the multiplier of the next ejection, less one
+	failures    int32 // Failure results in a row
+	unreachable int32 // Unreachable results in a row
+	slow        int32 // Slow results in a row
+	slowSince   int64 // the tick of the first of them
+	ejections   int   // the multiplier of the next ejection, less one
 	_           [16]byte
 }
 
@@ -459,7 +493,7 @@ func (s *Set) Done(now time.Time, i int, r Result) (ejected bool) {
 // touching the outstanding count: for attempts a driver routed without Pick. A run of
 // ConsecutiveFailures Failure results, or of ConsecutiveUnreachable Unreachable ones, ejects
 // the replica when the MaxEjectedPercent bound allows (otherwise the next failure tries
-// again). Results from a replica already ejected (attempts that were under way when it was
+// again); so does a run of ConsecutiveSlow Slow results. Results from a replica already ejected (attempts that were under way when it was
 // ejected, or sent to it because nothing else was left) are not counted: it is already out.
 func (s *Set) Report(now time.Time, i int, r Result) {
 	rep := &s.reps[i]
@@ -469,7 +503,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	case Success:
 		if rep.failing.Load() {
 			s.mu.Lock()
-			rep.failures, rep.unreachable = 0, 0
+			rep.failures, rep.unreachable, rep.slow = 0, 0, 0
 			rep.failing.Store(false)
 			s.mu.Unlock()
 		}
@@ -491,12 +525,19 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	}
 	rep.failing.Store(true)
 	var due bool
-	if r == Unreachable {
+	switch r {
+	case Unreachable:
 		rep.unreachable++
-		due = s.cfg.ConsecutiveUnreachable > 0 && rep.unreachable >= s.cfg.ConsecutiveUnreachable
-	} else {
+		due = s.cfg.ConsecutiveUnreachable > 0 && int(rep.unreachable) >= s.cfg.ConsecutiveUnreachable
+	case Slow:
+		if rep.slow == 0 {
+			rep.slowSince = t
+		}
+		rep.slow++
+		due = s.cfg.ConsecutiveSlow > 0 && int(rep.slow) >= s.cfg.ConsecutiveSlow && t-rep.slowSince >= max(int64(s.cfg.SlowFor), 0)
+	default:
 		rep.failures++
-		due = s.cfg.ConsecutiveFailures > 0 && rep.failures >= s.cfg.ConsecutiveFailures
+		due = s.cfg.ConsecutiveFailures > 0 && int(rep.failures) >= s.cfg.ConsecutiveFailures
 	}
 	if !due || s.ejectedAt(t) >= s.maxEj {
 		return 0, false
@@ -510,7 +551,7 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	d := min(time.Duration(rep.ejections)*s.cfg.BaseEjection, s.cfg.MaxEjection)
 	rep.until.Store(t + int64(d))
 	s.noteEnd(t + int64(d))
-	rep.failures, rep.unreachable = 0, 0
+	rep.failures, rep.unreachable, rep.slow = 0, 0, 0
 	rep.failing.Store(false)
 	s.ejected.Add(1)
 	return d, true

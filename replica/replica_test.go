@@ -499,3 +499,86 @@ func TestDoneReportsEjected(t *testing.T) {
 		t.Fatal("a failure at the healthy replica: reported ejected")
 	}
 }
+
+// TestEjectSlow: a run of ConsecutiveSlow Slow results ejects, but only once it has lasted
+// SlowFor with no success: five losers within a pause do not, five over half a second do.
+func TestEjectSlow(t *testing.T) {
+	if c := mustNew(t, 2, Config{}).Config(); c.ConsecutiveSlow != 5 || c.SlowFor != 500*time.Millisecond {
+		t.Fatalf("defaults: ConsecutiveSlow %d, SlowFor %v", c.ConsecutiveSlow, c.SlowFor)
+	}
+	s := mustNew(t, 4, Config{Seed: 1})
+	// Ten losers within 100 ms (a replica pausing): not ejected.
+	for i := range 10 {
+		s.Report(t0.Add(time.Duration(i)*10*time.Millisecond), 1, Slow)
+	}
+	if s.Ejected(t0.Add(100*time.Millisecond), 1) {
+		t.Fatal("ejected by a run of losers shorter than SlowFor")
+	}
+	// It answers again: the run is over, and the next starts from scratch.
+	s.Report(t0.Add(150*time.Millisecond), 1, Success)
+	now := t0.Add(time.Second)
+	for i := range 4 {
+		s.Report(now.Add(time.Duration(i)*200*time.Millisecond), 1, Slow)
+	}
+	// 4 losers over 600 ms: long enough, but too few.
+	if s.Ejected(now.Add(600*time.Millisecond), 1) {
+		t.Fatal("ejected after 4 losers in a row; want 5")
+	}
+	// Failures and Ignored results neither end a run of losers nor count in it.
+	s.Report(now.Add(650*time.Millisecond), 1, Ignored)
+	s.Report(now.Add(660*time.Millisecond), 1, Failure)
+	end := now.Add(700 * time.Millisecond)
+	s.Report(end, 1, Slow)
+	if !s.Ejected(end, 1) {
+		t.Fatal("not ejected after 5 losers in a row over 700 ms")
+	}
+	if st := s.Stats(end, 1); st.Until != end.Add(30*time.Second) || st.Ejections != 1 {
+		t.Fatalf("stats = %+v; want the usual first ejection", st)
+	}
+	// The run's failure did not carry over into the failure rule.
+	for range 4 {
+		s.Report(end, 2, Failure)
+	}
+	if s.Ejected(end, 2) {
+		t.Fatal("replica 2 ejected after 4 failures")
+	}
+}
+
+// TestSlowInterleavedNeverEjects: a healthy replica loses races now and then, with successes
+// in between; however long that goes on, it is never ejected.
+func TestSlowInterleavedNeverEjects(t *testing.T) {
+	s := mustNew(t, 4, Config{Seed: 1})
+	now := t0
+	for i := range 100_000 {
+		r := Success
+		if i%5 < 4 { // four losers out of five: far more than a healthy replica loses
+			r = Slow
+		}
+		s.Report(now, 0, r)
+		now = now.Add(time.Second)
+	}
+	if s.Ejections() != 0 {
+		t.Fatalf("%d ejections of a replica that answers between its losers", s.Ejections())
+	}
+}
+
+// TestSlowRuleOff: ConsecutiveSlow < 0 turns the rule off; SlowFor < 0 lets the count
+// alone decide.
+func TestSlowRuleOff(t *testing.T) {
+	s := mustNew(t, 2, Config{ConsecutiveSlow: -1})
+	for i := range 100 {
+		s.Report(t0.Add(time.Duration(i)*time.Second), 0, Slow)
+	}
+	if s.Ejections() != 0 {
+		t.Fatal("ejected with the slow rule off")
+	}
+	s = mustNew(t, 2, Config{ConsecutiveSlow: 2, SlowFor: -1})
+	s.Report(t0, 0, Slow)
+	s.Report(t0, 0, Slow)
+	if !s.Ejected(t0, 0) {
+		t.Fatal("not ejected by 2 losers at once with SlowFor < 0")
+	}
+	if Slow.String() != "slow" {
+		t.Fatalf("Slow.String() = %q", Slow.String())
+	}
+}

@@ -54,23 +54,39 @@ func TestDriversAgree(t *testing.T) {
 			sim.Script{Latencies: []time.Duration{ms(100), ms(3)}}},
 		{"AtQuantile without in-service evidence hedges at the threshold", hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumInService: -1},
 			sim.Script{Latencies: []time.Duration{ms(100), ms(3)}}},
-		{"tied: the first to start cancels its copy", hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Unlimited: true}},
+		{"tied at once: the first to start cancels its copy", hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: budget.Config{Unlimited: true}},
 			sim.Script{Latencies: []time.Duration{ms(30), ms(10)}, ReportService: true}},
-		{"tied, three copies", hedge.Config{Trigger: hedge.Tied(), Attempts: 3, MaximumConcurrent: 3, Budget: budget.Config{Unlimited: true}},
+		{"tied at once, three copies", hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Attempts: 3, MaximumConcurrent: 3, Budget: budget.Config{Unlimited: true}},
 			sim.Script{Latencies: []time.Duration{ms(12), ms(4), ms(8)}, ReportService: true}},
+		{"tied: a first copy that starts at once is never tied", hedge.Config{Trigger: hedge.Tied()},
+			sim.Script{Latencies: []time.Duration{ms(30)}, ReportService: true}},
+		{"tied: a copy queued past TieDelay is tied, and the tie that starts cancels it", hedge.Config{Trigger: hedge.Tied()},
+			sim.Script{Latencies: []time.Duration{ms(50), ms(8)}, Queued: []time.Duration{ms(20)}, ReportService: true}},
+		{"tied: the first copy starts just after its tie, which is cancelled", hedge.Config{Trigger: hedge.Tied()},
+			sim.Script{Latencies: []time.Duration{ms(9), ms(8)}, Queued: []time.Duration{ms(2), ms(3)}, ReportService: true}},
+		{"tied: a copy in service past the threshold is hedged", hedge.Config{Trigger: hedge.Tied()},
+			sim.Script{Latencies: []time.Duration{ms(100), ms(4)}, ReportService: true}},
+		{"tied: a tie in service past the threshold is hedged", hedge.Config{Trigger: hedge.Tied()},
+			sim.Script{Latencies: []time.Duration{ms(60), ms(80), ms(5)}, Queued: []time.Duration{ms(30)}, ReportService: true}},
+		{"tied without start signals: the tie races", hedge.Config{Trigger: hedge.Tied()},
+			sim.Script{Latencies: []time.Duration{ms(30), ms(10)}}},
 	}
-	// warm: how many calls of 5ms, one every 10ms, run on the same policy before the
-	// scripted one (AtQuantile is silent until warm).
+	// warm: how many calls of 5ms, one every 10ms, each reporting its start at once, run on
+	// the same policy before the scripted one (AtQuantile, and Tied's hedge of a copy in
+	// service, are silent until warm).
 	warm := map[string]int{
 		"recommended: a slow primary nothing overtook is not hedged":     20,
 		"AtQuantile without in-service evidence hedges at the threshold": 20,
+		"tied: a copy in service past the threshold is hedged":           20,
+		"tied: a tie in service past the threshold is hedged":            20,
 	}
+	warmScript := sim.Script{Latencies: []time.Duration{ms(5)}, ReportService: true}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			sp := hedge.MustNew(sc.cfg)
 			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			for range warm[sc.name] {
-				if _, err := sim.RunScript(sp, start, sim.Script{Latencies: []time.Duration{ms(5)}}); err != nil {
+				if _, err := sim.RunScript(sp, start, warmScript); err != nil {
 					t.Fatal(err)
 				}
 				start = start.Add(ms(10))
@@ -81,7 +97,7 @@ func TestDriversAgree(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := hedge.MustNew(sc.cfg)
 				for range warm[sc.name] {
-					hedge.Do(t.Context(), p, scriptedAttempt(sim.Script{Latencies: []time.Duration{ms(5)}}))
+					hedge.Do(t.Context(), p, scriptedAttempt(warmScript))
 					time.Sleep(ms(5))
 				}
 				_, doErr = hedge.Do(hedge.WithLog(t.Context(), &doLog), p, scriptedAttempt(sc.script))
@@ -102,7 +118,10 @@ func scriptedAttempt(s sim.Script) func(context.Context) (string, error) {
 	answers := make([]hedgetest.Answer[string], len(s.Latencies))
 	for k, d := range s.Latencies {
 		a := hedgetest.Answer[string]{After: d, Value: fmt.Sprint("attempt ", k), Stuck: d < 0}
-		if s.ReportService {
+		switch {
+		case s.ReportService && k < len(s.Queued) && s.Queued[k] > 0:
+			a.Starts, a.StartAfter = true, s.Queued[k]
+		case s.ReportService:
 			// The simulator reports starts in attempt order at the instant they are sent;
 			// Do's attempts run concurrently, so a nanosecond apiece keeps that order.
 			a.Starts, a.StartAfter = true, time.Duration(k)

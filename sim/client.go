@@ -60,7 +60,7 @@ func (hc *hedgeClient) apply(s *sim, si int32, c *hedge.Call, acts []hedge.Actio
 		case hedge.StartAttempt:
 			s.startAttempt(si, a.Attempt)
 		case hedge.CancelAttempt:
-			s.cancelAttempt(si, a.Attempt)
+			s.cancelAttempt(si, a.Attempt, a.Slow)
 		case hedge.ArmTimer:
 			s.armTimer(si, int64(a.At.Sub(epoch)))
 		case hedge.Finish:

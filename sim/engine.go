@@ -694,16 +694,22 @@ func (s *sim) startAttempt(si int32, k int) {
 	}
 }
 
-// cancelAttempt carries out the client's cancellation of attempt k of the call in slot si.
-// Cancelling an attempt that already completed (or was never started) does nothing.
-func (s *sim) cancelAttempt(si int32, k int) {
+// cancelAttempt carries out the client's cancellation of attempt k of the call in slot si;
+// slow is the core's word that the attempt lost a race past the call's threshold
+// (hedge.Action.Slow), which its replica's health learns as replica.Slow. Cancelling an
+// attempt that already completed (or was never started) does nothing.
+func (s *sim) cancelAttempt(si int32, k int, slow bool) {
 	sl := s.slots[si]
 	if k < 0 || k >= len(sl.reqs) || sl.reqs[k] < 0 {
 		return
 	}
 	r := sl.reqs[k]
 	sl.reqs[k] = -1
-	s.answered(si, &s.reqs[r], false)
+	if slow && !s.timingOut {
+		s.answeredAs(si, &s.reqs[r], replica.Slow)
+	} else {
+		s.answered(si, &s.reqs[r], false)
+	}
 	s.discard(r)
 }
 

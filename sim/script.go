@@ -22,9 +22,12 @@ type Script struct {
 	// Outcomes: attempt k's outcome. An attempt with no entry succeeds.
 	Outcomes []hedge.Outcome
 	// ReportService tells the call when each attempt starts service (at once, as the server
-	// has a free worker for every attempt), as hedge.StartedService does for Do; Tied needs
-	// it.
+	// has a free worker for every attempt, unless Queued says otherwise), as
+	// hedge.StartedService does for Do; Tied and StartAware read it.
 	ReportService bool
+	// Queued: with ReportService, attempt k waits Queued[k] after it is sent before it starts
+	// service (a queue at its replica). Its latency still counts from when it was sent.
+	Queued []time.Duration
 }
 
 // ScriptCall runs one call of p, starting at start, whose attempt k takes latencies[k] to
@@ -40,6 +43,7 @@ func RunScript(p *hedge.Policy, start time.Time, s Script) (hedge.Log, error) {
 	const (
 		evAnswer = iota
 		evFire
+		evStart
 	)
 	var (
 		h        eventHeap
@@ -64,7 +68,13 @@ func RunScript(p *hedge.Policy, start time.Time, s Script) (hedge.Log, error) {
 				if k < len(s.Latencies) && s.Latencies[k] >= 0 {
 					h.push(event{t: now + int64(s.Latencies[k]), idx: int32(k), kind: evAnswer})
 				}
-				startedNow = append(startedNow, k)
+				if k < len(s.Queued) && s.Queued[k] > 0 {
+					if s.ReportService {
+						h.push(event{t: now + int64(s.Queued[k]), idx: int32(k), kind: evStart})
+					}
+				} else {
+					startedNow = append(startedNow, k)
+				}
 			case hedge.CancelAttempt:
 				if a.Attempt < len(live) {
 					live[a.Attempt] = false
@@ -103,6 +113,10 @@ func RunScript(p *hedge.Policy, start time.Time, s Script) (hedge.Log, error) {
 		case evFire:
 			if e.gen == timerGen {
 				apply(c.TimerFired(at(now)))
+			}
+		case evStart:
+			if k := int(e.idx); live[k] {
+				apply(c.AttemptStartedService(at(now), k))
 			}
 		}
 	}

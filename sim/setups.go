@@ -50,9 +50,10 @@ var ReferenceSetups = []string{
 // Setups returns every setup the simulator knows, in report order: the six reference setups,
 // whose fixed hedge delay is hedgeDelay (20ms in the reference model; 0 = 20ms), then the
 // library's recommended default (AtQuantile(0.95), default budget; it ignores hedgeDelay), the
-// same with the adaptive limit, tied requests (both copies sent at once, the first to start
-// service cancels the other), and start-aware hedging (the server reports when it starts each
-// attempt).
+// same with the adaptive limit, tied requests (hedge.Tied() with its defaults: a copy not
+// started within 1ms gets a tie at another replica, the first to start service cancels the
+// others, and a copy in service past the live p95 is hedged; default budget), and start-aware
+// hedging (the server reports when it starts each attempt).
 func Setups(hedgeDelay time.Duration) []Setup {
 	if hedgeDelay <= 0 {
 		hedgeDelay = 20 * time.Millisecond
@@ -68,7 +69,7 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		{Name: SetupThreeAttempts, Config: hedge.Config{Trigger: after, Attempts: 3, MaximumConcurrent: 3, Budget: unlimited}},
 		{Name: SetupRecommended, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}},
 		{Name: SetupRecommendedLimit, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95), Limit: &limit.Config{}}},
-		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied(), Attempts: 2, Budget: unlimited}},
+		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied()}},
 		{Name: SetupStartAware, Config: hedge.Config{Trigger: hedge.StartAware(0.95)}},
 	}
 }

@@ -106,12 +106,19 @@ func TestHedgeRateLowLoad(t *testing.T) {
 }
 
 // TestCancellationAccounting checks what "reached the server" and "wasted work" mean in each
-// mode, on tied requests in the one FIFO queue: the primary is always queued first, so it
-// always starts service first and the tied copy is cancelled while queued.
+// mode, on tied requests sent at once in the one FIFO queue: the primary is always queued
+// first, so it always starts service first and the tied copy is cancelled while queued.
 func TestCancellationAccounting(t *testing.T) {
 	const calls = 20_000
-	ig := mustRun(t, Params{Calls: calls}, SetupTiedRequests, 30, Ignored, 1)
-	re := mustRun(t, Params{Calls: calls}, SetupTiedRequests, 30, Reaches, 1)
+	runTied := func(mode string) Point {
+		t.Helper()
+		p, err := Run(Params{Calls: calls}, tiedAtOnce, 30, mode, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ig, re := runTied(Ignored), runTied(Reaches)
 	// Ignored: the server serves both copies, one of them for nothing.
 	if ig.RequestsPerCall != 2 || ig.HedgeRate != 1 {
 		t.Errorf("ignored: requests per call %v, hedge rate %v; want 2 and 1", ig.RequestsPerCall, ig.HedgeRate)
