@@ -36,7 +36,8 @@ type Check struct {
 	// "overhead" (only once the measured overhead is subtracted), "spread" (within the
 	// simulated seeds' range widened by ±band %, though not within ±band % of their median:
 	// one more draw of a figure the model itself makes vary), "failed" (both land on failed
-	// calls); empty when it does not agree.
+	// calls), "few calls" (fewer than 20 measured calls lie beyond the percentile: reported,
+	// not judged); empty when it does not agree.
 	By string `json:"by,omitempty"`
 }
 
@@ -64,7 +65,13 @@ func spreadOf(xs []float64) (lo, med, hi float64) {
 	return s[0], s[(len(s)-1)/2], s[len(s)-1]
 }
 
-// compare checks real against the simulated runs sims (one per seed; at least one).
+// minTailCalls is how many measured calls must lie beyond a percentile for compare to judge
+// it: with 2,700 calls the p99.9 rests on fewer than three of them, and flips between a
+// hiccup's 290 ms and a hedge's 40 ms from one run to the next whatever the model.
+const minTailCalls = 20
+
+// compare checks real against the simulated runs sims (one per seed; at least one). A
+// percentile with fewer than minTailCalls measured calls beyond it is reported, not judged.
 // overheadMs is the measured overhead in the model's ms; band is in %.
 func compare(real sim.Point, sims []sim.Point, overheadMs, band float64) Agreement {
 	a := Agreement{OK: true}
@@ -86,13 +93,21 @@ func compare(real sim.Point, sims []sim.Point, overheadMs, band float64) Agreeme
 	}
 	figures := []struct {
 		name string
+		q    float64
 		get  func(sim.Point) float64
 	}{
-		{"p50_ms", func(p sim.Point) float64 { return p.P50Ms }},
-		{"p99_ms", func(p sim.Point) float64 { return p.P99Ms }},
-		{"p999_ms", func(p sim.Point) float64 { return p.P999Ms }},
+		{"p50_ms", 0.5, func(p sim.Point) float64 { return p.P50Ms }},
+		{"p99_ms", 0.99, func(p sim.Point) float64 { return p.P99Ms }},
+		{"p999_ms", 0.999, func(p sim.Point) float64 { return p.P999Ms }},
 	}
 	for _, f := range figures {
+		if real.Calls > 0 && float64(real.Calls)*(1-f.q) < minTailCalls {
+			// A percentile with a handful of calls beyond it is the luck of those few calls
+			// (whether one of them met a hiccup that went unhedged), not a property of the
+			// model: report it, do not judge it.
+			a.Checks = append(a.Checks, Check{Figure: f.name, Real: msPtr(f.get(real)), OK: true, By: "few calls"})
+			continue
+		}
 		var xs []float64
 		for _, s := range sims {
 			if !s.Collapse {

@@ -53,6 +53,22 @@ func TestCompare(t *testing.T) {
 			}
 		})
 	}
+	// A percentile with fewer than 20 measured calls beyond it is reported, not judged: with
+	// 2,700 calls the p99.9 (2.7 calls) may disagree, the p99 (27 calls) may not.
+	few := pt(10, 200, 600)
+	few.Calls = 2700
+	if a := compare(few, ref, 0, 15); !a.OK || a.Checks[2].By != "few calls" || a.Checks[2].Real == nil || *a.Checks[2].Real != 600 {
+		t.Errorf("p99.9 on 2.7 calls: %+v, want it reported and not judged", a)
+	}
+	few.P99Ms = 300
+	if a := compare(few, ref, 0, 15); a.OK || !strings.Contains(a.Why, "p99_ms real 300.0") {
+		t.Errorf("p99 on 27 calls: %+v, want it judged (and failing)", a)
+	}
+	enough := pt(10, 200, 600)
+	enough.Calls = 20000
+	if a := compare(enough, ref, 0, 15); a.OK || !strings.Contains(a.Why, "p999_ms real 600.0") {
+		t.Errorf("p99.9 on 20 calls: %+v, want it judged (and failing)", a)
+	}
 	// A figure that agrees only with the seeds' range says so.
 	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
 	if !a.OK || a.Checks[1].By != "spread" {

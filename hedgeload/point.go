@@ -31,6 +31,7 @@ type pointConfig struct {
 	replicas int              // servers
 	balancer string           // sim's balancer name; "" = p2c
 	service  sim.Distribution // wire time
+	slack    time.Duration    // the measured timer slack each server sleep is shortened by
 	calls    int              // calls whose arrival is measured or warms up; more arrive until they end
 	warmup   float64          // fraction of calls not measured
 
@@ -100,6 +101,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			reaches:  pc.mode == sim.Reaches,
 			protocol: pc.protocol,
 			maxQueue: 2000 * pc.workers,
+			slack:    pc.slack,
 		}, acct)
 		if err != nil {
 			return sim.Point{}, diag, err

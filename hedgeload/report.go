@@ -79,7 +79,7 @@ func writeMarkdown(w io.Writer, rep Report) error {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", c.Protocol, c.RoundTripP50Us, c.RoundTripP99Us, c.SleepP50Us, c.SleepP99Us, c.OverheadUs)
 	}
 	b.WriteString("\nRound trip: a call to a server with no service time, from its due time (generator, client, loopback, queue). " +
-		"Sleep slack: how much longer than asked a worker sleeps. Overhead = round trip p50 + sleep slack p50.\n")
+		"Sleep slack: how much longer than asked a worker sleeps; every server sleep is shortened by its p50, so a worker holds its slot for the drawn service time. Overhead = round trip p50.\n")
 
 	for _, proto := range m.Protocols {
 		for _, mode := range m.Cancellations {

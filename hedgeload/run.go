@@ -139,7 +139,8 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	if n == 0 {
 		n = 2000
 	}
-	overhead := map[string]float64{} // model ms
+	overhead := map[string]float64{}    // model ms
+	slack := map[string]time.Duration{} // wire time
 	for _, proto := range cfg.protocols {
 		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc))
 		if err != nil {
@@ -147,6 +148,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		}
 		rep.Calibration = append(rep.Calibration, c)
 		overhead[proto] = c.OverheadUs / 1e3 / s
+		slack[proto] = time.Duration(c.SleepP50Us * 1e3)
 	}
 
 	var jobs []job
@@ -199,7 +201,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 				i := order[next]
 				next++
 				mu.Unlock()
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], slack[jobs[i].protocol])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -242,7 +244,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 }
 
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64, slack time.Duration) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -256,6 +258,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		replicas:    cfg.replicas,
 		balancer:    cfg.balancer,
 		service:     wireSvc,
+		slack:       slack,
 		calls:       cfg.calls,
 		warmup:      cfg.warmup,
 		maxLag:      cfg.maxLag,
