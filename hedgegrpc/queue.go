@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge/workqueue"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
