@@ -30,6 +30,8 @@ func TestCompare(t *testing.T) {
 		{"not explained by the overhead", pt(13, 200, 290), ref, 1, false, "", "p50_ms"},
 		{"overhead only subtracts", pt(8, 200, 290), ref, 1, false, "", "p50_ms real 8.0"},
 		{"within one seed of the spread", pt(10, 80, 170), bursty, 0, true, "band", ""},
+		{"between two seeds of the spread", pt(10, 60, 250), bursty, 0, true, "band", ""},
+		{"below every seed", pt(10, 20, 170), bursty, 0, false, "", "p99_ms real 20.0, simulated 90.0 (seeds 26.0–300.0)"},
 		{"outside every seed", pt(10, 500, 600), bursty, 0, false, "", "p99_ms real 500.0, simulated 90.0 (seeds 26.0–300.0)"},
 		{"both fail", pt(10, 200, sim.Failed), []sim.Point{pt(10, 200, sim.Failed)}, 0, true, "band", ""},
 		{"only real fails", pt(10, 200, sim.Failed), ref, 0, false, "", "p999_ms real failed"},
@@ -51,7 +53,7 @@ func TestCompare(t *testing.T) {
 			}
 		})
 	}
-	// A figure that agrees only with another seed says so.
+	// A figure that agrees only with the seeds' range says so.
 	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
 	if !a.OK || a.Checks[1].By != "spread" {
 		t.Errorf("p99 80 against seeds 26, 26, 90, 300: %+v, want agreement by spread", a.Checks[1])

@@ -86,7 +86,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, termi
 			fmt.Fprintf(stdout, "disagrees: %s, %g%% load, %s, %s, seed %d: %s\n", p.Setup, p.LoadPct, p.Cancellation, p.Protocol, p.Seed, p.Agreement.Why)
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d points agree within ±%g %% of the simulator (less the measured overhead, or of one of its seeds, where that explains the difference), in %.0f s\n",
+	fmt.Fprintf(stdout, "%d of %d points agree within ±%g %% of the simulator (less the measured overhead, or within its seeds' range, where that explains the difference), in %.0f s\n",
 		n, len(rep.Points), cfg.run.band, rep.WallSeconds)
 	if !rep.Agrees() {
 		return 1

@@ -69,7 +69,7 @@ func writeMarkdown(w io.Writer, rep Report) error {
 		}
 	}
 	fmt.Fprintf(&b, "**%d of %d points agree** (p50, p99 and p99.9 within ±%g %% of the simulator's, as measured "+
-		"or less the measured overhead, or of one of the simulated seeds). Simulated figures: the median over the seeds, "+
+		"or less the measured overhead, or within the simulated seeds' range widened by as much). Simulated figures: the median over the seeds, "+
 		"their range in brackets. Wall time %.0f s.\n\n", agree, len(rep.Points), m.BandPct, rep.WallSeconds)
 
 	b.WriteString("## Calibration (wire time, µs)\n\n")
