@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/hedgekit/hedge/workqueue"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -73,63 +72,9 @@ type QueueStats struct {
 // own goroutine waits for its turn, and a finishing worker hands its slot to the head of the
 // queue. Build it with [NewQueue]; it is safe for concurrent use.
 type Queue struct {
-	workers    int
-	capacity   int
 	trailer    metadata.MD
-	hedgedLast bool
-
-	mu      sync.Mutex
-	running int
-	first   waitList // first attempts, or every call without HedgedLast
-	hedged  waitList // copies, with HedgedLast
-	stats   QueueStats
-}
-
-// waiter is one call waiting for a worker; its fields but ready are guarded by Queue.mu.
-type waiter struct {
-	ready      chan struct{} // closed when the wait ends: a slot handed over, or evicted
-	state      waiterState
-	prev, next *waiter
-}
-
-type waiterState uint8
-
-const (
-	waiting waiterState = iota
-	granted             // a worker's slot was handed to this waiter
-	evicted             // pushed out of the low-priority lane by a first attempt
-)
-
-// waitList is an intrusive doubly-linked FIFO list.
-type waitList struct {
-	head, tail *waiter
-	n          int
-}
-
-func (l *waitList) pushBack(w *waiter) {
-	w.prev, w.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = w
-	} else {
-		l.head = w
-	}
-	l.tail = w
-	l.n++
-}
-
-func (l *waitList) remove(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	l.n--
+	hedgedLast bool // read the AttemptKey metadata only when it matters
+	core       *workqueue.Queue
 }
 
 // isCopy reports whether the call is a hedged copy or a retry: its AttemptKey metadata is
@@ -149,34 +94,30 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if cfg.Pushback < 0 {
 		return nil, fmt.Errorf("%w: QueueConfig.Pushback must be >= 0, got %v", ErrQueueConfig, cfg.Pushback)
 	}
-	q := &Queue{workers: cfg.Workers, hedgedLast: cfg.HedgedLast}
-	if q.workers == 0 {
-		q.workers = 4 * runtime.GOMAXPROCS(0)
-	}
-	switch {
-	case cfg.Queue == 0:
-		q.capacity = q.workers
-	case cfg.Queue > 0:
-		q.capacity = cfg.Queue
+	core, err := workqueue.New(workqueue.Config{Workers: cfg.Workers, Queue: cfg.Queue, HedgedLast: cfg.HedgedLast})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrQueueConfig, err)
 	}
 	pb := cfg.Pushback
 	if pb == 0 {
 		pb = time.Second
 	}
-	q.trailer = metadata.Pairs(PushbackKey, strconv.FormatInt(pb.Milliseconds(), 10))
-	q.stats.Workers, q.stats.Capacity = q.workers, q.capacity
-	return q, nil
+	return &Queue{
+		trailer:    metadata.Pairs(PushbackKey, strconv.FormatInt(pb.Milliseconds(), 10)),
+		hedgedLast: cfg.HedgedLast,
+		core:       core,
+	}, nil
 }
 
 // Stats returns a snapshot of the queue's state and counters.
 func (q *Queue) Stats() QueueStats {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	s := q.stats
-	s.Running = q.running
-	s.Queued = q.first.n + q.hedged.n
-	s.QueuedHedged = q.hedged.n
-	return s
+	s := q.core.Stats()
+	return QueueStats{
+		Workers: s.Workers, Capacity: s.Capacity,
+		Running: s.Running, Queued: s.Queued, QueuedHedged: s.QueuedHedged,
+		Admitted: s.Admitted, Rejected: s.Rejected, Abandoned: s.Abandoned,
+		Evicted: s.Evicted, Cancelled: s.Cancelled,
+	}
 }
 
 // UnaryServer is a grpc.UnaryServerInterceptor that runs the handler when a worker is free,
@@ -204,64 +145,14 @@ func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, _ *grpc.StreamServer
 // acquire takes a worker's slot, waiting in FIFO order for one, and returns the status
 // error to answer when the call must not run.
 func (q *Queue) acquire(ctx context.Context) error {
-	hedged := q.hedgedLast && isCopy(ctx)
-	q.mu.Lock()
-	switch {
-	case q.running < q.workers:
-		// A free worker implies an empty queue: a finishing worker hands its slot on.
-		q.running++
-		q.stats.Admitted++
-		q.mu.Unlock()
+	switch q.core.Acquire(ctx, q.hedgedLast && isCopy(ctx)).Outcome {
+	case workqueue.Admitted:
 		return nil
-	case q.first.n+q.hedged.n >= q.capacity:
-		if hedged || q.hedged.n == 0 {
-			q.stats.Rejected++
-			q.mu.Unlock()
-			return q.overloaded(ctx)
-		}
-		// A first attempt pushes out the newest copy: the one that would wait longest, and
-		// whose primary is most likely still running.
-		victim := q.hedged.tail
-		q.hedged.remove(victim)
-		victim.state = evicted
-		q.stats.Evicted++
-		close(victim.ready)
-	}
-	w := &waiter{ready: make(chan struct{})}
-	lane := &q.first
-	if hedged {
-		lane = &q.hedged
-	}
-	lane.pushBack(w)
-	q.mu.Unlock()
-
-	select {
-	case <-w.ready:
-	case <-ctx.Done():
-	}
-
-	q.mu.Lock()
-	switch w.state {
-	case waiting:
-		// Cancelled while waiting, and no slot handed over: leave without running.
-		lane.remove(w)
-		q.stats.Abandoned++
-		q.mu.Unlock()
+	case workqueue.Abandoned:
 		return status.FromContextError(ctx.Err()).Err()
-	case evicted:
-		q.mu.Unlock()
+	default: // workqueue.Rejected, workqueue.Evicted
 		return q.overloaded(ctx)
 	}
-	if err := ctx.Err(); err != nil {
-		// The slot and the cancellation arrived together: pass the slot on unused.
-		q.stats.Abandoned++
-		q.mu.Unlock()
-		q.release()
-		return status.FromContextError(err).Err()
-	}
-	q.stats.Admitted++
-	q.mu.Unlock()
-	return nil
 }
 
 // overloaded is the answer of a call the queue has no room for: RESOURCE_EXHAUSTED with the
@@ -273,31 +164,5 @@ func (q *Queue) overloaded(ctx context.Context) error {
 
 // done releases the slot of a call whose handler returned.
 func (q *Queue) done(ctx context.Context) {
-	if ctx.Err() != nil {
-		q.mu.Lock()
-		q.stats.Cancelled++
-		q.mu.Unlock()
-	}
-	q.release()
-}
-
-// release hands the caller's slot to the head of the queue (first attempts before copies),
-// or frees it when nobody waits.
-func (q *Queue) release() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var w *waiter
-	switch {
-	case q.first.head != nil:
-		w = q.first.head
-		q.first.remove(w)
-	case q.hedged.head != nil:
-		w = q.hedged.head
-		q.hedged.remove(w)
-	default:
-		q.running--
-		return
-	}
-	w.state = granted
-	close(w.ready)
+	q.core.Release(ctx.Err() != nil)
 }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/hedgekit/hedge/workqueue"
 )
 
 // AttemptHeader is the request header that marks a hedged copy on the wire: the
@@ -204,18 +204,10 @@ type QueueStats struct {
 // A Queue must be built with [NewQueue]; it is safe for concurrent use.
 type Queue struct {
 	next       http.Handler
-	workers    int
-	capacity   int
 	retryAfter string
-	hedgedLast bool
 	signal     bool
 	observer   func(QueueEvent)
-
-	mu      sync.Mutex
-	running int
-	first   waitList // first attempts, or every request when !hedgedLast
-	hedged  waitList // hedged attempts when hedgedLast
-	stats   QueueStats
+	core       *workqueue.Queue
 }
 
 // NewQueue returns a [Queue] that runs next with the limits in cfg. It returns
@@ -231,84 +223,22 @@ func NewQueue(next http.Handler, cfg QueueConfig) (*Queue, error) {
 	if cfg.RetryAfter < 0 {
 		return nil, fmt.Errorf("%w: QueueConfig.RetryAfter must be >= 0, got %v", ErrQueueConfig, cfg.RetryAfter)
 	}
-	q := &Queue{next: next, hedgedLast: cfg.HedgedLast, signal: !cfg.NoStartSignal, observer: cfg.Observer}
-	q.workers = cfg.Workers
-	if q.workers == 0 {
-		q.workers = 4 * runtime.GOMAXPROCS(0)
+	core, err := workqueue.New(workqueue.Config{Workers: cfg.Workers, Queue: cfg.Queue, HedgedLast: cfg.HedgedLast})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrQueueConfig, err)
 	}
-	switch {
-	case cfg.Queue == 0:
-		q.capacity = q.workers
-	case cfg.Queue > 0:
-		q.capacity = cfg.Queue
-	}
+	q := &Queue{next: next, signal: !cfg.NoStartSignal, observer: cfg.Observer, core: core}
 	ra := cfg.RetryAfter
 	if ra == 0 {
 		ra = time.Second
 	}
 	q.retryAfter = strconv.FormatInt(int64((ra+time.Second-1)/time.Second), 10)
-	q.stats.Workers, q.stats.Capacity = q.workers, q.capacity
 	return q, nil
 }
 
 // Stats returns a snapshot of the queue's state and counters.
 func (q *Queue) Stats() QueueStats {
-	q.mu.Lock()
-	s := q.stats
-	s.Running = q.running
-	s.Queued = q.first.n + q.hedged.n
-	s.QueuedHedged = q.hedged.n
-	q.mu.Unlock()
-	return s
-}
-
-// waiter is one request waiting for a worker. Its fields other than ready are
-// guarded by Queue.mu.
-type waiter struct {
-	ready      chan struct{} // closed when state leaves waiting
-	state      waiterState
-	prev, next *waiter
-}
-
-type waiterState uint8
-
-const (
-	waiting waiterState = iota
-	granted             // a worker's slot was handed to this waiter
-	evicted             // pushed out of the hedged lane by a first attempt
-	left                // removed itself after its context was done
-)
-
-// waitList is an intrusive doubly-linked FIFO list.
-type waitList struct {
-	head, tail *waiter
-	n          int
-}
-
-func (l *waitList) pushBack(w *waiter) {
-	w.prev, w.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = w
-	} else {
-		l.head = w
-	}
-	l.tail = w
-	l.n++
-}
-
-func (l *waitList) remove(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	l.n--
+	return QueueStats(q.core.Stats())
 }
 
 // isHedged reports whether r is a hedged copy: its AttemptHeader is present
@@ -321,95 +251,21 @@ func isHedged(r *http.Request) bool {
 // ServeHTTP runs the handler when a worker is free, waits in the queue when
 // none is, and answers 503 with Retry-After when the queue is full.
 func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	hedged := q.hedgedLast && isHedged(r)
-	var wt *waiter
-	var victim *waiter
-
-	q.mu.Lock()
-	switch {
-	case q.running < q.workers:
-		// A free worker implies an empty queue: a finishing worker hands its
-		// slot to the head of the queue rather than freeing it.
-		q.running++
-		q.stats.Admitted++
-		q.mu.Unlock()
-		q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r)}, 0)
-		return
-	case q.first.n+q.hedged.n >= q.capacity:
-		if hedged || q.hedged.n == 0 {
-			q.stats.Rejected++
-			queued := q.first.n + q.hedged.n
-			q.mu.Unlock()
-			q.emit(QueueEvent{Kind: QueueRejected, Hedged: isHedged(r)}, queued)
-			q.overloaded(w)
-			return
-		}
-		// A first attempt pushes out the newest hedged waiter: the one that
-		// would wait longest and whose primary is most likely still running.
-		victim = q.hedged.tail
-		q.hedged.remove(victim)
-		victim.state = evicted
-		q.stats.Evicted++
-		close(victim.ready)
-	}
-	wt = &waiter{ready: make(chan struct{})}
-	if hedged {
-		q.hedged.pushBack(wt)
-	} else {
-		q.first.pushBack(wt)
-	}
-	q.mu.Unlock()
-	start := time.Now()
-
-	done := r.Context().Done()
-	select {
-	case <-wt.ready:
-	case <-done:
-	}
-
-	q.mu.Lock()
-	switch wt.state {
-	case waiting:
-		// The context is done and no slot was handed over: leave the queue.
-		if hedged {
-			q.hedged.remove(wt)
-		} else {
-			q.first.remove(wt)
-		}
-		wt.state = left
-		q.stats.Abandoned++
-		queued := q.first.n + q.hedged.n
-		q.mu.Unlock()
-		q.emit(QueueEvent{Kind: QueueAbandoned, Hedged: isHedged(r), Wait: time.Since(start)}, queued)
-		q.gone(w)
-		return
-	case evicted:
-		queued := q.first.n + q.hedged.n
-		q.mu.Unlock()
-		q.emit(QueueEvent{Kind: QueueEvicted, Hedged: true, Wait: time.Since(start)}, queued)
+	hedged := isHedged(r)
+	a := q.core.Acquire(r.Context(), hedged)
+	switch a.Outcome {
+	case workqueue.Admitted:
+		q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: hedged, Wait: a.Wait}, a.Queued)
+	case workqueue.Rejected:
+		q.emit(QueueEvent{Kind: QueueRejected, Hedged: hedged}, a.Queued)
 		q.overloaded(w)
-		return
-	}
-	// Granted: this request holds a worker's slot.
-	if r.Context().Err() != nil {
-		// The slot and the cancellation arrived together: the client is gone,
-		// so pass the slot on without running the handler.
-		q.stats.Abandoned++
-		q.mu.Unlock()
-		q.release()
-		q.emit(QueueEvent{Kind: QueueAbandoned, Hedged: isHedged(r), Wait: time.Since(start)}, -1)
+	case workqueue.Evicted:
+		q.emit(QueueEvent{Kind: QueueEvicted, Hedged: true, Wait: a.Wait}, a.Queued)
+		q.overloaded(w)
+	default: // workqueue.Abandoned
+		q.emit(QueueEvent{Kind: QueueAbandoned, Hedged: hedged, Wait: a.Wait}, a.Queued)
 		q.gone(w)
-		return
 	}
-	wait := time.Since(start)
-	q.stats.Admitted++
-	q.stats.WaitTotal += wait
-	if wait > q.stats.WaitMax {
-		q.stats.WaitMax = wait
-	}
-	queued := q.first.n + q.hedged.n
-	q.mu.Unlock()
-	q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: isHedged(r), Wait: wait}, queued)
 }
 
 // run reports the admission, calls the handler on a slot the caller holds and
@@ -424,14 +280,9 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent,
 	}
 	defer func() {
 		cancelled := r.Context().Err() != nil
-		if cancelled {
-			q.mu.Lock()
-			q.stats.Cancelled++
-			q.mu.Unlock()
-		}
-		q.release()
+		queued := q.core.Release(cancelled)
 		if q.observer != nil {
-			q.emit(QueueEvent{Kind: QueueFinished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, -1)
+			q.emit(QueueEvent{Kind: QueueFinished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, queued)
 		}
 	}()
 	q.emit(admitted, queued)
@@ -451,36 +302,10 @@ func wantsStartSignal(r *http.Request) bool {
 	return ok && r.ProtoAtLeast(1, 1)
 }
 
-// release hands the caller's slot to the head of the queue (first attempts
-// before hedged ones), or frees it when nobody waits.
-func (q *Queue) release() {
-	q.mu.Lock()
-	var next *waiter
-	if q.first.head != nil {
-		next = q.first.head
-		q.first.remove(next)
-	} else if q.hedged.head != nil {
-		next = q.hedged.head
-		q.hedged.remove(next)
-	}
-	if next != nil {
-		next.state = granted
-		close(next.ready)
-	} else {
-		q.running--
-	}
-	q.mu.Unlock()
-}
-
-// emit calls the observer, filling in the queue depth (queued < 0: read it).
+// emit calls the observer with the queue depth filled in.
 func (q *Queue) emit(e QueueEvent, queued int) {
 	if q.observer == nil {
 		return
-	}
-	if queued < 0 {
-		q.mu.Lock()
-		queued = q.first.n + q.hedged.n
-		q.mu.Unlock()
 	}
 	e.Queued = queued
 	q.observer(e)
