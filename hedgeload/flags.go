@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -124,14 +121,14 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-out must name a directory")
 	}
 	var err error
-	if r.seeds, err = parseSeeds(*seeds); err != nil {
-		return c, err
+	if r.seeds, err = sim.ParseSeeds(*seeds); err != nil {
+		return c, flagError("seeds", err)
 	}
-	if r.loads, err = parseLoads(*loads); err != nil {
-		return c, err
+	if r.loads, err = sim.ParseLoads(*loads); err != nil {
+		return c, flagError("loads", err)
 	}
-	if r.setups, err = parseSetups(*setupList); err != nil {
-		return c, err
+	if r.setups, err = sim.ParseSetups(*setupList, sim.SetupNames()); err != nil {
+		return c, flagError("setups", err)
 	}
 	switch strings.ToLower(strings.TrimSpace(*cancel)) {
 	case "ignored":
@@ -159,146 +156,13 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		}
 		r.balancer = *balancer
 	}
-	if r.service, err = parseService(*svc); err != nil {
-		return c, err
+	spec, err := sim.ParseService(*svc)
+	if err != nil {
+		return c, usagef("-service %v", err)
 	}
+	r.service = spec.Distribution()
 	return c, nil
 }
 
-func parseSeeds(s string) ([]uint64, error) {
-	var seeds []uint64
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return nil, usagef("-seeds: %q is not a seed (a whole number >= 0)", f)
-		}
-		if slices.Contains(seeds, n) {
-			return nil, usagef("-seeds: seed %d is listed twice", n)
-		}
-		seeds = append(seeds, n)
-	}
-	if len(seeds) == 0 {
-		return nil, usagef("-seeds must list at least one seed")
-	}
-	return seeds, nil
-}
-
-func parseLoads(s string) ([]float64, error) {
-	var loads []float64
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "%")); f == "" {
-			continue
-		}
-		l, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(l > 0 && l < 100) {
-			return nil, usagef("-loads: each load is a %% of worker capacity in (0, 100), got %q", f)
-		}
-		if slices.Contains(loads, l) {
-			return nil, usagef("-loads: load %v is listed twice", l)
-		}
-		loads = append(loads, l)
-	}
-	if len(loads) == 0 {
-		return nil, usagef("-loads must list at least one load")
-	}
-	return loads, nil
-}
-
-// parseSetups resolves a ';'-separated list of the simulator's setup names, ignoring case and
-// spaces; "all" is every setup.
-func parseSetups(s string) ([]string, error) {
-	var names []string
-	for _, st := range sim.Setups(0) {
-		names = append(names, st.Name)
-	}
-	if strings.EqualFold(strings.TrimSpace(s), "all") {
-		return names, nil
-	}
-	key := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), "")) }
-	var out []string
-	for f := range strings.SplitSeq(s, ";") {
-		if strings.TrimSpace(f) == "" {
-			continue
-		}
-		i := slices.IndexFunc(names, func(n string) bool { return key(n) == key(f) })
-		if i < 0 {
-			return nil, usagef("-setups: unknown setup %q; the setups are:\n  %s", strings.TrimSpace(f), strings.Join(names, "\n  "))
-		}
-		if slices.Contains(out, names[i]) {
-			return nil, usagef("-setups: setup %q is listed twice", names[i])
-		}
-		out = append(out, names[i])
-	}
-	if len(out) == 0 {
-		return nil, usagef("-setups must name at least one setup, or all")
-	}
-	return out, nil
-}
-
-// parseService parses -service as hedgesim does.
-func parseService(s string) (sim.Distribution, error) {
-	kind, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
-	switch strings.ToLower(kind) {
-	case "mixture":
-		if hasArg {
-			return nil, usagef("-service mixture takes no argument, got %q", s)
-		}
-		return sim.ReferenceMixture(), nil
-	case "exponential":
-		d, err := time.ParseDuration(strings.TrimSpace(arg))
-		if !hasArg || err != nil || d <= 0 {
-			return nil, usagef("-service exponential:MEAN needs a mean duration > 0, e.g. exponential:10ms; got %q", s)
-		}
-		return sim.Exponential{MeanTime: d}, nil
-	case "empirical":
-		if !hasArg || arg == "" {
-			return nil, usagef("-service empirical:FILE needs a file of durations, one per line; got %q", s)
-		}
-		f, err := os.Open(arg)
-		if err != nil {
-			return nil, usagef("-service empirical: %v", err)
-		}
-		defer f.Close()
-		ds, err := parseDurations(f, arg)
-		if err != nil {
-			return nil, err
-		}
-		return sim.Empirical{Samples: ds}, nil
-	}
-	return nil, usagef("-service must be mixture, exponential:MEAN or empirical:FILE, got %q", s)
-}
-
-// parseDurations reads one service time per line: a Go duration or a bare number of ms;
-// blank lines and text after '#' are ignored.
-func parseDurations(r io.Reader, name string) ([]time.Duration, error) {
-	var ds []time.Duration
-	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
-		t, _, _ := strings.Cut(sc.Text(), "#")
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		d, err := time.ParseDuration(t)
-		if err != nil {
-			ms, err2 := strconv.ParseFloat(t, 64)
-			if err2 != nil || math.IsNaN(ms) || math.IsInf(ms, 0) || math.Abs(ms) > 1e9 {
-				return nil, usagef("-service empirical: %s:%d: %q is not a duration (e.g. 12ms) or a number of ms", name, line, t)
-			}
-			d = time.Duration(ms * float64(time.Millisecond))
-		}
-		if d < 0 {
-			return nil, usagef("-service empirical: %s:%d: a service time must be >= 0, got %v", name, line, d)
-		}
-		ds = append(ds, d)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, usagef("-service empirical: %s: %v", name, err)
-	}
-	if !slices.ContainsFunc(ds, func(d time.Duration) bool { return d > 0 }) {
-		return nil, usagef("-service empirical: %s holds no service time above 0", name)
-	}
-	return ds, nil
-}
+// flagError is a bad value of the flag name: err, the simulator's reason, as a usage error.
+func flagError(name string, err error) error { return usagef("-%s: %v", name, err) }

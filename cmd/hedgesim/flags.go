@@ -1,21 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hedgekit/hedge/sim"
 )
 
-// config is what the command line asks for, parsed and checked. It holds no sim types, so that
-// flag parsing can be tested without the engine.
+// config is what the command line asks for, parsed and checked. The model's values (seeds,
+// loads, setups, service time) follow the simulator's own grammar (sim.ParseSeeds and the like);
+// parsing them runs no simulation, so flag parsing is tested without the engine.
 type config struct {
 	// policy is what -config and -operation chose (policy.go): a user's policy, run beside
 	// the setups. nil without -config.
@@ -28,7 +27,7 @@ type config struct {
 	modes      []string // "ignored", "reaches"
 	out        string
 	workers    int
-	service    service
+	service    sim.ServiceSpec
 	hedgeDelay time.Duration
 	tablesOnly bool   // print Markdown tables on stdout, write no files
 	from       string // re-render this report.json instead of simulating
@@ -43,14 +42,6 @@ type config struct {
 	setupSet   bool     // -setups was given
 	workersSet bool     // -workers was given (else the family's, or 16)
 	callsSet   bool     // -calls was given
-}
-
-// service is the parsed -service flag.
-type service struct {
-	kind    string          // "mixture", "exponential" or "empirical"
-	mean    time.Duration   // exponential
-	file    string          // empirical
-	samples []time.Duration // empirical, read from file
 }
 
 // Defaults: the reference run of SIMULATION.md (200,000 calls per point, seeds 1 and 2), so
@@ -211,14 +202,14 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	if cfg.out == "" && !cfg.tablesOnly {
 		return config{}, usagef("-out must name a directory")
 	}
-	if cfg.seeds, err = parseSeeds(*seeds); err != nil {
-		return config{}, err
+	if cfg.seeds, err = sim.ParseSeeds(*seeds); err != nil {
+		return config{}, flagError("seeds", err)
 	}
-	if cfg.loads, err = parseLoads(*loads); err != nil {
-		return config{}, err
+	if cfg.loads, err = sim.ParseLoads(*loads); err != nil {
+		return config{}, flagError("loads", err)
 	}
-	if cfg.setups, err = parseSetups(*setups, setupNames); err != nil {
-		return config{}, err
+	if cfg.setups, err = sim.ParseSetups(*setups, setupNames); err != nil {
+		return config{}, flagError("setups", err)
 	}
 	if cfg.scorecard {
 		if !cfg.callsSet {
@@ -234,8 +225,8 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	if cfg.modes, err = parseCancellation(*cancel); err != nil {
 		return config{}, err
 	}
-	if cfg.service, err = parseService(*svc); err != nil {
-		return config{}, err
+	if cfg.service, err = sim.ParseService(*svc); err != nil {
+		return config{}, usagef("-service %v", err)
 	}
 	if err := policy.apply(fs, &cfg); err != nil {
 		return config{}, err
@@ -243,88 +234,8 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	return cfg, nil
 }
 
-func parseSeeds(s string) ([]uint64, error) {
-	var seeds []uint64
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return nil, usagef("-seeds: %q is not a seed (a whole number >= 0)", f)
-		}
-		if slices.Contains(seeds, n) {
-			return nil, usagef("-seeds: seed %d is listed twice", n)
-		}
-		seeds = append(seeds, n)
-	}
-	if len(seeds) == 0 {
-		return nil, usagef("-seeds must list at least one seed, e.g. -seeds 1,2")
-	}
-	return seeds, nil
-}
-
-func parseLoads(s string) ([]float64, error) {
-	var loads []float64
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "%"))
-		if f == "" {
-			continue
-		}
-		l, err := strconv.ParseFloat(f, 64)
-		if err != nil || math.IsNaN(l) || math.IsInf(l, 0) {
-			return nil, usagef("-loads: %q is not a number", f)
-		}
-		if l <= 0 || l >= 100 {
-			return nil, usagef("-loads: each load is a %% of worker capacity in (0, 100), got %v", l)
-		}
-		if slices.Contains(loads, l) {
-			return nil, usagef("-loads: load %v is listed twice", l)
-		}
-		loads = append(loads, l)
-	}
-	if len(loads) == 0 {
-		return nil, usagef("-loads must list at least one load, e.g. -loads 30,50,70,85,95")
-	}
-	return loads, nil
-}
-
-// parseSetups resolves a ';'-separated list against the known names, ignoring case and spaces
-// (so "hedge, budget 5 %" and "hedge, budget 5%" are the same setup); "all" is every setup.
-func parseSetups(s string, names []string) ([]string, error) {
-	if strings.EqualFold(strings.TrimSpace(s), "all") {
-		if len(names) == 0 {
-			return nil, usagef("-setups: the simulator knows no setup")
-		}
-		return slices.Clone(names), nil
-	}
-	var out []string
-	for f := range strings.SplitSeq(s, ";") {
-		f = strings.Join(strings.Fields(f), " ")
-		if f == "" {
-			continue
-		}
-		i := slices.IndexFunc(names, func(n string) bool { return setupKey(n) == setupKey(f) })
-		if i < 0 {
-			return nil, usagef("-setups: unknown setup %q; the setups are:\n  %s\n(separate names with ';', or use all)",
-				f, strings.Join(names, "\n  "))
-		}
-		if slices.Contains(out, names[i]) {
-			return nil, usagef("-setups: setup %q is listed twice", names[i])
-		}
-		out = append(out, names[i])
-	}
-	if len(out) == 0 {
-		return nil, usagef("-setups must name at least one setup, or all")
-	}
-	return out, nil
-}
-
-// setupKey is how setup names are compared: lower case, without spaces.
-func setupKey(s string) string {
-	return strings.ToLower(strings.Join(strings.Fields(s), ""))
-}
+// flagError is a bad value of the flag name: err, the simulator's reason, as a usage error.
+func flagError(name string, err error) error { return usagef("-%s: %v", name, err) }
 
 func parseCancellation(s string) ([]string, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -336,81 +247,4 @@ func parseCancellation(s string) ([]string, error) {
 		return []string{"ignored", "reaches"}, nil
 	}
 	return nil, usagef("-cancellation must be ignored, reaches or both, got %q", s)
-}
-
-// parseService parses -service; for empirical:FILE it reads the file.
-func parseService(s string) (service, error) {
-	kind, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
-	switch strings.ToLower(kind) {
-	case "mixture":
-		if hasArg {
-			return service{}, usagef("-service mixture takes no argument, got %q", s)
-		}
-		return service{kind: "mixture"}, nil
-	case "exponential":
-		d, err := time.ParseDuration(strings.TrimSpace(arg))
-		if !hasArg || err != nil || d <= 0 {
-			return service{}, usagef("-service exponential:MEAN needs a mean duration > 0, e.g. exponential:10ms; got %q", s)
-		}
-		return service{kind: "exponential", mean: d}, nil
-	case "empirical":
-		if !hasArg || arg == "" {
-			return service{}, usagef("-service empirical:FILE needs a file of durations, one per line; got %q", s)
-		}
-		ds, err := readDurations(arg)
-		if err != nil {
-			return service{}, err
-		}
-		return service{kind: "empirical", file: arg, samples: ds}, nil
-	}
-	return service{}, usagef("-service must be mixture, exponential:MEAN or empirical:FILE, got %q", s)
-}
-
-// readDurations reads a file of service times: one per line, a Go duration ("12ms", "1.5s") or a
-// bare number of milliseconds; blank lines and text after '#' are ignored.
-func readDurations(path string) ([]time.Duration, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, usagef("-service empirical: %v", err)
-	}
-	defer f.Close()
-	ds, err := parseDurations(f, path)
-	if err != nil {
-		return nil, err
-	}
-	return ds, nil
-}
-
-func parseDurations(r io.Reader, name string) ([]time.Duration, error) {
-	var ds []time.Duration
-	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
-		t, _, _ := strings.Cut(sc.Text(), "#")
-		t = strings.TrimSpace(t)
-		if t == "" {
-			continue
-		}
-		d, err := time.ParseDuration(t)
-		if err != nil {
-			ms, err2 := strconv.ParseFloat(t, 64)
-			if err2 != nil || math.IsNaN(ms) || math.IsInf(ms, 0) || math.Abs(ms) > 1e12 {
-				return nil, usagef("-service empirical: %s:%d: %q is not a duration (e.g. 12ms) or a number of ms", name, line, t)
-			}
-			d = time.Duration(ms * float64(time.Millisecond))
-		}
-		if d < 0 {
-			return nil, usagef("-service empirical: %s:%d: a service time must be >= 0, got %v", name, line, d)
-		}
-		ds = append(ds, d)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, usagef("-service empirical: %s: %v", name, err)
-	}
-	if len(ds) == 0 {
-		return nil, usagef("-service empirical: %s holds no service time", name)
-	}
-	if !slices.ContainsFunc(ds, func(d time.Duration) bool { return d > 0 }) {
-		return nil, usagef("-service empirical: %s: the service times must not all be 0", name)
-	}
-	return ds, nil
 }

@@ -33,7 +33,7 @@ func TestParseDefaults(t *testing.T) {
 	if cfg.calls != 200000 || !slices.Equal(cfg.seeds, []uint64{1, 2}) ||
 		!slices.Equal(cfg.loads, []float64{30, 50, 70, 85, 95}) || !slices.Equal(cfg.setups, testNames) ||
 		!slices.Equal(cfg.modes, []string{"ignored", "reaches"}) || cfg.out != "hedgesim-report" ||
-		cfg.workers != 16 || cfg.service.kind != "mixture" || cfg.hedgeDelay != 20*time.Millisecond ||
+		cfg.workers != 16 || cfg.service.Kind != "mixture" || cfg.hedgeDelay != 20*time.Millisecond ||
 		cfg.tablesOnly || cfg.from != "" {
 		t.Errorf("defaults = %+v", cfg)
 	}
@@ -52,7 +52,7 @@ func TestParseFlags(t *testing.T) {
 	if cfg.calls != 5000 || !slices.Equal(cfg.seeds, []uint64{2, 1}) || !slices.Equal(cfg.loads, []float64{95, 30, 62.5}) ||
 		!slices.Equal(cfg.setups, []string{"hedge, default budget", "no hedge", "hedge, budget 5 %"}) ||
 		!slices.Equal(cfg.modes, []string{"reaches"}) || cfg.out != "x/y" || cfg.workers != 8 ||
-		cfg.service.kind != "exponential" || cfg.service.mean != 12*time.Millisecond ||
+		cfg.service.Kind != "exponential" || cfg.service.Mean != 12*time.Millisecond ||
 		cfg.hedgeDelay != 35*time.Millisecond || !cfg.tablesOnly {
 		t.Errorf("parsed %+v", cfg)
 	}
@@ -71,7 +71,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-calls", "x"}, `invalid value "x" for flag -calls`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
-		{[]string{"-seeds", ""}, "-seeds must list at least one seed"},
+		{[]string{"-seeds", ""}, "-seeds: must list at least one seed"},
 		{[]string{"-seeds", "1,-2"}, `-seeds: "-2" is not a seed`},
 		{[]string{"-seeds", "1,1"}, "seed 1 is listed twice"},
 		{[]string{"-loads", "0"}, "in (0, 100), got 0"},
@@ -80,10 +80,10 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-loads", "NaN"}, `"NaN" is not a number`},
 		{[]string{"-loads", "fifty"}, `"fifty" is not a number`},
 		{[]string{"-loads", "50,50"}, "load 50 is listed twice"},
-		{[]string{"-loads", ","}, "-loads must list at least one load"},
+		{[]string{"-loads", ","}, "-loads: must list at least one load"},
 		{[]string{"-setups", "no hedge;turbo"}, `unknown setup "turbo"; the setups are:` + "\n  no hedge\n  hedge, no budget"},
 		{[]string{"-setups", "no hedge;no hedge"}, `setup "no hedge" is listed twice`},
-		{[]string{"-setups", ";"}, "-setups must name at least one setup"},
+		{[]string{"-setups", ";"}, "-setups: must name at least one setup"},
 		{[]string{"-cancellation", "sometimes"}, "-cancellation must be ignored, reaches or both"},
 		{[]string{"-workers", "0"}, "-workers must be > 0"},
 		{[]string{"-hedge-delay", "0s"}, "-hedge-delay must be > 0"},
@@ -136,20 +136,20 @@ func TestParseEmpirical(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []time.Duration{12 * time.Millisecond, 3500 * time.Microsecond, 1500 * time.Millisecond, 7 * time.Millisecond, 0}
-	if cfg.service.kind != "empirical" || cfg.service.file != path || !slices.Equal(cfg.service.samples, want) {
+	if cfg.service.Kind != "empirical" || cfg.service.File != path || !slices.Equal(cfg.service.Samples, want) {
 		t.Errorf("empirical service = %+v, want samples %v", cfg.service, want)
 	}
 
-	for _, c := range []struct{ text, want string }{
-		{"12ms\nabc\n", `:2: "abc" is not a duration`},
-		{"-3ms\n", ":1: a service time must be >= 0"},
-		{"# nothing\n\n", "holds no service time"},
-		{"0\n0s\n", "must not all be 0"},
-	} {
-		_, err := parseDurations(strings.NewReader(c.text), "f.txt")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("parseDurations(%q) error %v, want it to contain %q", c.text, err, c.want)
-		}
+	// A bad file is a usage error that names the flag, the file and the line (the grammar's
+	// cases are tested in package sim).
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	if err := os.WriteFile(bad, []byte("12ms\nabc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = parseArgs([]string{"-service", "empirical:" + bad}, testNames, testFamilies, &bytes.Buffer{})
+	var ue *usageError
+	if want := "-service empirical: " + bad + `:2: "abc" is not a duration`; !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+		t.Errorf("bad empirical file: error %v, want a usage error containing %q", err, want)
 	}
 }
 
@@ -185,8 +185,8 @@ func FuzzParseArgs(f *testing.F) {
 				t.Fatalf("accepted unknown setup %q", s)
 			}
 		}
-		if cfg.service.kind == "exponential" && cfg.service.mean <= 0 {
-			t.Fatalf("accepted mean %v", cfg.service.mean)
+		if cfg.service.Kind == "exponential" && cfg.service.Mean <= 0 {
+			t.Fatalf("accepted mean %v", cfg.service.Mean)
 		}
 	})
 }

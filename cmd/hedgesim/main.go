@@ -42,7 +42,7 @@ func isTerminal(f *os.File) bool {
 // run is the whole command; it returns the exit status: 0 done, 1 the run failed, 2 a bad
 // command line. showProgress writes a "points 12/80" line on stderr while the sweep runs.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgress bool) int {
-	cfg, err := parseArgs(args, setupNames(), sim.FamilyNames(), stderr)
+	cfg, err := parseArgs(args, sim.SetupNames(), sim.FamilyNames(), stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -85,26 +85,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgr
 	return 0
 }
 
-// setupNames are the setups the simulator knows, in report order.
-func setupNames() []string {
-	var names []string
-	for _, s := range sim.Setups(0) {
-		names = append(names, s.Name)
-	}
-	return names
-}
-
-// distribution is the sim.Distribution of a parsed -service flag.
-func (s service) distribution() sim.Distribution {
-	switch s.kind {
-	case "exponential":
-		return sim.Exponential{MeanTime: s.mean}
-	case "empirical":
-		return sim.Empirical{Samples: s.samples}
-	}
-	return sim.ReferenceMixture()
-}
-
 // sweepConfig is the sim.SweepConfig the command line asks for. A family's own workers and
 // service time apply unless -workers or -service say otherwise.
 func (c config) sweepConfig() sim.SweepConfig {
@@ -122,8 +102,8 @@ func (c config) sweepConfig() sim.SweepConfig {
 		Balancers:  c.balancers,
 		TieDelay:   c.tieDelay,
 	}
-	if c.family == "" || c.service.kind != "mixture" {
-		sc.Service = c.service.distribution()
+	if c.family == "" || c.service.Kind != sim.ServiceMixture {
+		sc.Service = c.service.Distribution()
 	}
 	if c.family != "" && !c.workersSet {
 		sc.Workers = 0

@@ -148,12 +148,12 @@ func TestRunExitCodes(t *testing.T) {
 // TestSetupNamesMatchSim: the command offers exactly the simulator's setups, the six reference
 // setups of SIMULATION.md first.
 func TestSetupNamesMatchSim(t *testing.T) {
-	names := setupNames()
+	names := sim.SetupNames()
 	if len(names) < 6 || !slices.Equal(names[:6], sim.ReferenceSetups) {
 		t.Errorf("setups %q do not start with the reference setups %q", names, sim.ReferenceSetups)
 	}
 	// The spelling of SIMULATION.md's table is accepted too.
-	got, err := parseSetups("hedge, budget 5 %", names)
+	got, err := sim.ParseSetups("hedge, budget 5 %", names)
 	if err != nil || len(got) != 1 || got[0] != sim.SetupBudget5 {
 		t.Errorf(`-setups "hedge, budget 5 %%" = %q, %v`, got, err)
 	}
