@@ -567,28 +567,49 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)
 	}
-	par = min(par, len(jobs))
 
+	points, err := runAll(ctx, par, len(jobs), func(ctx context.Context, r *runner, i int) (Point, error) {
+		j := jobs[i]
+		p := pl.params
+		p.Balancer = j.balancer
+		return r.run(ctx, p, j.setup, j.load, j.mode, j.seed)
+	}, progress)
+	if errors.Is(err, errStopped) {
+		return Report{}, errors.New("sim: sweep stopped before every point ran")
+	}
+	if err != nil {
+		return Report{}, err
+	}
+	return Report{Model: pl.model, Points: points}, nil
+}
+
+// errStopped says runAll ended before every run finished, with no error of its own to give.
+var errStopped = errors.New("sim: stopped before every run finished")
+
+// runAll runs n simulations on par goroutines, each reusing a runner of its own; run returns
+// the i-th. The first error stops the others. progress, when not nil, is called on the
+// calling goroutine after each run with how many are done. It returns every run's Point, or
+// the first error that is not a cancellation, else ctx's error, else errStopped when a run
+// did not finish.
+func runAll(ctx context.Context, par, n int, run func(ctx context.Context, r *runner, i int) (Point, error), progress func(done, total int)) ([]Point, error) {
+	par = max(1, min(par, n))
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	points := make([]Point, len(jobs))
-	errs := make([]error, len(jobs))
+	points := make([]Point, n)
+	errs := make([]error, n)
 	var next atomic.Int64
-	done := make(chan int, len(jobs))
+	done := make(chan int, n)
 	var wg sync.WaitGroup
 	for range par {
 		wg.Go(func() {
 			r := newRunner()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(jobs) || ctx.Err() != nil {
+				if i >= n || ctx.Err() != nil {
 					return
 				}
-				j := jobs[i]
-				p := pl.params
-				p.Balancer = j.balancer
-				points[i], errs[i] = r.run(ctx, p, j.setup, j.load, j.mode, j.seed)
+				points[i], errs[i] = run(ctx, r, i)
 				if errs[i] != nil {
 					cancel()
 				}
@@ -600,23 +621,23 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 		wg.Wait()
 		close(done)
 	}()
-	n := 0
+	finished := 0
 	for range done {
-		n++
+		finished++
 		if progress != nil {
-			progress(n, len(jobs))
+			progress(finished, n)
 		}
 	}
 	for _, e := range errs {
 		if e != nil && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded) {
-			return Report{}, e
+			return nil, e
 		}
 	}
-	if n < len(jobs) || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+	if finished < n || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
 		if err := parent.Err(); err != nil {
-			return Report{}, err
+			return nil, err
 		}
-		return Report{}, errors.New("sim: sweep stopped before every point ran")
+		return nil, errStopped
 	}
-	return Report{Model: pl.model, Points: points}, nil
+	return points, nil
 }

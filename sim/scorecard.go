@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/hedgekit/hedge"
 )
@@ -316,47 +314,15 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)
 	}
-	par = max(1, min(par, len(jobs)))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	points := make([]Point, len(jobs))
-	errs := make([]error, len(jobs))
-	var next, done atomic.Int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range par {
-		wg.Go(func() {
-			r := newRunner()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(jobs) || ctx.Err() != nil {
-					return
-				}
-				j := jobs[i]
-				points[i], errs[i] = r.run(ctx, j.p, j.setup, j.load, j.mode, j.seed)
-				if errs[i] != nil {
-					cancel()
-				}
-				n := int(done.Add(1))
-				if progress != nil {
-					mu.Lock()
-					progress(n, len(jobs))
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded) {
-			return ScorecardResult{}, e
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return ScorecardResult{}, err
-	}
-	if int(done.Load()) < len(jobs) {
+	points, err := runAll(ctx, par, len(jobs), func(ctx context.Context, r *runner, i int) (Point, error) {
+		j := jobs[i]
+		return r.run(ctx, j.p, j.setup, j.load, j.mode, j.seed)
+	}, progress)
+	if errors.Is(err, errStopped) {
 		return ScorecardResult{}, errors.New("sim: scorecard stopped before every run finished")
+	}
+	if err != nil {
+		return ScorecardResult{}, err
 	}
 	res := ScorecardResult{Setup: setup.Name}
 	for i := 0; i < len(jobs); i += 2 {
