@@ -440,7 +440,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 		if c.ticket.Trial() || c.breakerState(now) != breaker.Closed {
 			return ReasonBreaker
 		}
-		if rate, armed := p.brk.ErrorRate(now); armed && rate >= p.cfg.suppressAt*p.brk.TripPoint() {
+		if p.brk.Degraded(now) {
 			return ReasonErrorRate
 		}
 	}
@@ -453,7 +453,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	if p.bud.Balance(now) < 1 {
 		return ReasonBudget
 	}
-	if p.cfg.Criticality && c.opts.Criticality == Sheddable {
+	if p.cfg.NeverHedgeSheddable && c.opts.Criticality == Sheddable {
 		return ReasonSheddable
 	}
 	if p.win != nil && !p.win.Admit(now) {
@@ -748,7 +748,7 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 		c.p.recordLatency(now, dur)
 	}
 	c.act(Action{Kind: CancelAttempt, Attempt: j, Slow: sample && c.warm && c.threshold > 0 && dur >= c.threshold})
-	c.emit(Event{Kind: HedgeDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+	c.emit(Event{Kind: AttemptDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
 }
 
 func (c *Call) release(now time.Time, a *attempt, o limit.Outcome) {

@@ -101,13 +101,9 @@ func New(cfg Config) (*Policy, error) {
 			return nil, configError("Limit: %v", err)
 		}
 	}
-	if r.WinRate != nil {
-		if p.win, err = winrate.New(*r.WinRate); err != nil {
-			return nil, configError("WinRate: %v", err)
-		}
-	} else if r.minWinRate > 0 {
-		if p.win, err = winrate.New(winrate.Config{Floor: r.minWinRate}); err != nil {
-			return nil, configError("MinimumWinRate: %v", err)
+	if r.winRate != nil {
+		if p.win, err = winrate.New(*r.winRate); err != nil {
+			return nil, configError("Trigger: Adaptive.WinRate: %v", err)
 		}
 	}
 	if s := r.LocalSaturation; s != nil {

@@ -17,7 +17,7 @@ func FuzzParse(f *testing.F) {
 	}
 	for _, seed := range []string{
 		string(example),
-		"defaults:\n  trigger: after 20ms\n  budget: {unlimited: true}\n",
+		"defaults:\n  trigger: after 20ms\n  budget: {off: true}\n",
 		`{"defaults": {"trigger": "quantile 0.99", "breaker": true}, "operations": {"/a.B/C": {"breaker": false}}}`,
 		"operations:\n  a.example:8080/x/:\n    limit: {max_limit: 50}\n    idempotent: true\n",
 		"defaults: &d\n  attempts: 3\noperations:\n  x.example: *d\n",

@@ -117,7 +117,7 @@ func TestJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := f.ForMethod("/pkg.S/M")
-	if op.Policy.Trigger != hedge.After(20*time.Millisecond) || !op.Policy.Budget.Unlimited || op.Policy.Attempts != 3 || op.Repeatable != hedge.Repeatable {
+	if op.Policy.Trigger != hedge.After(20*time.Millisecond) || !op.Policy.Budget.Off || op.Policy.Attempts != 3 || op.Repeatable != hedge.Repeatable {
 		t.Errorf("op = %+v", op)
 	}
 	_, err = hedgeconfig.Parse("policy.json", []byte("{\n\t\"defaults\": {\"atempts\": 3}\n}"))

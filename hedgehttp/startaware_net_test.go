@@ -95,7 +95,7 @@ func TestStartAwareHedgesStragglersInServiceNotQueuedRequests(t *testing.T) {
 			checkGoroutines(t)
 			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4})
 			tr := newTransport(t, Config{
-				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Unlimited: true},
+				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Off: true},
 					MinimumDelay: 20 * time.Millisecond},
 				Next:     rs.base,
 				Key:      func(*http.Request) string { return "svc" },
@@ -171,7 +171,7 @@ func TestStartAwareWithoutStartSignalsFallsBackToTheClientsInference(t *testing.
 			checkGoroutines(t)
 			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4, NoStartSignal: true})
 			tr := newTransport(t, Config{
-				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Unlimited: true},
+				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Off: true},
 					MinimumDelay: 20 * time.Millisecond},
 				Next:     rs.base,
 				Key:      func(*http.Request) string { return "svc" },

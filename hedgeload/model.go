@@ -66,7 +66,7 @@ func scaleConfig(c hedge.Config, s float64) hedge.Config {
 		c.MaximumDelay = mul(c.MaximumDelay, 0)
 	}
 	c.OverloadCooldown = mul(c.OverloadCooldown, defaultCooldown)
-	if !c.Budget.Unlimited {
+	if !c.Budget.Off {
 		c.Budget.Window = mul(c.Budget.Window, defaultBudgetWindow)
 		if c.Budget.MinPerSecond == 0 {
 			c.Budget.MinPerSecond = defaultMinPerSecond

@@ -292,7 +292,7 @@ func (m *Metrics) record(o *operation, e hedge.Event) {
 			out = attemptError
 		}
 		m.attemptDuration.Record(ctx, e.Duration.Seconds(), o.attempt[kindOf(e)][out]...)
-	case hedge.HedgeDiscarded:
+	case hedge.AttemptDiscarded:
 		k := kindOf(e)
 		m.attemptDuration.Record(ctx, e.Duration.Seconds(), o.attempt[k][attemptDiscarded]...)
 		m.discarded.Add(ctx, 1, o.kind[k]...)
