@@ -131,7 +131,7 @@ func ExampleTransport_idempotencyKey() {
 		fmt.Printf("key %q: answered by the %s\n", key, body)
 	}
 	// Output:
-	// hedge suppressed: not repeatable
+	// hedge suppressed: not_repeatable
 	// key "": answered by the primary
 	// key "order-42": answered by the hedge
 }
