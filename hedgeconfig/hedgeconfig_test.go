@@ -46,7 +46,7 @@ func TestLoadExample(t *testing.T) {
 		"users.internal/v1/search": {func(c *hedge.Config) {
 			c.Trigger, c.Attempts, c.MaximumConcurrent = hedge.After(40*time.Millisecond), 3, 2
 		}, hedge.Repeatable},
-		"payments.internal:8443":          {func(c *hedge.Config) { c.Trigger = hedge.Trigger{} }, hedge.NotRepeatable},
+		"payments.internal:8443": {func(c *hedge.Config) { c.Trigger = hedge.Trigger{} }, hedge.NotRepeatable},
 		"/inventory.v1.Inventory/": {func(c *hedge.Config) {
 			c.Trigger = hedge.AtQuantile(0.95, hedge.Adaptive{MinimumDelay: 5 * time.Millisecond, WinRate: winrate.Config{Floor: 0.2}})
 		}, hedge.RepeatableDefault},
