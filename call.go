@@ -368,7 +368,8 @@ func (c *Call) tiedDue(now time.Time) (tie bool, at time.Time) {
 }
 
 // served reports whether the call's first attempt has been in service long enough to hedge
-// at now (Config.MinimumInService, or StartAware's start signal). When it has not, at is
+// at now (docs/design.md, "Queued or in service": Adaptive.MinimumInService, or StartAware's
+// start signal). When it has not, at is
 // when to look again; zero means only an event can change the answer (a start signal), or
 // nothing will.
 func (c *Call) served(now time.Time) (ok bool, at time.Time) {

@@ -22,7 +22,7 @@ const (
 	AttemptDiscarded
 	// HedgeSuppressed: a gate refused a hedge (Delay, Reason). It comes when the threshold
 	// fires, except for ReasonCold: a cold estimator has no threshold to fire, so that
-	// suppression is reported when the call starts, with a zero Delay (see docs/design.md).
+	// suppression is reported when the call starts, with a zero Delay (docs/design.md, "The gates").
 	HedgeSuppressed
 	// RetryScheduled: a failed attempt will be retried after Delay (Attempt is the failed one).
 	RetryScheduled
