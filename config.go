@@ -16,14 +16,14 @@ import (
 // configuration. [Config.Validate] checks one without building a policy.
 //
 // One rule for off: what is on by default is turned off by saying [Off] — Off in a number
-// ([Adaptive] MinimumInService, BacklogRatio and WinRate.Floor, [Ties] Delay, Backoff.Jitter),
+// ([Adaptive] MinimumInService, BacklogRatio, WinRate.Floor and TieDelay, Backoff.Jitter),
 // Off: true in the Budget. What is off by default (Breaker, Limit, LocalSaturation,
 // NeverHedgeSheddable) is turned on by setting it. Nil and zero never turn off something that
 // is on by default, and no negative number other than Off means anything.
 type Config struct {
 	// Trigger decides when a call is slow enough to hedge: AtQuantile(q) (recommended),
 	// StartAware(q), Tied() or After(d); the settings only one trigger reads travel with it
-	// ([Adaptive], [Ties]). Zero = never hedge (the policy still retries, as Attempts allows).
+	// ([Adaptive]). Zero = never hedge (the policy still retries, as Attempts allows).
 	Trigger Trigger
 
 	// Attempts is the most calls that reach the dependency for one call: the first, hedges
@@ -58,8 +58,12 @@ type Config struct {
 	// overload signal (a longer Retry-After wins). 0 = 5s.
 	OverloadCooldown time.Duration
 	// LocalSaturation, when set, stops the estimator learning while this process is its own
-	// bottleneck (high scheduler latency, or the limit full). nil = always learn.
-	LocalSaturation *Saturation
+	// bottleneck: while the scheduler latency (the 99th percentile of how long runnable
+	// goroutines waited, read from runtime/metrics every 100ms) is above LocalSaturation, or
+	// the limit is full. Latencies then measure the process, not the dependency, and a deep
+	// local queue would raise the threshold and hide an incident. 5ms is a good value.
+	// 0 = always learn.
+	LocalSaturation time.Duration
 
 	// Observer receives every event of every call, synchronously in the goroutine driving
 	// the call: it must be fast and safe for concurrent use. nil = no events, at no cost.
@@ -79,22 +83,6 @@ type Backoff struct {
 	Maximum    time.Duration // 0 = 1s
 	Multiplier float64       // 0 = 2; must be >= 1
 	Jitter     float64       // 0 = 0.5; in [0, 1]; Off = no jitter
-}
-
-// Saturation configures local-saturation detection: while this process is its own
-// bottleneck, attempt latencies measure the process, not the dependency, so the estimator
-// stops learning from them (a deep local queue would otherwise raise the threshold and hide an
-// incident).
-type Saturation struct {
-	// SchedulerLatency is the scheduler latency (the 99th percentile of how long runnable
-	// goroutines waited, since the previous reading) above which the process counts as
-	// saturated. 0 = 5ms.
-	SchedulerLatency time.Duration
-	// Interval is how often the scheduler latency is read. 0 = 100ms.
-	Interval time.Duration
-	// Probe returns the current scheduler latency. nil = read runtime/metrics
-	// (/sched/latencies:seconds). The simulator and tests set their own.
-	Probe func() time.Duration
 }
 
 // MaxAttempts is the largest Config.Attempts: each attempt costs the dependency a call and
@@ -206,8 +194,8 @@ func resolveBackoff(r *resolved) error {
 // resolveBlocks validates the blocks that have packages of their own.
 func resolveBlocks(r *resolved) error {
 	c := r.Config
-	if s := c.LocalSaturation; s != nil && (s.SchedulerLatency < 0 || s.Interval < 0) {
-		return configError("LocalSaturation.SchedulerLatency and .Interval must be >= 0")
+	if c.LocalSaturation < 0 {
+		return configError("LocalSaturation must be >= 0 (0 = off), got %v", c.LocalSaturation)
 	}
 	if err := c.Budget.Validate(); err != nil {
 		return fmt.Errorf("%w: Budget: %w", ErrInvalidConfig, err)

@@ -35,8 +35,11 @@ func TestConfigErrorsNameTheFieldAndTheRule(t *testing.T) {
 		{hedge.Config{Trigger: q95(hedge.Adaptive{MinimumDelay: time.Second, MaximumDelay: time.Millisecond})}, "Adaptive.MaximumDelay (1ms) must be >= MinimumDelay (1s)"},
 		{hedge.Config{Trigger: q95(hedge.Adaptive{Window: -time.Second})}, "Trigger: Adaptive.Window must be >= 0"},
 		{hedge.Config{Trigger: q95(hedge.Adaptive{MinimumSamples: -5})}, "Trigger: Adaptive.MinimumSamples must be >= 0"},
-		{hedge.Config{Trigger: hedge.Tied(hedge.Ties{MinimumDelay: -1})}, "Trigger: Ties.MinimumDelay must be >= 0"},
-		{hedge.Config{Trigger: hedge.Tied(hedge.Ties{Delay: -2})}, "Trigger: Ties.Delay must be >= 0"},
+		{hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{MinimumDelay: -1})}, "Trigger: Adaptive.MinimumDelay must be >= 0"},
+		{hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: -2})}, "Trigger: Adaptive.TieDelay must be >= 0"},
+		{hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{BacklogRatio: 2})}, "read by AtQuantile and StartAware, not by Tied"},
+		{hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{WinRate: winrate.Config{Floor: 0.5}})}, "read by AtQuantile and StartAware, not by Tied"},
+		{hedge.Config{Trigger: q95(hedge.Adaptive{TieDelay: time.Millisecond})}, "Adaptive.TieDelay is read only by Tied, not by AtQuantile"},
 		{hedge.Config{Breaker: &breaker.Config{DegradedAt: 1.5}}, "Breaker: breaker: Config.DegradedAt must be in [0, 1]"},
 		{hedge.Config{Backoff: hedge.Backoff{Multiplier: 0.5}}, "Backoff.Multiplier must be >= 1"},
 		{hedge.Config{Backoff: hedge.Backoff{Jitter: 2}}, "Backoff.Jitter must be in [0, 1]"},
@@ -74,7 +77,7 @@ func TestOffIsAcceptedWhereverSomethingIsOnByDefault(t *testing.T) {
 	for _, cfg := range []hedge.Config{
 		{Trigger: q95(hedge.Adaptive{MinimumInService: hedge.Off, BacklogRatio: hedge.Off, WinRate: winrate.Config{Floor: hedge.Off}})},
 		{Trigger: hedge.StartAware(0.9, hedge.Adaptive{BacklogRatio: hedge.Off})},
-		{Trigger: hedge.Tied(hedge.Ties{Delay: hedge.Off})},
+		{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off})},
 		{Attempts: 3, Backoff: hedge.Backoff{Jitter: hedge.Off}, Budget: budget.Config{Off: true}},
 	} {
 		if err := cfg.Validate(); err != nil {
@@ -132,7 +135,7 @@ func FuzzConfig(f *testing.F) {
 		case 2:
 			trig = hedge.After(time.Duration(d))
 		case 3:
-			trig = hedge.Tied(hedge.Ties{MinimumDelay: time.Duration(minD), MaximumDelay: time.Duration(maxD)})
+			trig = hedge.Tied(hedge.Adaptive{MinimumDelay: time.Duration(minD), MaximumDelay: time.Duration(maxD)})
 		}
 		cfg := hedge.Config{Trigger: trig, Attempts: attempts, MaximumConcurrent: maxConc,
 			Breaker: &breaker.Config{DegradedAt: suppress}}

@@ -11,7 +11,7 @@ const (
 	// AttemptFinished: an attempt answered (Attempt, Duration, Err; Err is nil on success).
 	AttemptFinished
 	// HedgeStarted: a hedge was sent because the call outlived the threshold (Delay; for a
-	// tie of Tied, Ties.Delay).
+	// tie of Tied, Adaptive.TieDelay).
 	HedgeStarted
 	// HedgeWon: a hedge answered first (Attempt, Duration).
 	HedgeWon

@@ -281,13 +281,13 @@ func TestCancelledLoserReleasesItsPermit(t *testing.T) {
 
 func TestLocalSaturationStopsTheEstimatorLearning(t *testing.T) {
 	saturated := true
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget,
-		LocalSaturation: &hedge.Saturation{Probe: func() time.Duration {
-			if saturated {
-				return time.Second
-			}
-			return 0
-		}}})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget, LocalSaturation: 5 * time.Millisecond})
+	hedge.SetSchedulerProbe(p, func() time.Duration {
+		if saturated {
+			return time.Second
+		}
+		return 0
+	})
 	now := t0
 	calls := func(n int) {
 		for range n {

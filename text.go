@@ -30,8 +30,8 @@ var (
 // as Go durations, [Off] as off): "quantile 0.95" for AtQuantile(0.95), "start-aware 0.95"
 // for StartAware(0.95), "quantile 0.95 window=1m0s backlog_ratio=off" for
 // AtQuantile(0.95, Adaptive{Window: time.Minute, BacklogRatio: Off}), "after 20ms" for
-// After(20*time.Millisecond), "tied" for Tied(), "tied delay=off" for
-// Tied(Ties{Delay: Off}), and "none" for the zero Trigger (no hedging).
+// After(20*time.Millisecond), "tied" for Tied(), "tied tie_delay=off" for
+// Tied(Adaptive{TieDelay: Off}), and "none" for the zero Trigger (no hedging).
 // [Trigger.UnmarshalText] reads every one of them back.
 func (t Trigger) MarshalText() ([]byte, error) {
 	var b []byte
@@ -72,8 +72,8 @@ func (t Trigger) String() string {
 // UnmarshalText parses a trigger's text form (see [Trigger.MarshalText]): "quantile Q" or
 // "start-aware Q" with Q in [0.5, 1), "after D" with D a [time.ParseDuration] duration >= 0,
 // "tied", or "none" (or empty) for no hedging; quantile, start-aware and tied may be followed
-// by key=value settings (the fields of [Adaptive] or [Ties] in snake case, win_rate.floor for
-// Adaptive.WinRate.Floor; off for [Off]). Words are case-insensitive and may be separated by
+// by key=value settings (the fields of [Adaptive] the trigger reads, in snake case:
+// minimum_delay, tie_delay, win_rate.floor for Adaptive.WinRate.Floor; off for [Off]). Words are case-insensitive and may be separated by
 // any white space. An error wraps [ErrInvalidConfig] and says which forms exist; a setting's
 // range is checked by [Config.Validate].
 func (t *Trigger) UnmarshalText(b []byte) error {
@@ -146,13 +146,8 @@ var adaptiveSettings = []setting{
 	{"win_rate.minimum_allowance", func(t *Trigger) any { return &t.adaptive.WinRate.MinimumAllowance }},
 }
 
-var tiesSettings = []setting{
-	{"delay", func(t *Trigger) any { return &t.ties.Delay }},
-	{"window", func(t *Trigger) any { return &t.ties.Window }},
-	{"minimum_samples", func(t *Trigger) any { return &t.ties.MinimumSamples }},
-	{"minimum_delay", func(t *Trigger) any { return &t.ties.MinimumDelay }},
-	{"maximum_delay", func(t *Trigger) any { return &t.ties.MaximumDelay }},
-}
+// tiedSettings are the settings Tied reads: the estimate's, and its delay.
+var tiedSettings = append(adaptiveSettings[:4:4], setting{"tie_delay", func(t *Trigger) any { return &t.adaptive.TieDelay }})
 
 // settings lists the settings the trigger's kind reads.
 func (t Trigger) settings() []setting {
@@ -160,7 +155,7 @@ func (t Trigger) settings() []setting {
 	case triggerQuantile, triggerStartAware:
 		return adaptiveSettings
 	case triggerTied:
-		return tiesSettings
+		return tiedSettings
 	}
 	return nil
 }

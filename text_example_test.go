@@ -13,7 +13,7 @@ import (
 // Triggers have one text form, for configuration files, flags and logs: the kind, its
 // argument, and the settings that are not their default.
 func ExampleTrigger_UnmarshalText() {
-	for _, text := range []string{"quantile 0.95", "quantile 0.95 backlog_ratio=off window=1m", "after 20ms", "tied delay=2ms", "quantile 1.5"} {
+	for _, text := range []string{"quantile 0.95", "quantile 0.95 backlog_ratio=off window=1m", "after 20ms", "tied tie_delay=2ms", "quantile 1.5"} {
 		var t hedge.Trigger
 		if err := t.UnmarshalText([]byte(text)); err != nil {
 			fmt.Println(err)
@@ -26,7 +26,7 @@ func ExampleTrigger_UnmarshalText() {
 	// quantile 0.95 -> quantile 0.95
 	// quantile 0.95 backlog_ratio=off window=1m -> quantile 0.95 window=1m0s backlog_ratio=off
 	// after 20ms -> after 20ms
-	// tied delay=2ms -> tied delay=2ms
+	// tied tie_delay=2ms -> tied tie_delay=2ms
 	// hedge: invalid config: trigger "quantile 1.5": the quantile must be a number in [0.5, 1), got "1.5"
 	// quantile 0.9 minimum_in_service=20ms
 }

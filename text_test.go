@@ -35,9 +35,9 @@ func TestTriggerTextRoundTrip(t *testing.T) {
 			"quantile 0.9 window=1m0s minimum_samples=50 minimum_delay=5ms maximum_delay=1s minimum_in_service=off " +
 				"backlog_ratio=1.5 win_rate.floor=off win_rate.window=2m0s win_rate.minimum_samples=5 win_rate.minimum_allowance=0.1"},
 		{hedge.StartAware(0.95, hedge.Adaptive{BacklogRatio: hedge.Off}), "start-aware 0.95 backlog_ratio=off"},
-		{hedge.Tied(hedge.Ties{Delay: hedge.Off, MinimumDelay: time.Hour}), "tied delay=off minimum_delay=1h0m0s"},
-		{hedge.Tied(hedge.Ties{Delay: 2 * time.Millisecond, Window: time.Minute, MinimumSamples: 7, MaximumDelay: time.Second}),
-			"tied delay=2ms window=1m0s minimum_samples=7 maximum_delay=1s"},
+		{hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off, MinimumDelay: time.Hour}), "tied minimum_delay=1h0m0s tie_delay=off"},
+		{hedge.Tied(hedge.Adaptive{TieDelay: 2 * time.Millisecond, Window: time.Minute, MinimumSamples: 7, MaximumDelay: time.Second}),
+			"tied window=1m0s minimum_samples=7 maximum_delay=1s tie_delay=2ms"},
 	} {
 		b, err := tc.trigger.MarshalText()
 		if err != nil || string(b) != tc.text {
@@ -63,9 +63,9 @@ func TestTriggerUnmarshalTextLenient(t *testing.T) {
 		"after 250us":       hedge.After(250 * time.Microsecond),
 		"quantile 9.5e-1":   hedge.AtQuantile(0.95),
 		"quantile 0.9 BACKLOG_RATIO=OFF window=30s": hedge.AtQuantile(0.9, hedge.Adaptive{BacklogRatio: hedge.Off, Window: 30 * time.Second}),
-		"tied  delay=3ms":     hedge.Tied(hedge.Ties{Delay: 3 * time.Millisecond}),
-		"none":                {},
-		"after 1h2m3s4ms5us6": {}, // not valid: checked below
+		"tied  tie_delay=3ms":                       hedge.Tied(hedge.Adaptive{TieDelay: 3 * time.Millisecond}),
+		"none":                                      {},
+		"after 1h2m3s4ms5us6":                       {}, // not valid: checked below
 	} {
 		var got hedge.Trigger
 		err := got.UnmarshalText([]byte(text))
@@ -88,7 +88,7 @@ func TestTriggerUnmarshalTextErrors(t *testing.T) {
 		"20ms", "0.95",
 		"quantile window=1m", "quantile 0.9 window", "quantile 0.9 delay=1ms", "quantile 0.9 window=1m window=2m",
 		"quantile 0.9 window=soon", "quantile 0.9 minimum_samples=1.5", "quantile 0.9 backlog_ratio=NaN",
-		"tied backlog_ratio=2", "after 20ms delay=1ms",
+		"tied backlog_ratio=2", "after 20ms delay=1ms", "quantile 0.9 tie_delay=1ms",
 	} {
 		var got hedge.Trigger
 		err := got.UnmarshalText([]byte(text))

@@ -104,14 +104,14 @@ func TestTiedStateMachine(t *testing.T) {
 		})
 	})
 	t.Run("Ties.Delay sets the wait", func(t *testing.T) {
-		runTiedSteps(t, warmTied(t, hedge.Config{Trigger: hedge.Tied(hedge.Ties{Delay: 4 * time.Millisecond})}), []tiedStep{
+		runTiedSteps(t, warmTied(t, hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: 4 * time.Millisecond})}), []tiedStep{
 			{"start", begin(0), "start 0, timer 4ms"},
 			{"an early timer does nothing", fired(3), ""},
 			{"tie", fired(4), "start 1 hedge"},
 		})
 	})
 	t.Run("Ties.Delay Off ties at once", func(t *testing.T) {
-		runTiedSteps(t, warmTied(t, hedge.Config{Trigger: hedge.Tied(hedge.Ties{Delay: hedge.Off})}), []tiedStep{
+		runTiedSteps(t, warmTied(t, hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off})}), []tiedStep{
 			{"start", begin(0), "start 0, start 1 hedge"},
 			{"one starts", started(0, 1), "cancel 0, timer 10ms"},
 		})

@@ -22,64 +22,60 @@ const (
 // and carries the settings only it reads. The zero Trigger hedges nothing: the policy then
 // only retries (when Attempts allows) and applies its breaker and limit. Its text form
 // ([Trigger.String], [Trigger.MarshalText]) is what configuration files and logs show:
-// "quantile 0.95", "quantile 0.95 backlog_ratio=1.5", "tied delay=2ms", "after 20ms".
+// "quantile 0.95", "quantile 0.95 backlog_ratio=1.5", "tied tie_delay=2ms", "after 20ms".
 type Trigger struct {
 	kind     triggerKind
 	q        float64
 	delay    time.Duration
-	adaptive Adaptive // AtQuantile, StartAware
-	ties     Ties     // Tied
+	adaptive Adaptive
 }
 
-// Adaptive holds the settings of the adaptive triggers, [AtQuantile] and [StartAware]: how
-// they learn their threshold, and the gates that keep their hedges off a dependency that a
-// hedge would not help (docs/design.md, "Queued or in service" and "The gates"). A zero field
-// means its default, so AtQuantile(q) is AtQuantile(q, Adaptive{}).
+// Adaptive holds the settings of the adaptive triggers, [AtQuantile], [StartAware] and
+// [Tied]: how they learn their threshold, the gates that keep AtQuantile's and StartAware's
+// hedges off a dependency that a hedge would not help, and Tied's delay (docs/design.md,
+// "Triggers", "Queued or in service" and "The gates"). A zero field means its default, so
+// AtQuantile(q) is AtQuantile(q, Adaptive{}). A field the trigger does not read is an error
+// ([Config.Validate]), never silently ignored: MinimumInService, BacklogRatio and WinRate are
+// AtQuantile's and StartAware's, TieDelay is Tied's.
 type Adaptive struct {
 	// Window is how far back the latency estimator looks. 0 = 30s.
 	Window time.Duration
 	// MinimumSamples is how many latencies the estimator needs before the trigger hedges (a
-	// cold estimator suppresses hedges with ReasonCold). 0 = 20.
+	// cold estimator suppresses hedges with ReasonCold; a tie of Tied needs no threshold).
+	// 0 = 20.
 	MinimumSamples int
 	// MinimumDelay and MaximumDelay clamp the learnt threshold. 0 = 10ms and no maximum.
 	MinimumDelay, MaximumDelay time.Duration
 
-	// MinimumInService: only a first attempt known to have been in service, not queued, for
-	// at least this long is hedged; a copy of a queued request waits behind it and only adds
-	// load. Without start signals the client infers it: in a first-in-first-out server a call
-	// that a later call of the same policy has overtaken (answered first) is in service, for
-	// at least the time since it was first overtaken. A call nothing overtakes (one call in
-	// flight at a time) is then never hedged. With StartAware and start signals, the server's
-	// word replaces the inference. 0 = 10ms; Off = hedge on the attempt's age alone.
+	// MinimumInService (AtQuantile, StartAware): only a first attempt known to have been in
+	// service, not queued, for at least this long is hedged; a copy of a queued request waits
+	// behind it and only adds load. Without start signals the client infers it: in a
+	// first-in-first-out server a call that a later call of the same policy has overtaken
+	// (answered first) is in service, for at least the time since it was first overtaken. A
+	// call nothing overtakes (one call in flight at a time) is then never hedged. With
+	// StartAware and start signals, the server's word replaces the inference. 0 = 10ms; Off =
+	// hedge on the attempt's age alone.
 	MinimumInService time.Duration
-	// BacklogRatio pauses hedging while the dependency is slow as a whole rather than one
-	// call by bad luck: while the recent median latency is above BacklogRatio × its lowest
-	// over the last Window or two (a queue is forming), or while more than three times 1-q
-	// of the last second's calls reach their threshold (a slowdown the threshold has not
-	// caught up with). Hedges would add load to all of it (ReasonBacklog). 0 = 1.3; otherwise
-	// > 1; Off = no backlog gate.
+	// BacklogRatio (AtQuantile, StartAware) pauses hedging while the dependency is slow as a
+	// whole rather than one call by bad luck: while the recent median latency is above
+	// BacklogRatio × its lowest over the last Window or two (a queue is forming), or while more
+	// than three times 1-q of the last second's calls reach their threshold (a slowdown the
+	// threshold has not caught up with). Hedges would add load to all of it (ReasonBacklog).
+	// 0 = 1.3; otherwise > 1; Off = no backlog gate.
 	BacklogRatio float64
-	// WinRate is the win-rate loop: while fewer than WinRate.Floor of hedges win, the share
-	// of would-be hedges sent halves (down to WinRate.MinimumAllowance), and it comes back a
-	// quarter at a time once they win again. A hedge that seldom wins is not beating
-	// stragglers (the service has none) and only adds load (ReasonWinRate). Zero fields are
-	// winrate's defaults, except Floor: 0 = 0.3; Off = no loop.
+	// WinRate (AtQuantile, StartAware) is the win-rate loop: while fewer than WinRate.Floor of
+	// hedges win, the share of would-be hedges sent halves (down to
+	// WinRate.MinimumAllowance), and it comes back a quarter at a time once they win again. A
+	// hedge that seldom wins is not beating stragglers (the service has none) and only adds
+	// load (ReasonWinRate). Zero fields are winrate's defaults, except Floor: 0 = 0.3; Off =
+	// no loop.
 	WinRate winrate.Config
-}
 
-// Ties holds the settings of [Tied].
-type Ties struct {
-	// Delay is how long a copy may wait for its start signal before a tied copy is sent to
-	// another replica. Set it to a little more than the round trip to the servers: a start
-	// signal takes a round trip to arrive, and a tie sent before it could arrive is sent for
-	// every call. 0 = 1ms; Off = send every tied copy at once, with the first.
-	Delay time.Duration
-	// Window, MinimumSamples, MinimumDelay and MaximumDelay are how the threshold of the
-	// hedge of a copy in service too long is learnt, as in [Adaptive]. 0 = 30s, 20, 10ms and
-	// no maximum.
-	Window                     time.Duration
-	MinimumSamples             int
-	MinimumDelay, MaximumDelay time.Duration
+	// TieDelay (Tied) is how long a copy may wait for its start signal before a tied copy is
+	// sent to another replica. Set it to a little more than the round trip to the servers: a
+	// start signal takes a round trip to arrive, and a tie sent before it could arrive is sent
+	// for every call. 0 = 1ms; Off = send every tied copy at once, with the first.
+	TieDelay time.Duration
 }
 
 // AtQuantile hedges a call once it has run longer than the live q-quantile of the policy's
@@ -121,7 +117,7 @@ func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: 
 // (docs/design.md, "Tied requests"):
 //
 //   - Queueing. While no copy of the call has started service, a tied copy goes to another
-//     replica Ties.Delay after the previous one was sent (up to MaximumConcurrent in
+//     replica Adaptive.TieDelay after the previous one was sent (up to MaximumConcurrent in
 //     flight); the first copy to start cancels every copy still queued, which its server
 //     drops without running. The delay is what makes ties cheap: a first copy that starts
 //     at once has said so before its twin would be sent, and the twin is never sent. Sent at
@@ -138,10 +134,10 @@ func After(d time.Duration) Trigger { return Trigger{kind: triggerAfter, delay: 
 // hedge does. Tied requests need that cancellation: where the server finishes a cancelled
 // copy anyway, every tie is a whole second request, and only the budget bounds them. Against
 // servers that send no start signal, nothing ever starts: every call sends its tied copy
-// after Ties.Delay, and copies race as with After(Ties.Delay). Settings, optional, are at
-// most one [Ties].
-func Tied(settings ...Ties) Trigger {
-	return Trigger{kind: triggerTied, q: tiedQuantile, ties: one("Tied", settings)}
+// after TieDelay, and copies race as with After(TieDelay). Settings, optional, are at most
+// one [Adaptive] (Window, MinimumSamples, MinimumDelay, MaximumDelay, TieDelay).
+func Tied(settings ...Adaptive) Trigger {
+	return Trigger{kind: triggerTied, q: tiedQuantile, adaptive: one("Tied", settings)}
 }
 
 // one returns the optional settings argument of a trigger constructor.
@@ -161,7 +157,7 @@ func one[S any](name string, settings []S) S {
 // recommended AtQuantile's.
 const tiedQuantile = 0.95
 
-// defaultTieDelay is Ties.Delay's default: about twice a data-centre network's one-way
+// defaultTieDelay is Adaptive.TieDelay's default: about twice a data-centre network's one-way
 // delay, as Dean & Barroso suggest, so that a start signal sent the moment a copy arrives
 // reaches the client before the twin would leave.
 const defaultTieDelay = time.Millisecond
@@ -191,26 +187,30 @@ func resolveTrigger(r *resolved) error {
 	t := r.Trigger
 	switch t.kind {
 	case triggerQuantile, triggerStartAware:
+		name := "AtQuantile"
+		if t.kind == triggerStartAware {
+			name = "StartAware"
+		}
 		if !(t.q >= 0.5 && t.q < 1) {
-			name := "AtQuantile"
-			if t.kind == triggerStartAware {
-				name = "StartAware"
-			}
 			return configError("Trigger: %s(q) needs q in [0.5, 1), got %v", name, t.q)
 		}
-		return r.resolveAdaptive(t.adaptive)
+		if t.adaptive.TieDelay != 0 {
+			return configError("Trigger: Adaptive.TieDelay is read only by Tied, not by %s", name)
+		}
+		return r.resolveGates(t.adaptive)
 	case triggerAfter:
 		if t.delay < 0 {
 			return configError("Trigger: After(d) needs d >= 0, got %v", t.delay)
 		}
 	case triggerTied:
-		return r.resolveTies(t.ties)
+		return r.resolveTied(t.adaptive)
 	}
 	return nil
 }
 
-func (r *resolved) resolveAdaptive(a Adaptive) error {
-	if err := r.resolveEstimate("Adaptive", estimate{a.Window, a.MinimumSamples, a.MinimumDelay, a.MaximumDelay}); err != nil {
+// resolveGates resolves AtQuantile's and StartAware's settings.
+func (r *resolved) resolveGates(a Adaptive) error {
+	if err := r.resolveEstimate(a); err != nil {
 		return err
 	}
 	if a.MinimumInService < 0 && a.MinimumInService != Off {
@@ -233,32 +233,36 @@ func (r *resolved) resolveAdaptive(a Adaptive) error {
 	return nil
 }
 
-func (r *resolved) resolveTies(t Ties) error {
-	if err := r.resolveEstimate("Ties", estimate{t.Window, t.MinimumSamples, t.MinimumDelay, t.MaximumDelay}); err != nil {
+// resolveTied resolves Tied's settings: it runs none of the gates of AtQuantile's settings.
+func (r *resolved) resolveTied(a Adaptive) error {
+	if a.MinimumInService != 0 || a.BacklogRatio != 0 || a.WinRate != (winrate.Config{}) {
+		return configError("Trigger: Adaptive.MinimumInService, BacklogRatio and WinRate are read by AtQuantile and StartAware, not by Tied")
+	}
+	if err := r.resolveEstimate(a); err != nil {
 		return err
 	}
-	if t.Delay < 0 && t.Delay != Off {
-		return configError("Trigger: Ties.Delay must be >= 0 (0 = 1ms, Off = at once), got %v", t.Delay)
+	if a.TieDelay < 0 && a.TieDelay != Off {
+		return configError("Trigger: Adaptive.TieDelay must be >= 0 (0 = 1ms, Off = at once), got %v", a.TieDelay)
 	}
-	r.tieDelay = offOrDefault(t.Delay, defaultTieDelay)
+	r.tieDelay = offOrDefault(a.TieDelay, defaultTieDelay)
 	return nil
 }
 
-// resolveEstimate validates how a threshold is learnt; settings names the struct in errors.
-func (r *resolved) resolveEstimate(settings string, e estimate) error {
+// resolveEstimate validates how a threshold is learnt.
+func (r *resolved) resolveEstimate(a Adaptive) error {
 	switch {
-	case e.Window < 0:
-		return configError("Trigger: %s.Window must be >= 0 (0 = 30s), got %v", settings, e.Window)
-	case e.MinimumSamples < 0:
-		return configError("Trigger: %s.MinimumSamples must be >= 0 (0 = 20), got %d", settings, e.MinimumSamples)
-	case e.MinimumDelay < 0:
-		return configError("Trigger: %s.MinimumDelay must be >= 0 (0 = 10ms), got %v", settings, e.MinimumDelay)
-	case e.MaximumDelay < 0:
-		return configError("Trigger: %s.MaximumDelay must be >= 0 (0 = none), got %v", settings, e.MaximumDelay)
+	case a.Window < 0:
+		return configError("Trigger: Adaptive.Window must be >= 0 (0 = 30s), got %v", a.Window)
+	case a.MinimumSamples < 0:
+		return configError("Trigger: Adaptive.MinimumSamples must be >= 0 (0 = 20), got %d", a.MinimumSamples)
+	case a.MinimumDelay < 0:
+		return configError("Trigger: Adaptive.MinimumDelay must be >= 0 (0 = 10ms), got %v", a.MinimumDelay)
+	case a.MaximumDelay < 0:
+		return configError("Trigger: Adaptive.MaximumDelay must be >= 0 (0 = none), got %v", a.MaximumDelay)
 	}
-	e.MinimumDelay = orDefault(e.MinimumDelay, 10*time.Millisecond)
+	e := estimate{a.Window, a.MinimumSamples, orDefault(a.MinimumDelay, 10*time.Millisecond), a.MaximumDelay}
 	if e.MaximumDelay > 0 && e.MaximumDelay < e.MinimumDelay {
-		return configError("Trigger: %s.MaximumDelay (%v) must be >= MinimumDelay (%v)", settings, e.MaximumDelay, e.MinimumDelay)
+		return configError("Trigger: Adaptive.MaximumDelay (%v) must be >= MinimumDelay (%v)", e.MaximumDelay, e.MinimumDelay)
 	}
 	r.estimate = e
 	return nil

@@ -25,11 +25,11 @@
 // (NeverHedgeSheddable is never_hedge_sheddable, RTTTolerance rtt_tolerance); durations are Go
 // durations ("20ms", "1m30s"). The trigger is its text form ([hedge.Trigger.MarshalText]),
 // settings included: "quantile 0.95", "quantile 0.95 window=1m backlog_ratio=off",
-// "start-aware 0.95", "after 20ms", "tied delay=2ms", "none". An operation that sets the
+// "start-aware 0.95", "after 20ms", "tied tie_delay=2ms", "none". An operation that sets the
 // trigger replaces the defaults' trigger and its settings. off is [hedge.Off] wherever a
 // number may be off (jitter: off; budget: {off: true} turns the budget off). A block that is
-// off by default (breaker, limit, local_saturation) is turned on by a mapping of its fields,
-// or by true for its defaults, and off by false. idempotent: true
+// off by default (breaker, limit) is turned on by a mapping of its fields, or by true for its
+// defaults, and off by false; local_saturation is a duration (5ms), 0 for off. idempotent: true
 // makes every request of the operation repeatable (a POST may be hedged), false none of them
 // (not even a GET), null or absent leaves it to the method.
 //

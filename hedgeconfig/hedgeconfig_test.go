@@ -249,14 +249,14 @@ func TestEveryFieldRoundTrips(t *testing.T) {
   limit: {initial_limit: 30, min_limit: 10, max_limit: 300, smoothing: 0.1, rtt_tolerance: 2, long_window: 900, queue_size: 6}
   never_hedge_sheddable: true
   overload_cooldown: 3s
-  local_saturation: {scheduler_latency: 8ms, interval: 250ms}
+  local_saturation: 8ms
   idempotent: true
 operations:
   a.example/x:
     trigger: start-aware 0.99 minimum_in_service=off
     budget: {ratio: 1e-12}
     breaker: {half_open_calls: 3}
-    local_saturation: false
+    local_saturation: 0
     idempotent: null
 `
 	f, err := hedgeconfig.Parse("all.yaml", []byte(src))
@@ -265,7 +265,7 @@ operations:
 	}
 	d := f.Defaults.Policy
 	if d.Attempts != 4 || d.Budget.Window != 20*time.Second || d.Backoff.Multiplier != 1.5 || d.Breaker.HalfOpenCalls != 2 ||
-		d.Limit.RTTTolerance != 2 || d.Breaker.DegradedAt != 0.75 || !d.NeverHedgeSheddable || d.LocalSaturation.Interval != 250*time.Millisecond ||
+		d.Limit.RTTTolerance != 2 || d.Breaker.DegradedAt != 0.75 || !d.NeverHedgeSheddable || d.LocalSaturation != 8*time.Millisecond ||
 		d.Backoff.Jitter != hedge.Off || f.Defaults.Repeatable != hedge.Repeatable {
 		t.Errorf("defaults = %+v", d)
 	}
@@ -279,7 +279,7 @@ operations:
 		t.Errorf("operation = %+v", op.Policy)
 	}
 	if op.Policy.Budget.Ratio != budget.Zero || op.Policy.Budget.MinPerSecond != 2 || op.Policy.Breaker.HalfOpenCalls != 3 ||
-		op.Policy.Breaker.ConsecutiveFailures != 7 || op.Policy.LocalSaturation != nil || op.Repeatable != hedge.RepeatableDefault {
+		op.Policy.Breaker.ConsecutiveFailures != 7 || op.Policy.LocalSaturation != 0 || op.Repeatable != hedge.RepeatableDefault {
 		t.Errorf("operation = %+v", op.Policy)
 	}
 	out, err := f.Marshal()

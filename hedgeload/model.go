@@ -39,7 +39,7 @@ func scaleDist(d sim.Distribution, s float64) sim.Distribution {
 	return scaled{d, s}
 }
 
-// Documented defaults of hedge.Adaptive, hedge.Ties, hedge.Config and budget.Config that the
+// Documented defaults of hedge.Adaptive, hedge.Config and budget.Config that the
 // scale must make explicit.
 const (
 	defaultWindow       = 30 * time.Second

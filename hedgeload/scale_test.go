@@ -16,7 +16,7 @@ func TestScaleConfigScalesTheTriggersSettings(t *testing.T) {
 		{hedge.AtQuantile(0.95), hedge.AtQuantile(0.95, hedge.Adaptive{Window: 3 * time.Second, MinimumDelay: time.Millisecond})},
 		{hedge.StartAware(0.9, hedge.Adaptive{Window: time.Minute, MaximumDelay: time.Second, BacklogRatio: hedge.Off}),
 			hedge.StartAware(0.9, hedge.Adaptive{Window: 6 * time.Second, MinimumDelay: time.Millisecond, MaximumDelay: 100 * time.Millisecond, BacklogRatio: hedge.Off})},
-		{hedge.Tied(hedge.Ties{Delay: 2 * time.Millisecond}), hedge.Tied(hedge.Ties{Delay: 2 * time.Millisecond, Window: 3 * time.Second, MinimumDelay: time.Millisecond})},
+		{hedge.Tied(hedge.Adaptive{TieDelay: 2 * time.Millisecond}), hedge.Tied(hedge.Adaptive{TieDelay: 2 * time.Millisecond, Window: 3 * time.Second, MinimumDelay: time.Millisecond})},
 		{hedge.After(20 * time.Millisecond), hedge.After(20 * time.Millisecond)},
 	} {
 		got := scaleConfig(hedge.Config{Trigger: c.in}, 0.1).Trigger

@@ -79,7 +79,7 @@ func TestScriptStartsReportsAtStartAfter(t *testing.T) {
 		{30 * time.Millisecond, "2 attempts over 20ms: OK (20ms), hedge discarded (20ms)"},
 	} {
 		synctest.Test(t, func(t *testing.T) {
-			p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(hedge.Ties{Delay: hedge.Off}), Budget: budget.Config{Off: true}})
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Budget: budget.Config{Off: true}})
 			var lg hedge.Log
 			v, err := hedge.Do(hedge.WithLog(t.Context(), &lg), p, hedgetest.Script(
 				hedgetest.Answer[string]{Starts: true, StartAfter: c.startAfter, After: 20 * time.Millisecond, Value: "primary"},
