@@ -344,8 +344,8 @@ func (c *Call) maybeHedge(now time.Time) {
 }
 
 // tiedDue says when Tied's next copy is due (docs/design.md, "Tied requests"), and whether it
-// is a tie. While no running copy has started service, it is a tie, due TieDelay after the
-// last copy was sent. Once one has, it is a hedge of that copy, due when the copy has been in
+// is a tie. While no running copy has started service, it is a tie, due Adaptive.TieDelay
+// after the last copy was sent. Once one has, it is a hedge of that copy, due when the copy has been in
 // service for the threshold (and no sooner than one threshold after the last copy was sent);
 // without a threshold yet (a cold estimator) it is due at once, and the gates suppress it.
 func (c *Call) tiedDue(now time.Time) (tie bool, at time.Time) {
