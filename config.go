@@ -22,8 +22,8 @@ import (
 // is on by default, and no negative number other than Off means anything.
 type Config struct {
 	// Trigger decides when a call is slow enough to hedge: AtQuantile(q) (recommended),
-	// StartAware(q), Tied() or After(d); the settings only one trigger reads travel with it
-	// ([Adaptive]). Zero = never hedge (the policy still retries, as Attempts allows).
+	// StartAware(q), Tied() or After(d), each with its settings ([Adaptive]). Zero = never
+	// hedge (the policy still retries, as Attempts allows).
 	Trigger Trigger
 
 	// Attempts is the most calls that reach the dependency for one call: the first, hedges
@@ -71,8 +71,8 @@ type Config struct {
 }
 
 // Off turns off a setting that is on by default, wherever the setting is a number (see
-// [Config]): Adaptive{BacklogRatio: hedge.Off}. It is the only negative number a setting
-// takes.
+// [Config]): Adaptive{BacklogRatio: hedge.Off}. It is the only negative number a setting of
+// this package takes.
 const Off = -1
 
 // Backoff spaces sequential retries: the n-th retry waits Initial × Multiplier^(n-1), capped

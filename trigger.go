@@ -67,8 +67,8 @@ type Adaptive struct {
 	// hedges win, the share of would-be hedges sent halves (down to
 	// WinRate.MinimumAllowance), and it comes back a quarter at a time once they win again. A
 	// hedge that seldom wins is not beating stragglers (the service has none) and only adds
-	// load (ReasonWinRate). Zero fields are winrate's defaults, except Floor: 0 = 0.3; Off =
-	// no loop.
+	// load (ReasonWinRate). Zero fields are winrate's defaults, except Floor: 0 = 0.3;
+	// Floor Off = no loop.
 	WinRate winrate.Config
 
 	// TieDelay (Tied) is how long a copy may wait for its start signal before a tied copy is
