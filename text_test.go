@@ -248,3 +248,29 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// FuzzTriggerText: any text either is refused with an error wrapping ErrInvalidConfig, or
+// parses to a trigger whose text form parses back to the same trigger (one text form).
+func FuzzTriggerText(f *testing.F) {
+	for _, s := range []string{"quantile 0.95", "start-aware 0.9 backlog_ratio=off window=1m", "tied tie_delay=2ms minimum_samples=3",
+		"after 20ms", "none", "", "quantile 0.9 win_rate.floor=0.2 win_rate.minimum_allowance=0.1", "tied tie_delay=-1ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var tr hedge.Trigger
+		if err := tr.UnmarshalText([]byte(s)); err != nil {
+			if !errors.Is(err, hedge.ErrInvalidConfig) {
+				t.Fatalf("UnmarshalText(%q) = %v, not wrapping ErrInvalidConfig", s, err)
+			}
+			return
+		}
+		b, err := tr.MarshalText()
+		if err != nil || string(b) != tr.String() {
+			t.Fatalf("MarshalText(%v) = %q, %v; String() = %q", tr, b, err, tr.String())
+		}
+		var back hedge.Trigger
+		if err := back.UnmarshalText(b); err != nil || back != tr {
+			t.Fatalf("%q parsed to %v, whose text %q parses to %v, %v", s, tr, b, back, err)
+		}
+	})
+}

@@ -19,7 +19,7 @@ const (
 )
 
 // Trigger decides when a call is slow enough to send a hedge (docs/design.md, "Triggers"),
-// and carries the settings only it reads. The zero Trigger hedges nothing: the policy then
+// and carries its settings ([Adaptive]). The zero Trigger hedges nothing: the policy then
 // only retries (when Attempts allows) and applies its breaker and limit. Its text form
 // ([Trigger.String], [Trigger.MarshalText]) is what configuration files and logs show:
 // "quantile 0.95", "quantile 0.95 backlog_ratio=1.5", "tied tie_delay=2ms", "after 20ms".
