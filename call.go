@@ -344,8 +344,8 @@ func (c *Call) maybeHedge(now time.Time) {
 }
 
 // tiedDue says when Tied's next copy is due (docs/design.md, "Tied requests"), and whether it
-// is a tie. While no running copy has started service, it is a tie, due TieDelay after the
-// last copy was sent. Once one has, it is a hedge of that copy, due when the copy has been in
+// is a tie. While no running copy has started service, it is a tie, due Adaptive.TieDelay
+// after the last copy was sent. Once one has, it is a hedge of that copy, due when the copy has been in
 // service for the threshold (and no sooner than one threshold after the last copy was sent);
 // without a threshold yet (a cold estimator) it is due at once, and the gates suppress it.
 func (c *Call) tiedDue(now time.Time) (tie bool, at time.Time) {
@@ -368,7 +368,8 @@ func (c *Call) tiedDue(now time.Time) (tie bool, at time.Time) {
 }
 
 // served reports whether the call's first attempt has been in service long enough to hedge
-// at now (Config.MinimumInService, or StartAware's start signal). When it has not, at is
+// at now (docs/design.md, "Queued or in service": Adaptive.MinimumInService, or StartAware's
+// start signal). When it has not, at is
 // when to look again; zero means only an event can change the answer (a start signal), or
 // nothing will.
 func (c *Call) served(now time.Time) (ok bool, at time.Time) {
@@ -440,7 +441,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 		if c.ticket.Trial() || c.breakerState(now) != breaker.Closed {
 			return ReasonBreaker
 		}
-		if rate, armed := p.brk.ErrorRate(now); armed && rate >= p.cfg.suppressAt*p.brk.TripPoint() {
+		if p.brk.Degraded(now) {
 			return ReasonErrorRate
 		}
 	}
@@ -453,7 +454,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	if p.bud.Balance(now) < 1 {
 		return ReasonBudget
 	}
-	if p.cfg.Criticality && c.opts.Criticality == Sheddable {
+	if p.cfg.NeverHedgeSheddable && c.opts.Criticality == Sheddable {
 		return ReasonSheddable
 	}
 	if p.win != nil && !p.win.Admit(now) {
@@ -748,7 +749,7 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 		c.p.recordLatency(now, dur)
 	}
 	c.act(Action{Kind: CancelAttempt, Attempt: j, Slow: sample && c.warm && c.threshold > 0 && dur >= c.threshold})
-	c.emit(Event{Kind: HedgeDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+	c.emit(Event{Kind: AttemptDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
 }
 
 func (c *Call) release(now time.Time, a *attempt, o limit.Outcome) {

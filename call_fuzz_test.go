@@ -21,7 +21,7 @@ func FuzzCall(f *testing.F) {
 	f.Add(uint8(4), uint8(3), uint8(2), []byte{2, 2, 2, 2, 2, 2, 5, 5, 5})
 	f.Add(uint8(2), uint8(2), uint8(0), []byte{5, 5, 0x15, 1, 0x25, 5, 4})
 	f.Fuzz(func(t *testing.T, attempts, maxConc, kind uint8, script []byte) {
-		cfg := hedge.Config{Attempts: int(attempts%4) + 2, Budget: budget.Config{Unlimited: true},
+		cfg := hedge.Config{Attempts: int(attempts%4) + 2, Budget: budget.Config{Off: true},
 			Limit: &limit.Config{}, Breaker: &breaker.Config{}, Backoff: hedge.Backoff{Initial: time.Millisecond}}
 		cfg.MaximumConcurrent = min(int(maxConc%3)+1, cfg.Attempts)
 		switch kind % 3 {

@@ -108,7 +108,7 @@ func TestCallCancelScript(t *testing.T) {
 }
 
 func TestCallTiedScript(t *testing.T) {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: noBudget})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Budget: noBudget})
 	c := p.NewCall(hedge.CallOptions{})
 	if got := actions(c.Start(ms(0))); got != "start 0, start 1 hedge" {
 		t.Fatalf("start: %q, want both copies at once", got)

@@ -16,8 +16,9 @@ const (
 	NotRepeatable
 )
 
-// Criticality is how much a call matters, carried in its context. With Config.Criticality
-// set, a [Sheddable] call is never hedged: under pressure it is the first work to give up.
+// Criticality is how much a call matters, carried in its context. With
+// Config.NeverHedgeSheddable set, a [Sheddable] call is never hedged: under pressure it is the
+// first work to give up.
 type Criticality uint8
 
 const (
@@ -26,7 +27,7 @@ const (
 	// Critical is a call the user is waiting on; it is hedged as any other.
 	Critical
 	// Sheddable is a call that may be dropped under pressure (prefetches, batch work): with
-	// Config.Criticality set it is never hedged.
+	// Config.NeverHedgeSheddable set it is never hedged.
 	Sheddable
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/hedgekit/hedge/budget"
 )
 
-var noBudget = budget.Config{Unlimited: true}
+var noBudget = budget.Config{Off: true}
 
 // slowPrimary answers after primary for attempt 0 and after others for every other attempt,
 // honouring its context.
@@ -235,8 +235,8 @@ func TestAtQuantileWarmsUpThenHedgesAtTheLiveQuantile(t *testing.T) {
 		var mu sync.Mutex
 		// Calls one at a time: nothing overtakes anything, so the quantile alone decides
 		// (MinimumInService off).
-		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget,
-			MinimumDelay: time.Millisecond, MinimumInService: -1,
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9, hedge.Adaptive{MinimumDelay: time.Millisecond, MinimumInService: hedge.Off}),
+			Budget: noBudget,
 			Observer: func(e hedge.Event) {
 				mu.Lock()
 				defer mu.Unlock()

@@ -11,16 +11,18 @@ const (
 	// AttemptFinished: an attempt answered (Attempt, Duration, Err; Err is nil on success).
 	AttemptFinished
 	// HedgeStarted: a hedge was sent because the call outlived the threshold (Delay; for a
-	// tie of Tied, Config.TieDelay).
+	// tie of Tied, Adaptive.TieDelay).
 	HedgeStarted
 	// HedgeWon: a hedge answered first (Attempt, Duration).
 	HedgeWon
-	// HedgeDiscarded: an attempt lost the race and was cancelled (Attempt, Duration: how long
-	// it had run when discarded).
-	HedgeDiscarded
+	// AttemptDiscarded: an attempt lost the race and was cancelled (Attempt, Hedge, Retry,
+	// Duration: how long it had run when discarded). Any loser is discarded, the first
+	// attempt as well as a hedge (Hedge says which): a hedge that wins discards the first.
+	// (It was named HedgeDiscarded; the event and its meaning are unchanged.)
+	AttemptDiscarded
 	// HedgeSuppressed: a gate refused a hedge (Delay, Reason). It comes when the threshold
 	// fires, except for ReasonCold: a cold estimator has no threshold to fire, so that
-	// suppression is reported when the call starts, with a zero Delay (see docs/design.md).
+	// suppression is reported when the call starts, with a zero Delay (docs/design.md, "The gates").
 	HedgeSuppressed
 	// RetryScheduled: a failed attempt will be retried after Delay (Attempt is the failed one).
 	RetryScheduled
@@ -33,16 +35,16 @@ const (
 )
 
 var eventNames = [...]string{
-	AttemptStarted:  "AttemptStarted",
-	AttemptFinished: "AttemptFinished",
-	HedgeStarted:    "HedgeStarted",
-	HedgeWon:        "HedgeWon",
-	HedgeDiscarded:  "HedgeDiscarded",
-	HedgeSuppressed: "HedgeSuppressed",
-	RetryScheduled:  "RetryScheduled",
-	CallFinished:    "CallFinished",
-	LimitChanged:    "LimitChanged",
-	BreakerChanged:  "BreakerChanged",
+	AttemptStarted:   "AttemptStarted",
+	AttemptFinished:  "AttemptFinished",
+	HedgeStarted:     "HedgeStarted",
+	HedgeWon:         "HedgeWon",
+	AttemptDiscarded: "AttemptDiscarded",
+	HedgeSuppressed:  "HedgeSuppressed",
+	RetryScheduled:   "RetryScheduled",
+	CallFinished:     "CallFinished",
+	LimitChanged:     "LimitChanged",
+	BreakerChanged:   "BreakerChanged",
 }
 
 func (k EventKind) String() string {
@@ -52,7 +54,8 @@ func (k EventKind) String() string {
 	return "EventKind(?)"
 }
 
-// Reason says which gate suppressed a hedge.
+// Reason says which gate suppressed a hedge (docs/design.md, "The gates"). Its text form is
+// one word, snake case ("win_rate"), so that it can be a metric label or a log value as is.
 type Reason uint8
 
 const (
@@ -61,12 +64,13 @@ const (
 	ReasonNotRepeatable
 	// ReasonBreaker: the circuit breaker is not closed; a half-open trial is never hedged.
 	ReasonBreaker
-	// ReasonErrorRate: the dependency's error rate reached SuppressAt of the breaker's trip point.
+	// ReasonErrorRate: the breaker is closed but degraded: the dependency's error rate reached
+	// breaker.Config.DegradedAt of the breaker's trip point.
 	ReasonErrorRate
-	// ReasonCold: the latency estimator has fewer than MinimumSamples samples; reported when
-	// the call starts.
+	// ReasonCold: the latency estimator has fewer than Adaptive.MinimumSamples samples;
+	// reported when the call starts.
 	ReasonCold
-	// ReasonBacklog: the dependency is slow as a whole (Config.BacklogRatio): the recent
+	// ReasonBacklog: the dependency is slow as a whole (Adaptive.BacklogRatio): the recent
 	// median latency is well above its recent lowest, or far more calls than 1-q reach their
 	// threshold. A hedge would wait in the queue and feed it.
 	ReasonBacklog
@@ -85,14 +89,14 @@ const (
 
 var reasonNames = [...]string{
 	ReasonNone:          "none",
-	ReasonNotRepeatable: "not repeatable",
+	ReasonNotRepeatable: "not_repeatable",
 	ReasonBreaker:       "breaker",
-	ReasonErrorRate:     "error rate",
+	ReasonErrorRate:     "error_rate",
 	ReasonCold:          "cold",
 	ReasonBacklog:       "backlog",
 	ReasonBudget:        "budget",
 	ReasonSheddable:     "sheddable",
-	ReasonWinRate:       "win rate",
+	ReasonWinRate:       "win_rate",
 	ReasonOverload:      "overload",
 	ReasonLimit:         "limit",
 }

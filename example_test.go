@@ -60,7 +60,7 @@ func ExampleDoInline() {
 // AtQuantile learns the threshold from the calls themselves. It stays silent until it has
 // MinimumSamples latencies; Measured shows the live threshold without waiting for a hedge.
 func ExampleAtQuantile() {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), MinimumSamples: 10, MinimumDelay: time.Millisecond})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9, hedge.Adaptive{MinimumSamples: 10, MinimumDelay: time.Millisecond})})
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := start
 	for i := range 10 { // ten calls of 2ms..11ms, driven on explicit time
@@ -104,12 +104,12 @@ func ExampleConfig_budget() {
 func ExampleConfig_observer() {
 	p := hedge.MustNew(hedge.Config{
 		Trigger: hedge.After(20 * time.Millisecond),
-		Budget:  budget.Config{Unlimited: true},
+		Budget:  budget.Config{Off: true},
 		Observer: func(e hedge.Event) {
 			switch e.Kind {
 			case hedge.HedgeStarted:
 				fmt.Println(e.Kind, "after", e.Delay)
-			case hedge.HedgeWon, hedge.HedgeDiscarded:
+			case hedge.HedgeWon, hedge.AttemptDiscarded:
 				fmt.Println(e.Kind, "attempt", e.Attempt, "ran", e.Duration)
 			case hedge.HedgeSuppressed:
 				fmt.Println(e.Kind, e.Reason)
@@ -129,9 +129,9 @@ func ExampleConfig_observer() {
 	// Output:
 	// HedgeStarted after 20ms
 	// HedgeWon attempt 1 ran 3ms
-	// HedgeDiscarded attempt 0 ran 23ms
+	// AttemptDiscarded attempt 0 ran 23ms
 	// 2 attempts over 23ms: hedge OK (3ms), at 20ms, discarded (23ms)
-	// HedgeSuppressed not repeatable
+	// HedgeSuppressed not_repeatable
 }
 
 func ExamplePolicy_Measured() {
@@ -164,7 +164,7 @@ func ExampleAttemptsError() {
 // server sends its start signal), and only after it has been in service for the threshold: a
 // copy of a request still queued would wait behind it.
 func ExampleStartAware() {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.StartAware(0.95), MinimumDelay: time.Millisecond})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.StartAware(0.95, hedge.Adaptive{MinimumDelay: time.Millisecond})})
 	slow := false
 	get := func(ctx context.Context) (string, error) {
 		hedge.StartedService(ctx) // the server has started this attempt

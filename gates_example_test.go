@@ -12,15 +12,15 @@ import (
 	"github.com/hedgekit/hedge/winrate"
 )
 
-// A breaker that is closed is not a dependency that is healthy. With SuppressAt 0.5 and the
-// breaker's 50% trip point, hedging stops once a quarter of calls fail: extra copies sent to
-// a failing dependency only add to its load.
-func ExampleConfig_suppressAt() {
+// A breaker that is closed is not a dependency that is healthy. With DegradedAt 0.5 (the
+// default) and the breaker's 50% trip point, hedging stops once a quarter of calls fail:
+// extra copies sent to a failing dependency only add to its load.
+func ExampleConfig_degradedBreaker() {
 	p := hedge.MustNew(hedge.Config{
-		Trigger:    hedge.After(20 * time.Millisecond),
-		Budget:     budget.Config{Unlimited: true},
-		Breaker:    &breaker.Config{}, // trips at 50% failures over 10s (20 calls minimum)
-		SuppressAt: 0.5,
+		Trigger: hedge.After(20 * time.Millisecond),
+		Budget:  budget.Config{Off: true},
+		// Trips at 50% failures over 10s (20 calls minimum); degraded from 25%.
+		Breaker: &breaker.Config{DegradedAt: 0.5},
 		Observer: func(e hedge.Event) {
 			if e.Kind == hedge.HedgeSuppressed {
 				fmt.Println("suppressed:", e.Reason)
@@ -45,13 +45,13 @@ func ExampleConfig_suppressAt() {
 	slow.TimerFired(now.Add(20 * time.Millisecond))
 	// Output:
 	// breaker closed, error rate 0.35
-	// suppressed: error rate
+	// suppressed: error_rate
 }
 
 // With Criticality on, calls whose context carries Sheddable are never hedged: under
 // pressure they are the first work to give up.
 func ExampleConfig_criticality() {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Criticality: true})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), NeverHedgeSheddable: true})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, crit := range []hedge.Criticality{hedge.Critical, hedge.Sheddable} {
 		c := p.NewCall(hedge.CallOptions{Criticality: crit})
@@ -74,9 +74,13 @@ func ExampleConfig_criticality() {
 // once they win again.
 func ExampleConfig_winRate() {
 	p := hedge.MustNew(hedge.Config{
-		Trigger: hedge.After(20 * time.Millisecond),
-		Budget:  budget.Config{Unlimited: true},
-		WinRate: &winrate.Config{Floor: 0.2, Window: 4 * time.Second},
+		Budget: budget.Config{Off: true},
+		Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{
+			// A threshold pinned at 20ms once one latency is known, and no other gate.
+			MinimumSamples: 1, MinimumDelay: 20 * time.Millisecond, MaximumDelay: 20 * time.Millisecond,
+			MinimumInService: hedge.Off, BacklogRatio: hedge.Off,
+			WinRate: winrate.Config{Floor: 0.2, Window: 4 * time.Second},
+		}),
 	})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 1000 { // ten seconds of slow calls whose hedges lose

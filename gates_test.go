@@ -86,9 +86,9 @@ func TestFortyPercentFailuresKeepTheBreakerClosedButStopHedging(t *testing.T) {
 		t.Errorf("suppressed for %v, want %v", s.last(), hedge.ReasonErrorRate)
 	}
 
-	// SuppressAt 1 suppresses only when the breaker opens: the same dependency is hedged.
+	// DegradedAt 1 suppresses only when the breaker opens: the same dependency is hedged.
 	p1 := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
-		Breaker: &breaker.Config{}, SuppressAt: 1})
+		Breaker: &breaker.Config{DegradedAt: 1}})
 	now = t0
 	for i := range 100 {
 		c := p1.NewCall(hedge.CallOptions{})
@@ -147,8 +147,12 @@ func TestHalfOpenTrialIsNeverHedgedAndAHealthyTrialCloses(t *testing.T) {
 }
 
 func TestWinRateLoopRetreatsWhenHedgesLoseAndReturnsWhenTheyWin(t *testing.T) {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
-		WinRate: &winrate.Config{Floor: 0.5, Window: 4 * time.Second}})
+	// The win-rate loop is an adaptive trigger's: one whose threshold is pinned at 20ms once
+	// one latency is known, and no other gate.
+	p := hedge.MustNew(hedge.Config{Budget: noBudget, Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{
+		MinimumSamples: 1, MinimumDelay: 20 * time.Millisecond, MaximumDelay: 20 * time.Millisecond,
+		MinimumInService: hedge.Off, BacklogRatio: hedge.Off,
+		WinRate: winrate.Config{Floor: 0.5, Window: 4 * time.Second}})})
 	now := t0
 	run := func(hedgeWins bool, seconds int) {
 		for range seconds * 100 { // a slow call every 10ms
@@ -179,7 +183,7 @@ func TestWinRateLoopRetreatsWhenHedgesLoseAndReturnsWhenTheyWin(t *testing.T) {
 func TestSheddableCallsNeverHedge(t *testing.T) {
 	var s suppressions
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
-		Criticality: true, Observer: s.observe})
+		NeverHedgeSheddable: true, Observer: s.observe})
 	for _, crit := range []hedge.Criticality{hedge.Sheddable, hedge.CriticalityDefault, hedge.Critical} {
 		c := p.NewCall(hedge.CallOptions{Criticality: crit})
 		c.Start(t0)
@@ -277,13 +281,13 @@ func TestCancelledLoserReleasesItsPermit(t *testing.T) {
 
 func TestLocalSaturationStopsTheEstimatorLearning(t *testing.T) {
 	saturated := true
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget,
-		LocalSaturation: &hedge.Saturation{Probe: func() time.Duration {
-			if saturated {
-				return time.Second
-			}
-			return 0
-		}}})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget, LocalSaturation: 5 * time.Millisecond})
+	hedge.SetSchedulerProbe(p, func() time.Duration {
+		if saturated {
+			return time.Second
+		}
+		return 0
+	})
 	now := t0
 	calls := func(n int) {
 		for range n {
@@ -306,7 +310,7 @@ func TestGatesAreAskedInOrder(t *testing.T) {
 	// A call that is both not repeatable and sheddable, to a policy that is cold: the
 	// first gate in the order of docs/design.md (repeatable) is the reason reported.
 	var s suppressions
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Criticality: true, Observer: s.observe})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), NeverHedgeSheddable: true, Observer: s.observe})
 	c := p.NewCall(hedge.CallOptions{Repeatable: hedge.NotRepeatable, Criticality: hedge.Sheddable})
 	c.Start(t0)
 	if s.last() != hedge.ReasonNotRepeatable {
@@ -325,8 +329,8 @@ func TestGatesAreAskedInOrder(t *testing.T) {
 func TestDiscardedLosersAreCensoredSamples(t *testing.T) {
 	// Calls one at a time, every hedge wins: the quantile alone decides (no in-service
 	// evidence needed, no backlog gate, no win-rate loop).
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget, MinimumDelay: time.Millisecond,
-		MinimumInService: -1, BacklogRatio: -1, MinimumWinRate: -1})
+	p := hedge.MustNew(hedge.Config{Budget: noBudget, Trigger: hedge.AtQuantile(0.9, hedge.Adaptive{MinimumDelay: time.Millisecond,
+		MinimumInService: hedge.Off, BacklogRatio: hedge.Off, WinRate: winrate.Config{Floor: hedge.Off}})})
 	now := t0
 	for range 20 { // warm up on 10ms calls
 		c := p.NewCall(hedge.CallOptions{})

@@ -48,7 +48,7 @@ func blocking(running *atomic.Int32) func(context.Context) (int, error) {
 }
 
 func TestPanickingObserverEndsTheCallAndLeavesThePolicyConsistent(t *testing.T) {
-	for _, kind := range []hedge.EventKind{hedge.AttemptStarted, hedge.HedgeStarted, hedge.HedgeDiscarded, hedge.CallFinished} {
+	for _, kind := range []hedge.EventKind{hedge.AttemptStarted, hedge.HedgeStarted, hedge.AttemptDiscarded, hedge.CallFinished} {
 		t.Run(kind.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var panicking atomic.Bool
@@ -290,12 +290,12 @@ func TestHedgeDelayIsClampedToMinimumAndMaximumDelay(t *testing.T) {
 		sample     time.Duration
 		wantThresh time.Duration
 	}{
-		{"minimum", hedge.Config{MinimumDelay: 30 * time.Millisecond}, time.Millisecond, 30 * time.Millisecond},
-		{"maximum", hedge.Config{MaximumDelay: 50 * time.Millisecond}, time.Second, 50 * time.Millisecond},
+		{"minimum", hedge.Config{Trigger: hedge.AtQuantile(0.9, hedge.Adaptive{MinimumSamples: 5, MinimumDelay: 30 * time.Millisecond})}, time.Millisecond, 30 * time.Millisecond},
+		{"maximum", hedge.Config{Trigger: hedge.AtQuantile(0.9, hedge.Adaptive{MinimumSamples: 5, MaximumDelay: 50 * time.Millisecond})}, time.Second, 50 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
-			cfg.Trigger, cfg.MinimumSamples, cfg.Budget = hedge.AtQuantile(0.9), 5, noBudget
+			cfg.Budget = noBudget
 			p := hedge.MustNew(cfg)
 			at := t0
 			for range 10 {
@@ -344,7 +344,7 @@ func TestSentinelsMatchTheirSubPackagesAndConfigErrorsWrapBoth(t *testing.T) {
 	}{
 		{hedge.Config{Breaker: &breaker.Config{FailureRatio: 2}}, breaker.ErrInvalidConfig},
 		{hedge.Config{Limit: &limit.Config{Smoothing: 2}}, limit.ErrInvalidConfig},
-		{hedge.Config{WinRate: &winrate.Config{Floor: 2}}, winrate.ErrInvalidConfig},
+		{hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{WinRate: winrate.Config{Floor: 2}})}, winrate.ErrInvalidConfig},
 	} {
 		_, err := hedge.New(c.cfg)
 		if !errors.Is(err, hedge.ErrInvalidConfig) || !errors.Is(err, c.sub) {

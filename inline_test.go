@@ -351,7 +351,7 @@ func TestDoInlineConcurrentCallsShareOnePolicy(t *testing.T) {
 // entered the first attempt. Each first attempt waits for its context, so a call whose
 // timer's wake-up was lost would wait for its deadline.
 func TestDoInlineHedgeDueBeforeTheFirstAttemptStarts(t *testing.T) {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Microsecond), MinimumDelay: time.Microsecond, Budget: noBudget})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Microsecond), Budget: noBudget})
 	const calls = 2000
 	var lost atomic.Int32
 	for range calls {

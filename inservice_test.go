@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/winrate"
 )
 
 // warm feeds p n sequential 5ms calls ending before at, so its threshold is warm (5ms,
@@ -81,7 +82,7 @@ func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 		t.Errorf("suppressions %v: waiting for evidence is not a suppression", s.reasons)
 	}
 	// MinimumInService < 0: the attempt's age alone decides, as before.
-	q := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumInService: -1})
+	q := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumInService: hedge.Off})})
 	warm(t, q, t0, 20)
 	c := q.NewCall(hedge.CallOptions{})
 	runSteps(t, []step{
@@ -96,7 +97,7 @@ func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 func TestBacklogGate(t *testing.T) {
 	for _, ratio := range []float64{0, -1} {
 		var s suppressions
-		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), BacklogRatio: ratio, Observer: s.observe})
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{BacklogRatio: ratio}), Observer: s.observe})
 		warm(t, p, t0, 1100) // the median estimate settles over its first 1024 samples
 		s.reasons = nil      // the warm-up's cold suppressions
 		// The next second, every call takes 9ms: the recent median moves from 5ms towards
@@ -183,12 +184,12 @@ func TestStartAwareFallsBackWithoutSignals(t *testing.T) {
 }
 
 // TestTheDefaultWinRateLoopRetreats: with AtQuantile, hedges that keep losing make the
-// policy send fewer of them (the default loop, MinimumWinRate 0.3); MinimumWinRate < 0
-// turns the loop off.
+// policy send fewer of them (the default loop, WinRate.Floor 0.3); WinRate.Floor Off turns
+// the loop off.
 func TestTheDefaultWinRateLoopRetreats(t *testing.T) {
 	for _, floor := range []float64{0, -1} {
-		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumInService: -1, MinimumWinRate: floor,
-			BacklogRatio: -1, Budget: noBudget})
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumInService: hedge.Off,
+			WinRate: winrate.Config{Floor: floor}, BacklogRatio: hedge.Off}), Budget: noBudget})
 		warm(t, p, t0, 20)
 		now := t0
 		// Two minutes of calls whose hedges all lose: the primary answers 1ms after the hedge

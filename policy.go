@@ -101,17 +101,13 @@ func New(cfg Config) (*Policy, error) {
 			return nil, configError("Limit: %v", err)
 		}
 	}
-	if r.WinRate != nil {
-		if p.win, err = winrate.New(*r.WinRate); err != nil {
-			return nil, configError("WinRate: %v", err)
-		}
-	} else if r.minWinRate > 0 {
-		if p.win, err = winrate.New(winrate.Config{Floor: r.minWinRate}); err != nil {
-			return nil, configError("MinimumWinRate: %v", err)
+	if r.winRate != nil {
+		if p.win, err = winrate.New(*r.winRate); err != nil {
+			return nil, configError("Trigger: Adaptive.WinRate: %v", err)
 		}
 	}
-	if s := r.LocalSaturation; s != nil {
-		p.sat = newSaturation(*s)
+	if r.LocalSaturation > 0 {
+		p.sat = newSaturation(r.LocalSaturation)
 	}
 	return p, nil
 }
@@ -343,18 +339,12 @@ type saturation struct {
 	busy     atomic.Bool
 }
 
-func newSaturation(s Saturation) *saturation {
-	st := &saturation{limit: s.SchedulerLatency, interval: int64(s.Interval), probe: s.Probe}
-	if st.limit == 0 {
-		st.limit = 5 * time.Millisecond
-	}
-	if st.interval == 0 {
-		st.interval = int64(100 * time.Millisecond)
-	}
-	if st.probe == nil {
-		st.probe = newSchedulerProbe()
-	}
-	return st
+// saturationInterval is how often the scheduler latency is read: often enough to follow a
+// burst of load, rarely enough that reading runtime/metrics costs nothing a call would notice.
+const saturationInterval = 100 * time.Millisecond
+
+func newSaturation(limit time.Duration) *saturation {
+	return &saturation{limit: limit, interval: int64(saturationInterval), probe: newSchedulerProbe()}
 }
 
 func (s *saturation) check(now time.Time) bool {

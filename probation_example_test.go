@@ -13,7 +13,7 @@ import (
 // the primary here hangs (its replica swallows requests), the hedge answers, and the primary,
 // cancelled after it had run the 10 ms threshold, reports replica.Slow rather than nothing.
 func ExampleLostSlow() {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: budget.Config{Unlimited: true}})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: budget.Config{Off: true}})
 	loser := make(chan string, 1)
 	v, _ := hedge.Do(context.Background(), p, func(ctx context.Context) (string, error) {
 		if info, _ := hedge.AttemptFrom(ctx); info.Index == 0 {

@@ -9,7 +9,8 @@ import (
 // and the backlog gate. Both exist for one reason: a hedge of a call that is slow because it
 // waits in the dependency's queue joins the same queue behind it, cannot win, and adds load
 // exactly when the dependency has none to spare. A hedge of a call that is slow because its
-// own service is slow (a straggler) is what hedging is for.
+// own service is slow (a straggler) is what hedging is for (docs/design.md, "Queued or in
+// service" and the backlog gate in "The gates").
 
 // overtakes tracks, for a FIFO dependency, when each call was first overtaken: when an
 // attempt of a call that started later answered first. In a first-in-first-out server a call

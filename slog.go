@@ -77,7 +77,7 @@ func (e Event) appendAttrs(a []slog.Attr) []slog.Attr {
 		a = append(a, slog.Duration("delay", e.Delay))
 	case HedgeSuppressed:
 		a = append(a, slog.Duration("delay", e.Delay), slog.String("reason", e.Reason.String()))
-	case AttemptFinished, HedgeWon, HedgeDiscarded, CallFinished:
+	case AttemptFinished, HedgeWon, AttemptDiscarded, CallFinished:
 		a = append(a, slog.Duration("duration", e.Duration))
 	}
 	if e.Err != nil {

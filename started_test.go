@@ -57,7 +57,7 @@ func TestStartedServiceWithoutSignalKeepsBothCopies(t *testing.T) {
 // counts, and nothing blocks or races.
 func TestStartedServiceIsIdempotentAndNeverBlocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: noBudget, Attempts: 3, MaximumConcurrent: 3})
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Budget: noBudget, Attempts: 3, MaximumConcurrent: 3})
 		var lg hedge.Log
 		var late []context.Context
 		v, release, err := hedge.DoDetached(hedge.WithLog(t.Context(), &lg), p, func(ctx context.Context) (int, error) {

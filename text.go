@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,29 +25,57 @@ var (
 	_ json.Marshaler           = Measured{}
 )
 
-// MarshalText returns the trigger's text form: "quantile 0.95" for AtQuantile(0.95),
-// "start-aware 0.95" for StartAware(0.95), "after 20ms" for After(20*time.Millisecond),
-// "tied" for Tied() and "none" for the zero Trigger (no hedging). [Trigger.UnmarshalText] reads every one of them back.
+// MarshalText returns the trigger's text form, which [Trigger.String] returns too: the kind,
+// its argument, and each setting that is not zero as key=value (keys in snake case, durations
+// as Go durations, [Off] as off): "quantile 0.95" for AtQuantile(0.95), "start-aware 0.95"
+// for StartAware(0.95), "quantile 0.95 window=1m0s backlog_ratio=off" for
+// AtQuantile(0.95, Adaptive{Window: time.Minute, BacklogRatio: Off}), "after 20ms" for
+// After(20*time.Millisecond), "tied" for Tied(), "tied tie_delay=off" for
+// Tied(Adaptive{TieDelay: Off}), and "none" for the zero Trigger (no hedging).
+// [Trigger.UnmarshalText] reads every one of them back.
 func (t Trigger) MarshalText() ([]byte, error) {
+	var b []byte
 	switch t.kind {
 	case triggerNone:
 		return []byte("none"), nil
 	case triggerQuantile:
-		return []byte("quantile " + strconv.FormatFloat(t.q, 'g', -1, 64)), nil
+		b = append([]byte("quantile "), strconv.FormatFloat(t.q, 'g', -1, 64)...)
 	case triggerAfter:
 		return []byte("after " + t.delay.String()), nil
 	case triggerTied:
-		return []byte("tied"), nil
+		b = []byte("tied")
 	case triggerStartAware:
-		return []byte("start-aware " + strconv.FormatFloat(t.q, 'g', -1, 64)), nil
+		b = append([]byte("start-aware "), strconv.FormatFloat(t.q, 'g', -1, 64)...)
+	default:
+		return nil, fmt.Errorf("hedge: trigger kind %d has no text form", t.kind)
 	}
-	return nil, fmt.Errorf("hedge: trigger kind %d has no text form", t.kind)
+	for _, s := range t.settings() {
+		if v, ok := formatSetting(s.ptr(&t)); ok {
+			b = append(b, ' ')
+			b = append(b, s.key...)
+			b = append(b, '=')
+			b = append(b, v...)
+		}
+	}
+	return b, nil
+}
+
+// String returns the trigger's text form (see [Trigger.MarshalText]).
+func (t Trigger) String() string {
+	b, err := t.MarshalText()
+	if err != nil {
+		return "Trigger(?)"
+	}
+	return string(b)
 }
 
 // UnmarshalText parses a trigger's text form (see [Trigger.MarshalText]): "quantile Q" or
-// "start-aware Q" with Q in [0.5, 1), "after D" with D a [time.ParseDuration] duration >= 0, "tied", or "none"
-// (or empty) for no hedging. Words are case-insensitive and may be separated by any
-// white space. An error wraps [ErrInvalidConfig] and says which forms exist.
+// "start-aware Q" with Q in [0.5, 1), "after D" with D a [time.ParseDuration] duration >= 0,
+// "tied", or "none" (or empty) for no hedging; quantile, start-aware and tied may be followed
+// by key=value settings (the fields of [Adaptive] the trigger reads, in snake case:
+// minimum_delay, tie_delay, win_rate.floor for Adaptive.WinRate.Floor; off for [Off]). Words are case-insensitive and may be separated by
+// any white space. An error wraps [ErrInvalidConfig] and says which forms exist; a setting's
+// range is checked by [Config.Validate].
 func (t *Trigger) UnmarshalText(b []byte) error {
 	words := strings.Fields(string(b))
 	if len(words) == 0 {
@@ -55,54 +84,171 @@ func (t *Trigger) UnmarshalText(b []byte) error {
 	}
 	kind := strings.ToLower(words[0])
 	args := words[1:]
-	one := func() (string, error) {
-		if len(args) != 1 {
-			return "", configError("trigger %q: %q takes one argument", b, kind)
-		}
-		return args[0], nil
-	}
+	var nt Trigger
 	switch kind {
-	case "none", "tied":
+	case "none":
 		if len(args) != 0 {
 			return configError("trigger %q: %q takes no argument", b, kind)
 		}
-		if kind == "tied" {
-			*t = Tied()
-		} else {
-			*t = Trigger{}
-		}
+		*t = Trigger{}
 		return nil
+	case "tied":
+		nt = Tied()
 	case "quantile", "start-aware":
-		a, err := one()
-		if err != nil {
-			return err
+		if len(args) == 0 || strings.Contains(args[0], "=") {
+			return configError("trigger %q: %q needs the quantile, e.g. %q", b, kind, kind+" 0.95")
 		}
-		q, err := strconv.ParseFloat(a, 64)
+		q, err := strconv.ParseFloat(args[0], 64)
 		if err != nil || !(q >= 0.5 && q < 1) {
-			return configError("trigger %q: the quantile must be a number in [0.5, 1), got %q", b, a)
+			return configError("trigger %q: the quantile must be a number in [0.5, 1), got %q", b, args[0])
 		}
+		args = args[1:]
+		nt = AtQuantile(q)
 		if kind == "start-aware" {
-			*t = StartAware(q)
-		} else {
-			*t = AtQuantile(q)
+			nt = StartAware(q)
 		}
-		return nil
 	case "after":
-		a, err := one()
-		if err != nil {
-			return err
+		if len(args) != 1 {
+			return configError("trigger %q: %q takes one argument, the delay", b, kind)
 		}
-		d, err := time.ParseDuration(a)
+		d, err := time.ParseDuration(args[0])
 		if err != nil || d < 0 {
-			return configError("trigger %q: the delay must be a duration >= 0 such as 20ms, got %q", b, a)
+			return configError("trigger %q: the delay must be a duration >= 0 such as 20ms, got %q", b, args[0])
 		}
 		*t = After(d)
 		return nil
+	default:
+		return configError("trigger %q: want one of %q, %q, %q, %q, %q", b, "quantile 0.95", "start-aware 0.95", "after 20ms", "tied", "none")
 	}
-	return configError("trigger %q: want one of %q, %q, %q, %q, %q", b, "quantile 0.95", "start-aware 0.95", "after 20ms", "tied", "none")
+	if err := nt.parseSettings(b, args); err != nil {
+		return err
+	}
+	*t = nt
+	return nil
 }
 
-// MarshalText returns the reason's name, as [Reason.String] does ("budget", "win rate", …).
+// setting is one key=value setting of a trigger's text form.
+type setting struct {
+	key string
+	ptr func(*Trigger) any // *time.Duration, *int or *float64
+}
+
+var adaptiveSettings = []setting{
+	{"window", func(t *Trigger) any { return &t.adaptive.Window }},
+	{"minimum_samples", func(t *Trigger) any { return &t.adaptive.MinimumSamples }},
+	{"minimum_delay", func(t *Trigger) any { return &t.adaptive.MinimumDelay }},
+	{"maximum_delay", func(t *Trigger) any { return &t.adaptive.MaximumDelay }},
+	{"minimum_in_service", func(t *Trigger) any { return &t.adaptive.MinimumInService }},
+	{"backlog_ratio", func(t *Trigger) any { return &t.adaptive.BacklogRatio }},
+	{"win_rate.floor", func(t *Trigger) any { return &t.adaptive.WinRate.Floor }},
+	{"win_rate.window", func(t *Trigger) any { return &t.adaptive.WinRate.Window }},
+	{"win_rate.minimum_samples", func(t *Trigger) any { return &t.adaptive.WinRate.MinimumSamples }},
+	{"win_rate.minimum_allowance", func(t *Trigger) any { return &t.adaptive.WinRate.MinimumAllowance }},
+}
+
+// tiedSettings are the settings Tied reads: the estimate's, and its delay.
+var tiedSettings = append(adaptiveSettings[:4:4], setting{"tie_delay", func(t *Trigger) any { return &t.adaptive.TieDelay }})
+
+// settings lists the settings the trigger's kind reads.
+func (t Trigger) settings() []setting {
+	switch t.kind {
+	case triggerQuantile, triggerStartAware:
+		return adaptiveSettings
+	case triggerTied:
+		return tiedSettings
+	}
+	return nil
+}
+
+// formatSetting returns a setting's value in text, and false when it is zero (the default).
+func formatSetting(p any) (string, bool) {
+	switch v := p.(type) {
+	case *time.Duration:
+		if *v == Off {
+			return "off", true
+		}
+		return v.String(), *v != 0
+	case *int:
+		if *v == Off {
+			return "off", true
+		}
+		return strconv.Itoa(*v), *v != 0
+	case *float64:
+		if *v == Off {
+			return "off", true
+		}
+		return strconv.FormatFloat(*v, 'g', -1, 64), *v != 0
+	}
+	return "", false
+}
+
+// parseSettings reads key=value settings onto t, whose kind is set.
+func (t *Trigger) parseSettings(b []byte, args []string) error {
+	known := t.settings()
+	seen := map[string]bool{}
+	for _, arg := range args {
+		key, value, ok := strings.Cut(arg, "=")
+		key = strings.ToLower(key)
+		i := slices.IndexFunc(known, func(s setting) bool { return s.key == key })
+		if !ok || i < 0 {
+			keys := make([]string, len(known))
+			for j, s := range known {
+				keys[j] = s.key
+			}
+			if len(keys) == 0 {
+				return configError("trigger %q: %q takes no settings", b, arg)
+			}
+			return configError("trigger %q: %q is not a setting (want key=value with key one of %s)", b, arg, strings.Join(keys, ", "))
+		}
+		if seen[key] {
+			return configError("trigger %q: %s is set twice", b, key)
+		}
+		seen[key] = true
+		if err := parseSetting(known[i].ptr(t), value); err != nil {
+			return configError("trigger %q: %s: %v", b, key, err)
+		}
+	}
+	return nil
+}
+
+func parseSetting(p any, value string) error {
+	off := strings.EqualFold(value, "off")
+	switch v := p.(type) {
+	case *time.Duration:
+		if off {
+			*v = Off
+			return nil
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return fmt.Errorf("want a duration such as 20ms, or off, got %q", value)
+		}
+		*v = d
+	case *int:
+		if off {
+			*v = Off
+			return nil
+		}
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			return fmt.Errorf("want a whole number, got %q", value)
+		}
+		*v = n
+	case *float64:
+		if off {
+			*v = Off
+			return nil
+		}
+		x, err := strconv.ParseFloat(value, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("want a number, or off, got %q", value)
+		}
+		*v = x
+	}
+	return nil
+}
+
+// MarshalText returns the reason's name, as [Reason.String] does ("budget", "win_rate", …).
 func (r Reason) MarshalText() ([]byte, error) {
 	if int(r) >= len(reasonNames) || reasonNames[r] == "" {
 		return nil, fmt.Errorf("hedge: Reason(%d) has no name", uint8(r))

@@ -10,22 +10,25 @@ import (
 	"github.com/hedgekit/hedge"
 )
 
-// Triggers have a text form, for configuration files and flags.
+// Triggers have one text form, for configuration files, flags and logs: the kind, its
+// argument, and the settings that are not their default.
 func ExampleTrigger_UnmarshalText() {
-	for _, text := range []string{"quantile 0.95", "after 20ms", "tied", "quantile 1.5"} {
+	for _, text := range []string{"quantile 0.95", "quantile 0.95 backlog_ratio=off window=1m", "after 20ms", "tied tie_delay=2ms", "quantile 1.5"} {
 		var t hedge.Trigger
 		if err := t.UnmarshalText([]byte(text)); err != nil {
 			fmt.Println(err)
 			continue
 		}
-		b, _ := t.MarshalText()
-		fmt.Printf("%s -> %v -> %s\n", text, t, b)
+		fmt.Printf("%s -> %v\n", text, t)
 	}
+	fmt.Println(hedge.AtQuantile(0.9, hedge.Adaptive{MinimumInService: 20 * time.Millisecond}))
 	// Output:
-	// quantile 0.95 -> AtQuantile(0.95) -> quantile 0.95
-	// after 20ms -> After(20ms) -> after 20ms
-	// tied -> Tied() -> tied
+	// quantile 0.95 -> quantile 0.95
+	// quantile 0.95 backlog_ratio=off window=1m -> quantile 0.95 window=1m0s backlog_ratio=off
+	// after 20ms -> after 20ms
+	// tied tie_delay=2ms -> tied tie_delay=2ms
 	// hedge: invalid config: trigger "quantile 1.5": the quantile must be a number in [0.5, 1), got "1.5"
+	// quantile 0.9 minimum_in_service=20ms
 }
 
 // Measured encodes to JSON a person can read: durations as durations, reasons by name.
@@ -49,5 +52,5 @@ func ExampleSlogObserver() {
 	// Output:
 	// level=INFO msg=HedgeStarted dependency=users attempt=1 hedge=true delay=20ms
 	// level=INFO msg=HedgeWon dependency=users attempt=1 hedge=true duration=2ms
-	// level=INFO msg=HedgeDiscarded dependency=users attempt=0 duration=22ms
+	// level=INFO msg=AttemptDiscarded dependency=users attempt=0 duration=22ms
 }

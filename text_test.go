@@ -12,6 +12,7 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/winrate"
 )
 
 func TestTriggerTextRoundTrip(t *testing.T) {
@@ -28,10 +29,22 @@ func TestTriggerTextRoundTrip(t *testing.T) {
 		{hedge.Tied(), "tied"},
 		{hedge.StartAware(0.95), "start-aware 0.95"},
 		{hedge.Trigger{}, "none"},
+		{hedge.AtQuantile(0.9, hedge.Adaptive{Window: time.Minute, MinimumSamples: 50, MinimumDelay: 5 * time.Millisecond,
+			MaximumDelay: time.Second, MinimumInService: hedge.Off, BacklogRatio: 1.5,
+			WinRate: winrate.Config{Floor: hedge.Off, Window: 2 * time.Minute, MinimumSamples: 5, MinimumAllowance: 0.1}}),
+			"quantile 0.9 window=1m0s minimum_samples=50 minimum_delay=5ms maximum_delay=1s minimum_in_service=off " +
+				"backlog_ratio=1.5 win_rate.floor=off win_rate.window=2m0s win_rate.minimum_samples=5 win_rate.minimum_allowance=0.1"},
+		{hedge.StartAware(0.95, hedge.Adaptive{BacklogRatio: hedge.Off}), "start-aware 0.95 backlog_ratio=off"},
+		{hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off, MinimumDelay: time.Hour}), "tied minimum_delay=1h0m0s tie_delay=off"},
+		{hedge.Tied(hedge.Adaptive{TieDelay: 2 * time.Millisecond, Window: time.Minute, MinimumSamples: 7, MaximumDelay: time.Second}),
+			"tied window=1m0s minimum_samples=7 maximum_delay=1s tie_delay=2ms"},
 	} {
 		b, err := tc.trigger.MarshalText()
 		if err != nil || string(b) != tc.text {
 			t.Errorf("%v.MarshalText() = %q, %v; want %q", tc.trigger, b, err, tc.text)
+		}
+		if s := tc.trigger.String(); s != tc.text {
+			t.Errorf("String() = %q, want the text form %q", s, tc.text)
 		}
 		var got hedge.Trigger
 		if err := got.UnmarshalText([]byte(tc.text)); err != nil || got != tc.trigger {
@@ -42,15 +55,17 @@ func TestTriggerTextRoundTrip(t *testing.T) {
 
 func TestTriggerUnmarshalTextLenient(t *testing.T) {
 	for text, want := range map[string]hedge.Trigger{
-		"":                    {},
-		"  Quantile\t0.9  ":   hedge.AtQuantile(0.9),
-		"AFTER 1m":            hedge.After(time.Minute),
-		"Tied":                hedge.Tied(),
-		"Start-Aware 0.99":    hedge.StartAware(0.99),
-		"after 250us":         hedge.After(250 * time.Microsecond),
-		"quantile 9.5e-1":     hedge.AtQuantile(0.95),
-		"none":                {},
-		"after 1h2m3s4ms5us6": {}, // not valid: checked below
+		"":                  {},
+		"  Quantile\t0.9  ": hedge.AtQuantile(0.9),
+		"AFTER 1m":          hedge.After(time.Minute),
+		"Tied":              hedge.Tied(),
+		"Start-Aware 0.99":  hedge.StartAware(0.99),
+		"after 250us":       hedge.After(250 * time.Microsecond),
+		"quantile 9.5e-1":   hedge.AtQuantile(0.95),
+		"quantile 0.9 BACKLOG_RATIO=OFF window=30s": hedge.AtQuantile(0.9, hedge.Adaptive{BacklogRatio: hedge.Off, Window: 30 * time.Second}),
+		"tied  tie_delay=3ms":                       hedge.Tied(hedge.Adaptive{TieDelay: 3 * time.Millisecond}),
+		"none":                                      {},
+		"after 1h2m3s4ms5us6":                       {}, // not valid: checked below
 	} {
 		var got hedge.Trigger
 		err := got.UnmarshalText([]byte(text))
@@ -71,6 +86,9 @@ func TestTriggerUnmarshalTextErrors(t *testing.T) {
 		"quantile 1.5", "quantile 1", "quantile 0.4", "quantile NaN", "quantile", "quantile 0.9 0.8",
 		"start-aware 1.5", "start-aware", "after", "after -1ms", "after 20", "after soon", "tied 2", "none 0", "percentile 0.95",
 		"20ms", "0.95",
+		"quantile window=1m", "quantile 0.9 window", "quantile 0.9 delay=1ms", "quantile 0.9 window=1m window=2m",
+		"quantile 0.9 window=soon", "quantile 0.9 minimum_samples=1.5", "quantile 0.9 backlog_ratio=NaN",
+		"tied backlog_ratio=2", "after 20ms delay=1ms", "quantile 0.9 tie_delay=1ms",
 	} {
 		var got hedge.Trigger
 		err := got.UnmarshalText([]byte(text))
@@ -125,7 +143,7 @@ func TestReasonText(t *testing.T) {
 
 func TestEventKindText(t *testing.T) {
 	kinds := []hedge.EventKind{hedge.AttemptStarted, hedge.AttemptFinished, hedge.HedgeStarted, hedge.HedgeWon,
-		hedge.HedgeDiscarded, hedge.HedgeSuppressed, hedge.RetryScheduled, hedge.CallFinished,
+		hedge.AttemptDiscarded, hedge.HedgeSuppressed, hedge.RetryScheduled, hedge.CallFinished,
 		hedge.LimitChanged, hedge.BreakerChanged}
 	for _, k := range kinds {
 		b, err := k.MarshalText()
@@ -148,7 +166,7 @@ func TestEventKindText(t *testing.T) {
 
 func TestMeasuredJSON(t *testing.T) {
 	// An unlimited budget is +Inf, which encoding/json cannot write: it must come out as null.
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: budget.Config{Unlimited: true}})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: budget.Config{Off: true}})
 	b, err := json.Marshal(p.MeasuredAt(time.Unix(0, 0)))
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +181,7 @@ func TestMeasuredJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, part := range []string{`"suppressed":{"win rate":2}`, `"budget":null`, `"breaker":"open"`, `"limit":20`, `"in_flight":3`, `"overload_until":"2026-01-01T00:00:05Z"`} {
+	for _, part := range []string{`"suppressed":{"win_rate":2}`, `"budget":null`, `"breaker":"open"`, `"limit":20`, `"in_flight":3`, `"overload_until":"2026-01-01T00:00:05Z"`} {
 		if !strings.Contains(string(b), part) {
 			t.Errorf("json.Marshal(Measured) = %s, missing %s", b, part)
 		}
@@ -189,7 +207,7 @@ func TestSlogObserverLevelsAndAttrs(t *testing.T) {
 	scripted(hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Observer: hedge.SlogObserver(slog.New(h))}))
 	want := "level=INFO msg=HedgeStarted attempt=1 hedge=true delay=20ms\n" +
 		"level=INFO msg=HedgeWon attempt=1 hedge=true duration=2ms\n" +
-		"level=INFO msg=HedgeDiscarded attempt=0 duration=22ms\n"
+		"level=INFO msg=AttemptDiscarded attempt=0 duration=22ms\n"
 	if out.String() != want {
 		t.Errorf("Info log:\n%s\nwant\n%s", out.String(), want)
 	}
@@ -229,4 +247,30 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 		return slog.Attr{}
 	}
 	return a
+}
+
+// FuzzTriggerText: any text either is refused with an error wrapping ErrInvalidConfig, or
+// parses to a trigger whose text form parses back to the same trigger (one text form).
+func FuzzTriggerText(f *testing.F) {
+	for _, s := range []string{"quantile 0.95", "start-aware 0.9 backlog_ratio=off window=1m", "tied tie_delay=2ms minimum_samples=3",
+		"after 20ms", "none", "", "quantile 0.9 win_rate.floor=0.2 win_rate.minimum_allowance=0.1", "tied tie_delay=-1ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var tr hedge.Trigger
+		if err := tr.UnmarshalText([]byte(s)); err != nil {
+			if !errors.Is(err, hedge.ErrInvalidConfig) {
+				t.Fatalf("UnmarshalText(%q) = %v, not wrapping ErrInvalidConfig", s, err)
+			}
+			return
+		}
+		b, err := tr.MarshalText()
+		if err != nil || string(b) != tr.String() {
+			t.Fatalf("MarshalText(%v) = %q, %v; String() = %q", tr, b, err, tr.String())
+		}
+		var back hedge.Trigger
+		if err := back.UnmarshalText(b); err != nil || back != tr {
+			t.Fatalf("%q parsed to %v, whose text %q parses to %v, %v", s, tr, b, back, err)
+		}
+	})
 }

@@ -11,7 +11,7 @@ import (
 // started within TieDelay, so a tie goes to another replica; the tie starts first, and the
 // copy still queued is cancelled, to be dropped by its server without running.
 func ExampleTied() {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), TieDelay: 2 * time.Millisecond})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: 2 * time.Millisecond})})
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	show := func(event string, acts []hedge.Action) {

@@ -15,7 +15,9 @@ import (
 // before ms(0): its threshold is MinimumDelay, 10ms.
 func warmTied(t *testing.T, cfg hedge.Config) *hedge.Policy {
 	t.Helper()
-	cfg.Trigger = hedge.Tied()
+	if cfg.Trigger == (hedge.Trigger{}) {
+		cfg.Trigger = hedge.Tied()
+	}
 	cfg.Budget = noBudget
 	p := hedge.MustNew(cfg)
 	for i := range 20 {
@@ -101,15 +103,15 @@ func TestTiedStateMachine(t *testing.T) {
 			{"it answers", answered(40, 1), "finish 1"},
 		})
 	})
-	t.Run("TieDelay sets the wait", func(t *testing.T) {
-		runTiedSteps(t, warmTied(t, hedge.Config{TieDelay: 4 * time.Millisecond}), []tiedStep{
+	t.Run("Ties.Delay sets the wait", func(t *testing.T) {
+		runTiedSteps(t, warmTied(t, hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: 4 * time.Millisecond})}), []tiedStep{
 			{"start", begin(0), "start 0, timer 4ms"},
 			{"an early timer does nothing", fired(3), ""},
 			{"tie", fired(4), "start 1 hedge"},
 		})
 	})
-	t.Run("a negative TieDelay ties at once", func(t *testing.T) {
-		runTiedSteps(t, warmTied(t, hedge.Config{TieDelay: -1}), []tiedStep{
+	t.Run("Ties.Delay Off ties at once", func(t *testing.T) {
+		runTiedSteps(t, warmTied(t, hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off})}), []tiedStep{
 			{"start", begin(0), "start 0, start 1 hedge"},
 			{"one starts", started(0, 1), "cancel 0, timer 10ms"},
 		})

@@ -161,7 +161,7 @@ func BenchmarkDo(b *testing.B) {
 	b.Run("hedge-fires", func(b *testing.B) {
 		// Unlimited budget: with the default budget most hedges would be
 		// refused and the blocked primary would never answer.
-		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(fireDelay), Budget: budget.Config{Unlimited: true}})
+		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(fireDelay), Budget: budget.Config{Off: true}})
 		n := p.Measured().HedgesStarted
 		benchDo(b, p, blockPrimary, 2)
 		hedgesPerOp(b, p, n)
@@ -188,7 +188,7 @@ func BenchmarkDo(b *testing.B) {
 		hedgesPerOp(b, p, n)
 	})
 	b.Run("inline-hedge-fires", func(b *testing.B) {
-		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(fireDelay), Budget: budget.Config{Unlimited: true}})
+		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(fireDelay), Budget: budget.Config{Off: true}})
 		n := p.Measured().HedgesStarted
 		benchDriver(b, hedge.DoInline[int], p, blockPrimary, 2)
 		hedgesPerOp(b, p, n)

@@ -94,6 +94,7 @@ const (
 	DefaultMinimumCalls        = 20
 	DefaultOpenFor             = 5 * time.Second
 	DefaultHalfOpenCalls       = 1
+	DefaultDegradedAt          = 0.5
 )
 
 // slots is the number of time slots the ratio window is divided into. Ten
@@ -135,6 +136,12 @@ type Config struct {
 	// re-opens it. 0 means 1.
 	HalfOpenCalls int
 
+	// DegradedAt is the error rate, as a share of the trip point, from which
+	// [Breaker.Degraded] reports the dependency degraded while the breaker is
+	// still closed: closed is not healthy. A hedge.Policy stops hedging there.
+	// 0 means 0.5; 1 means only at the trip point. It must be in [0, 1].
+	DegradedAt float64
+
 	// OnStateChange, if not nil, is called on every state change with the
 	// time of the call that caused it. It is called outside any lock, so it
 	// may call the Breaker; calls from concurrent goroutines may arrive in
@@ -160,6 +167,9 @@ func (c Config) Validate() error {
 	if c.HalfOpenCalls < 0 {
 		return invalid("breaker: Config.HalfOpenCalls must be >= 0, got %d", c.HalfOpenCalls)
 	}
+	if !(c.DegradedAt >= 0 && c.DegradedAt <= 1) {
+		return invalid("breaker: Config.DegradedAt must be in [0, 1] (0 = 0.5), got %v", c.DegradedAt)
+	}
 	return nil
 }
 
@@ -182,6 +192,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HalfOpenCalls == 0 {
 		c.HalfOpenCalls = DefaultHalfOpenCalls
+	}
+	if c.DegradedAt == 0 {
+		c.DegradedAt = DefaultDegradedAt
 	}
 	return c
 }
@@ -554,6 +567,15 @@ func (b *Breaker) TripPoint() float64 {
 		return 1
 	}
 	return b.cfg.FailureRatio
+}
+
+// Degraded reports whether the error rate over the window ending at now has
+// reached DegradedAt × [Breaker.TripPoint], once the window holds MinimumCalls
+// calls: the dependency is failing often enough that extra load (a hedge) would
+// hurt, though not yet often enough to trip.
+func (b *Breaker) Degraded(now time.Time) bool {
+	rate, armed := b.ErrorRate(now)
+	return armed && rate >= b.cfg.DegradedAt*b.TripPoint()
 }
 
 // ErrInvalidConfig is wrapped by every error from [Config.Validate] and [New].

@@ -82,7 +82,7 @@ func invalid(format string, args ...any) error {
 
 // Config configures a [Budget]. A zero field selects its default, so the zero
 // Config is the default budget: 10% of calls plus 1 per second, over 10
-// seconds. A budget without limit must be asked for with Unlimited.
+// seconds. A budget without limit must be asked for with Off.
 type Config struct {
 	// Ratio is how many withdrawals each deposit allows. 0 means 0.10; write
 	// Zero for none (a reserve-only budget). It must be in [0, 1000] and is
@@ -101,9 +101,9 @@ type Config struct {
 	// than Window.
 	Window time.Duration
 
-	// Unlimited turns the budget off: every withdrawal succeeds. The other
+	// Off turns the budget off: every withdrawal succeeds. The other
 	// fields are still validated, and otherwise ignored.
-	Unlimited bool
+	Off bool
 }
 
 // Validate reports the first field that breaks its rule. The error names the
@@ -197,7 +197,7 @@ func New(cfg Config) (*Budget, error) {
 	cfg = cfg.withDefaults()
 	b := &Budget{
 		cfg:       cfg,
-		unlimited: cfg.Unlimited,
+		unlimited: cfg.Off,
 		deposit:   toUnits(cfg.Ratio),
 		reserve:   toUnits(cfg.MinPerSecond * cfg.Window.Seconds()),
 		width:     int64(cfg.Window) / numSlots,
@@ -273,8 +273,8 @@ func (b *Budget) TryWithdraw(now time.Time) bool {
 
 // Balance returns the withdrawals available at now, in withdrawals, and can
 // be fractional: the whole part is how many TryWithdraw calls would succeed
-// if nothing else happened. It is math.Inf(1) for an
-// Unlimited budget. It never returns less than 0, even while withdrawals
+// if nothing else happened. It is math.Inf(1) for a
+// budget that is Off. It never returns less than 0, even while withdrawals
 // made on deposits that have since expired keep the budget in debt.
 func (b *Budget) Balance(now time.Time) float64 {
 	if b.unlimited {

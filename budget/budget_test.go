@@ -50,14 +50,14 @@ func TestValidate(t *testing.T) {
 		want string // substring of the error; "" means valid
 	}{
 		{Config{}, ""},
-		{Config{Unlimited: true}, ""},
+		{Config{Off: true}, ""},
 		{Config{Ratio: Zero, MinPerSecond: Zero}, ""},
 		{Config{Ratio: 1000, MinPerSecond: 1e6, Window: time.Second}, ""},
 		{Config{Window: time.Second}, ""},
 		{Config{Ratio: -0.1}, "Config.Ratio must be in [0, 1000], got -0.1"},
 		{Config{Ratio: 1000.5}, "Config.Ratio must be in [0, 1000], got 1000.5"},
 		{Config{Ratio: math.NaN()}, "Config.Ratio must be in [0, 1000], got NaN"},
-		{Config{Ratio: 2000, Unlimited: true}, "Config.Ratio"},
+		{Config{Ratio: 2000, Off: true}, "Config.Ratio"},
 		{Config{MinPerSecond: -1}, "Config.MinPerSecond must be >= 0 and finite, got -1"},
 		{Config{MinPerSecond: math.Inf(1)}, "Config.MinPerSecond must be >= 0 and finite, got +Inf"},
 		{Config{MinPerSecond: math.NaN()}, "Config.MinPerSecond"},
@@ -326,16 +326,16 @@ func TestStaleTimes(t *testing.T) {
 	consistent(t, c)
 }
 
-func TestUnlimited(t *testing.T) {
-	b := mustNew(t, Config{Unlimited: true})
+func TestOff(t *testing.T) {
+	b := mustNew(t, Config{Off: true})
 	for i := range 10000 {
 		b.Deposit(base)
 		if !b.TryWithdraw(base.Add(time.Duration(i))) {
-			t.Fatal("Unlimited refused a withdrawal")
+			t.Fatal("Off refused a withdrawal")
 		}
 	}
 	if got := b.Balance(base); !math.IsInf(got, 1) {
-		t.Errorf("Unlimited Balance = %v, want +Inf", got)
+		t.Errorf("Off Balance = %v, want +Inf", got)
 	}
 }
 

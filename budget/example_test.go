@@ -50,7 +50,7 @@ func ExampleConfig() {
 	fmt.Println("available:", b.Balance(now))
 
 	// No budget at all must be chosen explicitly.
-	u, _ := budget.New(budget.Config{Unlimited: true})
+	u, _ := budget.New(budget.Config{Off: true})
 	fmt.Println("unlimited:", u.Balance(now), u.TryWithdraw(now))
 	// Output:
 	// available: 2

@@ -223,6 +223,10 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 			v.SetInt(0)
 			return nil
 		}
+		if isOff(n) {
+			v.SetInt(hedge.Off)
+			return nil
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
 			return d.errorf(n, path, "must be a duration such as 20ms or 1m30s, got %s", describe(n))
 		}
@@ -238,6 +242,17 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
 			return d.wrap(n, path, err)
+		}
+		return nil
+	}
+	if isOff(n) && isNumber(t.Kind()) {
+		// off is hedge.Off, the one spelling of off: whether the field takes it is the
+		// policy's rule, checked with the others.
+		switch {
+		case t.Kind() >= reflect.Float32:
+			v.SetFloat(hedge.Off)
+		default:
+			v.SetInt(hedge.Off)
 		}
 		return nil
 	}
@@ -324,6 +339,16 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 	return nil
 }
 
+// isOff reports whether n is the word off.
+func isOff(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!str" && strings.EqualFold(n.Value, "off")
+}
+
+// isNumber reports whether k is a signed integer or a float (the kinds hedge.Off fits).
+func isNumber(k reflect.Kind) bool {
+	return (k >= reflect.Int && k <= reflect.Int64) || k == reflect.Float32 || k == reflect.Float64
+}
+
 // describe names a node's type for an error message.
 func describe(n *yaml.Node) string {
 	switch n.Kind {
@@ -343,10 +368,10 @@ func describe(n *yaml.Node) string {
 	return "something else"
 }
 
-// validate builds a policy from cfg and turns its error into an *Error that points at the
-// field it names, when the file sets it, or at the operation.
+// validate checks cfg as a policy would ([hedge.Config.Validate]) and turns its error into an
+// *Error that points at the field it names, when the file sets it, or at the operation.
 func (d *decoder) validate(n *yaml.Node, path string, cfg hedge.Config) error {
-	_, err := hedge.New(cfg)
+	err := cfg.Validate()
 	if err == nil {
 		return nil
 	}

@@ -129,6 +129,8 @@ func encodeField(v, base reflect.Value) (*yaml.Node, error) {
 		return nil, nil
 	}
 	switch {
+	case isNumber(t.Kind()) && ((t.Kind() >= reflect.Float32 && v.Float() == hedge.Off) || (t.Kind() < reflect.Float32 && v.Int() == hedge.Off)):
+		return scalar("!!str", "off"), nil
 	case t == durationType:
 		return scalar("!!str", time.Duration(v.Int()).String()), nil
 	case t.Implements(marshalType):

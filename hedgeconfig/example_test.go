@@ -28,7 +28,7 @@ func ExampleLoad() {
 	fmt.Println(op.Name, op.Policy.Trigger, op.Policy.Attempts, "repeatable:", op.Repeatable == hedge.Repeatable)
 	fmt.Println(policies.ForMethod("/inventory.v1.Inventory/List").Name)
 	// Output:
-	// users.internal/v1/search After(40ms) 3 repeatable: true
+	// users.internal/v1/search after 40ms 3 repeatable: true
 	// /inventory.v1.Inventory/
 }
 

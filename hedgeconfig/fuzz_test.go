@@ -17,13 +17,13 @@ func FuzzParse(f *testing.F) {
 	}
 	for _, seed := range []string{
 		string(example),
-		"defaults:\n  trigger: after 20ms\n  budget: {unlimited: true}\n",
+		"defaults:\n  trigger: after 20ms\n  budget: {off: true}\n",
 		`{"defaults": {"trigger": "quantile 0.99", "breaker": true}, "operations": {"/a.B/C": {"breaker": false}}}`,
 		"operations:\n  a.example:8080/x/:\n    limit: {max_limit: 50}\n    idempotent: true\n",
 		"defaults: &d\n  attempts: 3\noperations:\n  x.example: *d\n",
-		"defaults:\n  window: 0\n  suppress_at: 1\n  backoff: {jitter: -0.5}\n",
+		"defaults:\n  trigger: tied tie_delay=off window=0s\n  breaker: {degraded_at: 1}\n  backoff: {jitter: -0.5}\n",
 		"defaults:\n  trigger: quantile 1.5\n",
-		"defaults:\n  trigger: start-aware 0.95\n  minimum_in_service: -1ns\n  backlog_ratio: 1.2\n",
+		"defaults:\n  trigger: start-aware 0.95 minimum_in_service=off backlog_ratio=1.2\n",
 		"- a\n",
 		"operations:\n  /s/:\n  /s/m: {}\n",
 	} {

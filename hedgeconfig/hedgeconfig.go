@@ -16,16 +16,20 @@
 //	    attempts: 3
 //	    idempotent: true
 //	  /users.v1.Users/Get:
-//	    breaker: {failure_ratio: 0.3}
+//	    trigger: quantile 0.95 backlog_ratio=1.5 minimum_delay=5ms
+//	    breaker: {failure_ratio: 0.3, degraded_at: 0.8}
 //
 // Each operation starts from the defaults and overrides the fields it sets (inside a block
 // such as budget or breaker too); the most specific operation that matches a request wins.
-// Every data field of [hedge.Config] has a key, its Go name in snake case (MinimumDelay is
-// minimum_delay, RTTTolerance rtt_tolerance); durations are Go durations ("20ms", "1m30s");
-// the trigger is its text form ("quantile 0.95", "start-aware 0.95", "after 20ms", "tied",
-// "none"); a block
-// that is off by default (breaker, limit, win_rate, local_saturation) is turned on by a
-// mapping of its fields, or by true for its defaults, and off by false. idempotent: true
+// Every data field of [hedge.Config] has a key, its Go name in snake case
+// (NeverHedgeSheddable is never_hedge_sheddable, RTTTolerance rtt_tolerance); durations are Go
+// durations ("20ms", "1m30s"). The trigger is its text form ([hedge.Trigger.MarshalText]),
+// settings included: "quantile 0.95", "quantile 0.95 window=1m backlog_ratio=off",
+// "start-aware 0.95", "after 20ms", "tied tie_delay=2ms", "none". An operation that sets the
+// trigger replaces the defaults' trigger and its settings. off is [hedge.Off] wherever a
+// number may be off (jitter: off; budget: {off: true} turns the budget off). A block that is
+// off by default (breaker, limit) is turned on by a mapping of its fields, or by true for its
+// defaults, and off by false; local_saturation is a duration (5ms), 0 for off. idempotent: true
 // makes every request of the operation repeatable (a POST may be hedged), false none of them
 // (not even a GET), null or absent leaves it to the method.
 //

@@ -28,11 +28,10 @@ func load(t *testing.T, path string) *hedgeconfig.File {
 func TestLoadExample(t *testing.T) {
 	f := load(t, "testdata/policy.yaml")
 	defaults := hedge.Config{
-		Trigger:      hedge.AtQuantile(0.95),
-		MinimumDelay: 5 * time.Millisecond,
-		Budget:       budget.Config{Ratio: 0.1, MinPerSecond: 1},
-		Limit:        &limit.Config{},
-		Breaker:      &breaker.Config{FailureRatio: 0.5},
+		Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumDelay: 5 * time.Millisecond}),
+		Budget:  budget.Config{Ratio: 0.1, MinPerSecond: 1},
+		Limit:   &limit.Config{},
+		Breaker: &breaker.Config{FailureRatio: 0.5},
 	}
 	if !reflect.DeepEqual(f.Defaults.Policy, defaults) || f.Defaults.Name != "defaults" {
 		t.Errorf("defaults = %+v, want %+v", f.Defaults.Policy, defaults)
@@ -41,12 +40,16 @@ func TestLoadExample(t *testing.T) {
 		edit func(*hedge.Config)
 		rep  hedge.Repeatability
 	}{
-		"users.internal": {func(c *hedge.Config) { c.Trigger = hedge.AtQuantile(0.9) }, hedge.RepeatableDefault},
+		"users.internal": {func(c *hedge.Config) {
+			c.Trigger = hedge.AtQuantile(0.9, hedge.Adaptive{MinimumDelay: 5 * time.Millisecond})
+		}, hedge.RepeatableDefault},
 		"users.internal/v1/search": {func(c *hedge.Config) {
 			c.Trigger, c.Attempts, c.MaximumConcurrent = hedge.After(40*time.Millisecond), 3, 2
 		}, hedge.Repeatable},
-		"payments.internal:8443":          {func(c *hedge.Config) { c.Trigger = hedge.Trigger{} }, hedge.NotRepeatable},
-		"/inventory.v1.Inventory/":        {func(c *hedge.Config) { c.WinRate = &winrate.Config{Floor: 0.2} }, hedge.RepeatableDefault},
+		"payments.internal:8443": {func(c *hedge.Config) { c.Trigger = hedge.Trigger{} }, hedge.NotRepeatable},
+		"/inventory.v1.Inventory/": {func(c *hedge.Config) {
+			c.Trigger = hedge.AtQuantile(0.95, hedge.Adaptive{MinimumDelay: 5 * time.Millisecond, WinRate: winrate.Config{Floor: 0.2}})
+		}, hedge.RepeatableDefault},
 		"/inventory.v1.Inventory/Reserve": {func(c *hedge.Config) { c.Breaker, c.Limit = nil, nil }, hedge.RepeatableDefault},
 	}
 	if got := f.Names(); len(got) != len(want) || got[0] != "users.internal" || got[4] != "/inventory.v1.Inventory/Reserve" {
@@ -88,7 +91,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("load → marshal → load changed the file:\n%s", out)
 	}
 	// The output is what a person would write.
-	for _, part := range []string{"trigger: quantile 0.95", "minimum_delay: 5ms", "trigger: after 40ms", "breaker: false", "idempotent: true", "limit: true"} {
+	for _, part := range []string{"trigger: quantile 0.95 minimum_delay=5ms", "trigger: after 40ms", "breaker: false", "idempotent: true", "limit: true"} {
 		if !strings.Contains(string(out), part) {
 			t.Errorf("marshalled file has no %q:\n%s", part, out)
 		}
@@ -110,18 +113,18 @@ func sameFile(a, b *hedgeconfig.File) bool {
 }
 
 func TestJSON(t *testing.T) {
-	src := "{\n\t\"defaults\": {\"trigger\": \"after 20ms\", \"budget\": {\"unlimited\": true}},\n" +
+	src := "{\n\t\"defaults\": {\"trigger\": \"after 20ms\", \"budget\": {\"off\": true}},\n" +
 		"\t\"operations\": {\"/pkg.S/M\": {\"attempts\": 3, \"idempotent\": true}}\n}\n"
 	f, err := hedgeconfig.Parse("policy.json", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	op := f.ForMethod("/pkg.S/M")
-	if op.Policy.Trigger != hedge.After(20*time.Millisecond) || !op.Policy.Budget.Unlimited || op.Policy.Attempts != 3 || op.Repeatable != hedge.Repeatable {
+	if op.Policy.Trigger != hedge.After(20*time.Millisecond) || !op.Policy.Budget.Off || op.Policy.Attempts != 3 || op.Repeatable != hedge.Repeatable {
 		t.Errorf("op = %+v", op)
 	}
 	_, err = hedgeconfig.Parse("policy.json", []byte("{\n\t\"defaults\": {\"atempts\": 3}\n}"))
-	if err == nil || !strings.HasPrefix(err.Error(), `policy.json:2:15: defaults.atempts: unknown field (known: trigger, attempts, maximum_concurrent, window, minimum_samples, minimum_delay, maximum_delay, `) ||
+	if err == nil || !strings.HasPrefix(err.Error(), `policy.json:2:15: defaults.atempts: unknown field (known: trigger, attempts, maximum_concurrent, budget, backoff, breaker, limit, never_hedge_sheddable, `) ||
 		!strings.Contains(err.Error(), "local_saturation") {
 		t.Errorf("JSON error: %v", err)
 	}
@@ -134,11 +137,19 @@ func TestErrors(t *testing.T) {
 		{"unknown field", "defaults:\n  trigger: after 20ms\n  tirgger: after 30ms\n",
 			"policy.yaml:3:3: defaults.tirgger: unknown field (known: trigger, attempts,"},
 		{"unknown nested field", "operations:\n  a.example:\n    budget:\n      ratio: 0.1\n      ration: 0.2\n",
-			`policy.yaml:5:7: operations["a.example"].budget.ration: unknown field (known: ratio, min_per_second, window, unlimited)`},
-		{"bad duration", "defaults:\n  minimum_delay: 20xs\n",
-			`policy.yaml:2:18: defaults.minimum_delay: must be a duration such as 20ms or 1m30s, got "20xs"`},
-		{"duration without unit", "defaults:\n  window: 30\n",
-			"policy.yaml:2:11: defaults.window: must be a duration such as 20ms or 1m30s, got 30"},
+			`policy.yaml:5:7: operations["a.example"].budget.ration: unknown field (known: ratio, min_per_second, window, off)`},
+		{"bad duration", "defaults:\n  overload_cooldown: 20xs\n",
+			`policy.yaml:2:22: defaults.overload_cooldown: must be a duration such as 20ms or 1m30s, got "20xs"`},
+		{"duration without unit", "defaults:\n  overload_cooldown: 30\n",
+			"policy.yaml:2:22: defaults.overload_cooldown: must be a duration such as 20ms or 1m30s, got 30"},
+		{"a setting of the trigger", "defaults:\n  trigger: quantile 0.95 window=30\n",
+			`policy.yaml:2:12: defaults.trigger: hedge: invalid config: trigger "quantile 0.95 window=30": window: want a duration such as 20ms, or off, got "30"`},
+		{"a setting another trigger reads", "defaults:\n  trigger: after 20ms delay=1ms\n",
+			`policy.yaml:2:12: defaults.trigger: hedge: invalid config: trigger "after 20ms delay=1ms": "after" takes one argument, the delay`},
+		{"a trigger setting's rule", "defaults:\n  trigger: quantile 0.95 backlog_ratio=0.5\n",
+			`policy.yaml:2:12: defaults.trigger: hedge: invalid config: Trigger: Adaptive.BacklogRatio must be > 1`},
+		{"off where nothing is on", "defaults:\n  attempts: off\n",
+			`policy.yaml:2:13: defaults.attempts: hedge: invalid config: Attempts must be in [0, 10]`},
 		{"quantile 1.5", "operations:\n  a.example:\n    trigger: quantile 1.5\n",
 			`policy.yaml:3:14: operations["a.example"].trigger: hedge: invalid config: trigger "quantile 1.5": the quantile must be a number in [0.5, 1), got "1.5"`},
 		{"wrong type", "defaults:\n  attempts: two\n",
@@ -165,8 +176,8 @@ func TestErrors(t *testing.T) {
 			"policy.yaml:1:1: the file must be a mapping with the keys defaults and operations"},
 		{"idempotent", "defaults:\n  idempotent: yes\n",
 			`policy.yaml:2:15: defaults.idempotent: must be true, false or null, got "yes"`},
-		{"NaN", "defaults:\n  suppress_at: .nan\n",
-			"policy.yaml:2:16: defaults.suppress_at: must be a finite number, got .nan"},
+		{"NaN", "defaults:\n  breaker: {degraded_at: .nan}\n",
+			"policy.yaml:2:26: defaults.breaker.degraded_at: must be a finite number, got .nan"},
 		{"syntax: a tab", "defaults:\n\tattempts: 2\n",
 			"policy.yaml:2: found character that cannot start any token"},
 	} {
@@ -229,33 +240,23 @@ func TestForHTTPMostSpecificWins(t *testing.T) {
 // comes back from marshalling as it was.
 func TestEveryFieldRoundTrips(t *testing.T) {
 	src := `defaults:
-  trigger: after 25ms
+  trigger: quantile 0.9 window=1m minimum_samples=50 minimum_delay=2ms maximum_delay=2s minimum_in_service=15ms backlog_ratio=1.5 win_rate.floor=0.25 win_rate.window=2m win_rate.minimum_samples=20 win_rate.minimum_allowance=0.1
   attempts: 4
   maximum_concurrent: 3
-  window: 1m
-  minimum_samples: 50
-  minimum_delay: 2ms
-  maximum_delay: 2s
-  minimum_in_service: 15ms
-  backlog_ratio: 1.5
-  minimum_win_rate: 0.25
-  budget: {ratio: 0.05, min_per_second: 2, window: 20s, unlimited: false}
-  backoff: {initial: 5ms, maximum: 500ms, multiplier: 1.5, jitter: -1}
-  breaker: {consecutive_failures: 7, failure_ratio: 0.4, window: 30s, minimum_calls: 40, open_for: 10s, half_open_calls: 2}
-  suppress_at: 0.75
+  budget: {ratio: 0.05, min_per_second: 2, window: 20s, off: false}
+  backoff: {initial: 5ms, maximum: 500ms, multiplier: 1.5, jitter: off}
+  breaker: {consecutive_failures: 7, failure_ratio: 0.4, window: 30s, minimum_calls: 40, open_for: 10s, half_open_calls: 2, degraded_at: 0.75}
   limit: {initial_limit: 30, min_limit: 10, max_limit: 300, smoothing: 0.1, rtt_tolerance: 2, long_window: 900, queue_size: 6}
-  win_rate: {floor: 0.15, window: 2m, minimum_samples: 20, minimum_allowance: 0.1}
-  criticality: true
+  never_hedge_sheddable: true
   overload_cooldown: 3s
-  local_saturation: {scheduler_latency: 8ms, interval: 250ms}
+  local_saturation: 8ms
   idempotent: true
 operations:
   a.example/x:
-    trigger: start-aware 0.99
-    minimum_in_service: -1ns
+    trigger: start-aware 0.99 minimum_in_service=off
     budget: {ratio: 1e-12}
     breaker: {half_open_calls: 3}
-    local_saturation: false
+    local_saturation: 0
     idempotent: null
 `
 	f, err := hedgeconfig.Parse("all.yaml", []byte(src))
@@ -264,19 +265,21 @@ operations:
 	}
 	d := f.Defaults.Policy
 	if d.Attempts != 4 || d.Budget.Window != 20*time.Second || d.Backoff.Multiplier != 1.5 || d.Breaker.HalfOpenCalls != 2 ||
-		d.Limit.RTTTolerance != 2 || d.WinRate.Window != 2*time.Minute || !d.Criticality || d.LocalSaturation.Interval != 250*time.Millisecond ||
-		f.Defaults.Repeatable != hedge.Repeatable {
+		d.Limit.RTTTolerance != 2 || d.Breaker.DegradedAt != 0.75 || !d.NeverHedgeSheddable || d.LocalSaturation != 8*time.Millisecond ||
+		d.Backoff.Jitter != hedge.Off || f.Defaults.Repeatable != hedge.Repeatable {
 		t.Errorf("defaults = %+v", d)
 	}
-	if d.MinimumInService != 15*time.Millisecond || d.BacklogRatio != 1.5 || d.MinimumWinRate != 0.25 {
-		t.Errorf("defaults = %+v", d)
+	if want := hedge.AtQuantile(0.9, hedge.Adaptive{Window: time.Minute, MinimumSamples: 50, MinimumDelay: 2 * time.Millisecond,
+		MaximumDelay: 2 * time.Second, MinimumInService: 15 * time.Millisecond, BacklogRatio: 1.5,
+		WinRate: winrate.Config{Floor: 0.25, Window: 2 * time.Minute, MinimumSamples: 20, MinimumAllowance: 0.1}}); d.Trigger != want {
+		t.Errorf("defaults' trigger = %v, want %v", d.Trigger, want)
 	}
 	op := f.Operations[0]
-	if op.Policy.Trigger != hedge.StartAware(0.99) || op.Policy.MinimumInService != -1 {
+	if op.Policy.Trigger != hedge.StartAware(0.99, hedge.Adaptive{MinimumInService: hedge.Off}) {
 		t.Errorf("operation = %+v", op.Policy)
 	}
 	if op.Policy.Budget.Ratio != budget.Zero || op.Policy.Budget.MinPerSecond != 2 || op.Policy.Breaker.HalfOpenCalls != 3 ||
-		op.Policy.Breaker.ConsecutiveFailures != 7 || op.Policy.LocalSaturation != nil || op.Repeatable != hedge.RepeatableDefault {
+		op.Policy.Breaker.ConsecutiveFailures != 7 || op.Policy.LocalSaturation != 0 || op.Repeatable != hedge.RepeatableDefault {
 		t.Errorf("operation = %+v", op.Policy)
 	}
 	out, err := f.Marshal()

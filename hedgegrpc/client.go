@@ -145,11 +145,11 @@ func NewInterceptor(cfg Config) (*Interceptor, error) {
 			return nil, fmt.Errorf("%w: Config.Idempotent: %q is not /pkg.Service/Method nor /pkg.Service/", ErrConfig, key)
 		}
 	}
-	if _, err := hedge.New(i.policyConfig("", cfg.Policy)); err != nil {
+	if err := i.policyConfig("", cfg.Policy).Validate(); err != nil {
 		return nil, fmt.Errorf("%w: Config.Policy: %w", ErrConfig, err)
 	}
 	for key, pc := range cfg.Methods {
-		if _, err := hedge.New(i.policyConfig(key, pc)); err != nil {
+		if err := i.policyConfig(key, pc).Validate(); err != nil {
 			return nil, fmt.Errorf("%w: Config.Methods[%q]: %w", ErrConfig, key, err)
 		}
 	}

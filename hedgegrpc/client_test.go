@@ -342,7 +342,7 @@ func TestStatusCodes(t *testing.T) {
 			return nil, status.Errorf(c, "attempt %d", attemptOf(ctx))
 		}}
 	})
-	pc := hedge.Config{Attempts: 3, Budget: budget.Config{Unlimited: true}, Backoff: hedge.Backoff{Initial: time.Microsecond}}
+	pc := hedge.Config{Attempts: 3, Budget: budget.Config{Off: true}, Backoff: hedge.Backoff{Initial: time.Microsecond}}
 	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
 	count := func() (n int32) {

@@ -44,7 +44,7 @@ func checkLeaks(t *testing.T) {
 func hedgeNow() hedge.Config {
 	return hedge.Config{
 		Trigger: hedge.After(time.Millisecond),
-		Budget:  budget.Config{Unlimited: true},
+		Budget:  budget.Config{Off: true},
 	}
 }
 

@@ -33,7 +33,7 @@ func TestSwallowingBackendEjected(t *testing.T) {
 	})
 	hi := newInterceptor(t, Config{Policy: hedge.Config{
 		Trigger: hedge.After(5 * time.Millisecond),
-		Budget:  budget.Config{Unlimited: true},
+		Budget:  budget.Config{Off: true},
 	}, Idempotent: []string{"/grpc.health.v1.Health/"}})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
 	call := func() {

@@ -213,7 +213,7 @@ func TestStartSignalCancelsQueuedCopy(t *testing.T) {
 		switch e.Kind {
 		case hedge.AttemptStarted:
 			sent.Add(1)
-		case hedge.HedgeDiscarded:
+		case hedge.AttemptDiscarded:
 			discarded.Add(1)
 		}
 	}

@@ -84,7 +84,7 @@ func TestServerStreamCommitPoint(t *testing.T) {
 			return nil
 		}}
 	})
-	pc := hedge.Config{Attempts: 2, Budget: budget.Config{Unlimited: true}, Backoff: hedge.Backoff{Initial: time.Microsecond}}
+	pc := hedge.Config{Attempts: 2, Budget: budget.Config{Off: true}, Backoff: hedge.Backoff{Initial: time.Microsecond}}
 	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{watchMethod}})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
 	for _, tc := range []struct {

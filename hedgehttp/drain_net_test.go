@@ -85,7 +85,7 @@ func TestLosingResponseIsDrainedAndItsConnectionReused(t *testing.T) {
 		return resp, nil
 	})
 	tr, err := NewTransport(Config{Next: next, Policy: hedge.Config{
-		Trigger: hedge.After(time.Millisecond), Budget: budget.Config{Unlimited: true}}})
+		Trigger: hedge.After(time.Millisecond), Budget: budget.Config{Off: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func ExampleTransport_hedge() {
 	tr, err := hedgehttp.NewTransport(hedgehttp.Config{
 		Policy: hedge.Config{
 			Trigger: hedge.After(5 * time.Millisecond), // a fixed delay keeps the example short
-			Budget:  budget.Config{Unlimited: true},
+			Budget:  budget.Config{Off: true},
 		},
 	})
 	if err != nil {
@@ -106,7 +106,7 @@ func ExampleTransport_idempotencyKey() {
 	}))
 	defer srv.Close()
 	tr, err := hedgehttp.NewTransport(hedgehttp.Config{
-		Policy: hedge.Config{Trigger: hedge.After(5 * time.Millisecond), Budget: budget.Config{Unlimited: true}},
+		Policy: hedge.Config{Trigger: hedge.After(5 * time.Millisecond), Budget: budget.Config{Off: true}},
 		Observer: func(host string, e hedge.Event) {
 			if e.Kind == hedge.HedgeSuppressed {
 				fmt.Println("hedge suppressed:", e.Reason)
@@ -131,7 +131,7 @@ func ExampleTransport_idempotencyKey() {
 		fmt.Printf("key %q: answered by the %s\n", key, body)
 	}
 	// Output:
-	// hedge suppressed: not repeatable
+	// hedge suppressed: not_repeatable
 	// key "": answered by the primary
 	// key "order-42": answered by the hedge
 }

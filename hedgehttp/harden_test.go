@@ -183,7 +183,7 @@ func TestFast404FromAHedgeDoesNotBeatASlow200(t *testing.T) {
 func TestNextReturningNilResponseAndNilErrorIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		next := &fakeNext{respond: func(*http.Request, string) (*http.Response, error) { return nil, nil }}
-		tr := newTransport(t, Config{Policy: hedge.Config{Budget: budget.Config{Unlimited: true}}, Next: next})
+		tr := newTransport(t, Config{Policy: hedge.Config{Budget: budget.Config{Off: true}}, Next: next})
 		req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://svc.test/", nil)
 		resp, err := tr.RoundTrip(req)
 		var pe *hedge.PanicError

@@ -29,7 +29,7 @@ func TestPolicyForPerKey(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
-	retrying := hedge.Config{Attempts: 3, Budget: budget.Config{Unlimited: true}, Backoff: hedge.Backoff{Initial: time.Microsecond, Jitter: -1}}
+	retrying := hedge.Config{Attempts: 3, Budget: budget.Config{Off: true}, Backoff: hedge.Backoff{Initial: time.Microsecond, Jitter: -1}}
 	var asked atomic.Int32
 	tr := newTransport(t, Config{
 		Next: base,

@@ -34,7 +34,7 @@ func TestReplicaSwallowingRequestsEjected(t *testing.T) {
 			holeAddr, goodAddr := hole.Listener.Addr().String(), good.Listener.Addr().String()
 			var ejected atomic.Int32
 			tr := newTransport(t, Config{
-				Policy: hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: budget.Config{Unlimited: true}},
+				Policy: hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: budget.Config{Off: true}},
 				Next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 					if r.URL.Host == holeAddr {
 						return holeBase.RoundTrip(r)

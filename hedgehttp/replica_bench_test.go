@@ -51,7 +51,7 @@ func BenchmarkHedgeOwnConnection(b *testing.B) {
 				ForceAttemptHTTP2: true,
 			}
 			tr, err := NewTransport(Config{
-				Policy:           hedge.Config{Trigger: hedge.After(0), Budget: budget.Config{Unlimited: true}},
+				Policy:           hedge.Config{Trigger: hedge.After(0), Budget: budget.Config{Off: true}},
 				Next:             base,
 				ShareConnections: share,
 			})

@@ -95,8 +95,8 @@ func TestStartAwareHedgesStragglersInServiceNotQueuedRequests(t *testing.T) {
 			checkGoroutines(t)
 			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4})
 			tr := newTransport(t, Config{
-				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Unlimited: true},
-					MinimumDelay: 20 * time.Millisecond},
+				Policy: hedge.Config{Trigger: hedge.StartAware(0.9, hedge.Adaptive{MinimumDelay: 20 * time.Millisecond}),
+					Budget: budget.Config{Off: true}},
 				Next:     rs.base,
 				Key:      func(*http.Request) string { return "svc" },
 				Replicas: func(string) []string { return rs.addrs },
@@ -171,8 +171,8 @@ func TestStartAwareWithoutStartSignalsFallsBackToTheClientsInference(t *testing.
 			checkGoroutines(t)
 			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4, NoStartSignal: true})
 			tr := newTransport(t, Config{
-				Policy: hedge.Config{Trigger: hedge.StartAware(0.9), Budget: budget.Config{Unlimited: true},
-					MinimumDelay: 20 * time.Millisecond},
+				Policy: hedge.Config{Trigger: hedge.StartAware(0.9, hedge.Adaptive{MinimumDelay: 20 * time.Millisecond}),
+					Budget: budget.Config{Off: true}},
 				Next:     rs.base,
 				Key:      func(*http.Request) string { return "svc" },
 				Replicas: func(string) []string { return rs.addrs },

@@ -209,7 +209,7 @@ func TestTransportAsksForStartSignalsOnlyWhenItsTriggerReadsThem(t *testing.T) {
 				mu.Unlock()
 				io.WriteString(w, "ok")
 			}))
-			tr := newTransport(t, Config{Next: base, Policy: hedge.Config{Trigger: c.trigger, Budget: budget.Config{Unlimited: true}}})
+			tr := newTransport(t, Config{Next: base, Policy: hedge.Config{Trigger: c.trigger, Budget: budget.Config{Off: true}}})
 			resp, err := tr.RoundTrip(mustRequest(t, "GET", srv.URL, nil))
 			if err != nil {
 				t.Fatal(err)
@@ -297,7 +297,7 @@ func startTiedReplicas(t *testing.T, proto string, cfg QueueConfig) *tiedReplica
 func (rs *tiedReplicas) tiedCall(t *testing.T, whenAStarted func()) (string, hedge.Log) {
 	t.Helper()
 	tr := newTransport(t, Config{
-		Policy:   hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Unlimited: true}},
+		Policy:   hedge.Config{Trigger: hedge.Tied(), Budget: budget.Config{Off: true}},
 		Next:     rs.base,
 		Replicas: func(string) []string { return rs.addrs },
 	})

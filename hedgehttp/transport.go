@@ -271,7 +271,7 @@ func NewTransport(cfg Config) (*Transport, error) {
 	if t.errorLimit == 0 {
 		t.errorLimit = 64 << 10
 	}
-	if _, err := hedge.New(t.policyConfig("")); err != nil {
+	if err := t.policyConfig("").Validate(); err != nil {
 		return nil, fmt.Errorf("%w: Config.Policy: %w", ErrConfig, err)
 	}
 	return t, nil

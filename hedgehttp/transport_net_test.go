@@ -29,7 +29,7 @@ import (
 func hedgeNow() hedge.Config {
 	return hedge.Config{
 		Trigger: hedge.After(time.Millisecond),
-		Budget:  budget.Config{Unlimited: true},
+		Budget:  budget.Config{Off: true},
 	}
 }
 

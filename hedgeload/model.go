@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/hedgekit/hedge"
@@ -38,7 +39,8 @@ func scaleDist(d sim.Distribution, s float64) sim.Distribution {
 	return scaled{d, s}
 }
 
-// Documented defaults of hedge.Config and budget.Config that the scale must make explicit.
+// Documented defaults of hedge.Adaptive, hedge.Config and budget.Config that the
+// scale must make explicit.
 const (
 	defaultWindow       = 30 * time.Second
 	defaultMinimumDelay = 10 * time.Millisecond
@@ -46,6 +48,38 @@ const (
 	defaultMinPerSecond = 1.0
 	defaultCooldown     = 5 * time.Second
 )
+
+// scaleTrigger returns t with the latency window and the minimum and maximum delays of its
+// settings multiplied, through the trigger's text form (the settings' one public reading):
+// "quantile 0.95 window=1m" becomes "quantile 0.95 window=6s minimum_delay=1ms" at 0.1. A
+// trigger without those settings (After, none) is returned as it is.
+func scaleTrigger(t hedge.Trigger, mul func(d, def time.Duration) time.Duration) hedge.Trigger {
+	words := strings.Fields(t.String())
+	if len(words) == 0 || (words[0] != "quantile" && words[0] != "start-aware" && words[0] != "tied") {
+		return t
+	}
+	set := map[string]time.Duration{}
+	var kept []string
+	for _, w := range words {
+		key, value, ok := strings.Cut(w, "=")
+		d, err := time.ParseDuration(value)
+		if ok && err == nil && (key == "window" || key == "minimum_delay" || key == "maximum_delay") {
+			set[key] = d
+			continue
+		}
+		kept = append(kept, w)
+	}
+	kept = append(kept, "window="+mul(set["window"], defaultWindow).String(),
+		"minimum_delay="+mul(set["minimum_delay"], defaultMinimumDelay).String())
+	if m := set["maximum_delay"]; m > 0 {
+		kept = append(kept, "maximum_delay="+mul(m, 0).String())
+	}
+	var scaled hedge.Trigger
+	if err := scaled.UnmarshalText([]byte(strings.Join(kept, " "))); err != nil {
+		panic("hedgeload: the trigger's own text form does not parse: " + err.Error())
+	}
+	return scaled
+}
 
 // scaleConfig returns c with its times multiplied by s (rates divided by s): the latency
 // window, the minimum and maximum delays, the budget's window and reserve, the overload
@@ -60,13 +94,9 @@ func scaleConfig(c hedge.Config, s float64) hedge.Config {
 		}
 		return time.Duration(float64(d) * s)
 	}
-	c.Window = mul(c.Window, defaultWindow)
-	c.MinimumDelay = mul(c.MinimumDelay, defaultMinimumDelay)
-	if c.MaximumDelay > 0 {
-		c.MaximumDelay = mul(c.MaximumDelay, 0)
-	}
+	c.Trigger = scaleTrigger(c.Trigger, mul)
 	c.OverloadCooldown = mul(c.OverloadCooldown, defaultCooldown)
-	if !c.Budget.Unlimited {
+	if !c.Budget.Off {
 		c.Budget.Window = mul(c.Budget.Window, defaultBudgetWindow)
 		if c.Budget.MinPerSecond == 0 {
 			c.Budget.MinPerSecond = defaultMinPerSecond

@@ -27,7 +27,7 @@
 //	hedge.hedges.started       counter    {hedge}
 //	hedge.hedges.won           counter    {hedge}
 //	hedge.attempts.discarded   counter    {attempt} hedge.attempt.kind
-//	hedge.hedges.suppressed    counter    {hedge}   hedge.suppression.reason (budget, cold, win rate, …)
+//	hedge.hedges.suppressed    counter    {hedge}   hedge.suppression.reason (budget, cold, win_rate, …)
 //	hedge.retries              counter    {retry}
 //	hedge.limit.rejections     counter    {attempt} hedge.attempt.kind
 //	hedge.threshold            gauge      s         (only once the policy is warm)
@@ -292,7 +292,7 @@ func (m *Metrics) record(o *operation, e hedge.Event) {
 			out = attemptError
 		}
 		m.attemptDuration.Record(ctx, e.Duration.Seconds(), o.attempt[kindOf(e)][out]...)
-	case hedge.HedgeDiscarded:
+	case hedge.AttemptDiscarded:
 		k := kindOf(e)
 		m.attemptDuration.Record(ctx, e.Duration.Seconds(), o.attempt[k][attemptDiscarded]...)
 		m.discarded.Add(ctx, 1, o.kind[k]...)

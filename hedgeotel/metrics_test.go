@@ -200,7 +200,7 @@ func TestScriptedCalls(t *testing.T) {
 
 	// 4. A limit of one: the second concurrent call is rejected before any attempt, and a
 	//    retry of the first one is refused too.
-	lim, err := m.NewPolicy("limited", hedge.Config{Attempts: 2, Budget: budget.Config{Unlimited: true},
+	lim, err := m.NewPolicy("limited", hedge.Config{Attempts: 2, Budget: budget.Config{Off: true},
 		Backoff: hedge.Backoff{Jitter: -1},
 		Limit:   &limit.Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}})
 	if err != nil {
@@ -285,7 +285,7 @@ func TestTransport(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	var keyed int
 	tr, err := hedgeotel.NewTransport(mp, hedgehttp.Config{
-		Policy:   hedge.Config{Trigger: hedge.AtQuantile(0.95), Backoff: hedge.Backoff{Initial: time.Microsecond}, Budget: budget.Config{Unlimited: true}},
+		Policy:   hedge.Config{Trigger: hedge.AtQuantile(0.95), Backoff: hedge.Backoff{Initial: time.Microsecond}, Budget: budget.Config{Off: true}},
 		Observer: func(string, hedge.Event) { keyed++ },
 	})
 	if err != nil {

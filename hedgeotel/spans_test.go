@@ -42,7 +42,7 @@ func TestAttemptSpansWithOtelhttp(t *testing.T) {
 	ended := make(chan struct{}, 8)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithSpanProcessor(endSignal(ended)))
 	tr, err := hedgehttp.NewTransport(hedgehttp.Config{
-		Policy: hedge.Config{Trigger: hedge.After(time.Millisecond), Budget: budget.Config{Unlimited: true}},
+		Policy: hedge.Config{Trigger: hedge.After(time.Millisecond), Budget: budget.Config{Off: true}},
 		Next:   otelhttp.NewTransport(hedgeotel.AttemptSpans(nil), otelhttp.WithTracerProvider(tp)),
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 func TestScriptPlaysEachAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Attempts: 3,
-			Budget: budget.Config{Unlimited: true}})
+			Budget: budget.Config{Off: true}})
 		fail := errors.New("503")
 		start := time.Now()
 		var lg hedge.Log
@@ -79,7 +79,7 @@ func TestScriptStartsReportsAtStartAfter(t *testing.T) {
 		{30 * time.Millisecond, "2 attempts over 20ms: OK (20ms), hedge discarded (20ms)"},
 	} {
 		synctest.Test(t, func(t *testing.T) {
-			p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: budget.Config{Unlimited: true}})
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Budget: budget.Config{Off: true}})
 			var lg hedge.Log
 			v, err := hedge.Do(hedge.WithLog(t.Context(), &lg), p, hedgetest.Script(
 				hedgetest.Answer[string]{Starts: true, StartAfter: c.startAfter, After: 20 * time.Millisecond, Value: "primary"},

@@ -88,11 +88,11 @@ func TestReplicasNoHedge(t *testing.T) {
 
 // tiedAtOnce is tied requests as they were first built: both copies sent at once, nothing
 // hedged once one has started.
-var tiedAtOnce = Setup{Name: "tied at once", Config: hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Attempts: 2, Budget: budget.Config{Unlimited: true}}}
+var tiedAtOnce = Setup{Name: "tied at once", Config: hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Attempts: 2, Budget: budget.Config{Off: true}}}
 
 // tiesOnly is Tied with its default TieDelay and no hedge of a copy in service (its threshold
 // is never reached).
-var tiesOnly = Setup{Name: "ties only", Config: hedge.Config{Trigger: hedge.Tied(), MinimumDelay: time.Hour, Budget: budget.Config{Unlimited: true}}}
+var tiesOnly = Setup{Name: "ties only", Config: hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{MinimumDelay: time.Hour}), Budget: budget.Config{Off: true}}}
 
 // TestTieDelayDuplicateWork: tied requests on replicas at 50 % load, cancellation reaching the
 // server. Sent at once, both copies of an unqueued call start together: with no delay for the

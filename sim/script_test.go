@@ -14,7 +14,7 @@ var scriptStart = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 const ms = time.Millisecond
 
 func TestScriptCall(t *testing.T) {
-	unlimited := budget.Config{Unlimited: true}
+	unlimited := budget.Config{Off: true}
 	for _, c := range []struct {
 		name    string
 		cfg     hedge.Config
@@ -32,15 +32,15 @@ func TestScriptCall(t *testing.T) {
 			Script{Latencies: []time.Duration{100 * ms, 100 * ms, 1 * ms}}, "3 attempts over 41ms: hedge OK (1ms), at 40ms, discarded (41ms), hedge discarded (21ms), at 20ms", nil},
 		{"no trigger", hedge.Config{},
 			Script{Latencies: []time.Duration{100 * ms}}, "1 attempt over 100ms: OK (100ms)", nil},
-		{"tied at once: the first to start service cancels the other", hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: unlimited},
+		{"tied at once: the first to start service cancels the other", hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Budget: unlimited},
 			Script{Latencies: []time.Duration{7 * ms, 3 * ms}, ReportService: true}, "2 attempts over 7ms: hedge discarded (0s), OK (7ms)", nil},
-		{"tied at once without service reports: a plain race", hedge.Config{Trigger: hedge.Tied(), TieDelay: -1, Budget: unlimited},
+		{"tied at once without service reports: a plain race", hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Budget: unlimited},
 			Script{Latencies: []time.Duration{7 * ms, 3 * ms}}, "2 attempts over 3ms: hedge OK (3ms), discarded (3ms)", nil},
 		{"tied: a copy that starts within TieDelay is never tied", hedge.Config{Trigger: hedge.Tied()},
 			Script{Latencies: []time.Duration{7 * ms, 3 * ms}, Queued: []time.Duration{ms / 2}, ReportService: true}, "1 attempt over 7ms: OK (7ms)", nil},
 		{"tied: a copy queued past TieDelay is tied; the tie starts and cancels it", hedge.Config{Trigger: hedge.Tied()},
 			Script{Latencies: []time.Duration{40 * ms, 3 * ms}, Queued: []time.Duration{30 * ms}, ReportService: true}, "2 attempts over 4ms: discarded (1ms), hedge OK (3ms), at 1ms", nil},
-		{"tied: a longer TieDelay", hedge.Config{Trigger: hedge.Tied(), TieDelay: 5 * ms},
+		{"tied: a longer TieDelay", hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: 5 * ms})},
 			Script{Latencies: []time.Duration{40 * ms, 3 * ms}, Queued: []time.Duration{30 * ms}, ReportService: true}, "2 attempts over 8ms: discarded (5ms), hedge OK (3ms), at 5ms", nil},
 		{"tied: both copies queued; the first to start cancels the other", hedge.Config{Trigger: hedge.Tied()},
 			Script{Latencies: []time.Duration{12 * ms, 20 * ms}, Queued: []time.Duration{4 * ms, 6 * ms}, ReportService: true}, "2 attempts over 12ms: hedge discarded (3ms), at 1ms, OK (12ms)", nil},
@@ -66,7 +66,7 @@ func TestScriptCall(t *testing.T) {
 }
 
 func TestScriptRetry(t *testing.T) {
-	p, err := hedge.New(hedge.Config{Attempts: 2, Budget: budget.Config{Unlimited: true}, Backoff: hedge.Backoff{Jitter: -1}})
+	p, err := hedge.New(hedge.Config{Attempts: 2, Budget: budget.Config{Off: true}, Backoff: hedge.Backoff{Jitter: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		hedgeDelay = 20 * time.Millisecond
 	}
 	after := hedge.After(hedgeDelay)
-	unlimited := budget.Config{Unlimited: true}
+	unlimited := budget.Config{Off: true}
 	return []Setup{
 		{Name: SetupNoHedge, Config: hedge.Config{}},
 		{Name: SetupNoBudget, Config: hedge.Config{Trigger: after, Attempts: 2, Budget: unlimited}},

@@ -53,7 +53,7 @@ func ExampleSweep() {
 // Script one call: the first attempt would take 100ms, so the hedge sent at 20ms wins after
 // 5ms and the first attempt is discarded.
 func ExampleScriptCall() {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: budget.Config{Unlimited: true}})
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: budget.Config{Off: true}})
 	start := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	log, err := sim.ScriptCall(p, start, []time.Duration{100 * time.Millisecond, 5 * time.Millisecond})
 	fmt.Println(log, err)
