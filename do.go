@@ -322,6 +322,10 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				acts = c.Cancel(now, r.panic)
 				continue
 			}
+			if r.err != nil && ctx.Err() != nil {
+				acts = c.Cancel(now, ctx.Err()) // the caller gave up: not the attempt's failure
+				continue
+			}
 			o, pe := classify(p, r.err)
 			if pe != nil {
 				pan = pe
@@ -620,6 +624,10 @@ func (d *driver[T]) loop(now time.Time) {
 			if r.panic != nil {
 				d.pan = r.panic
 				d.acts = c.Cancel(now, r.panic)
+				continue
+			}
+			if r.err != nil && d.ctx.Err() != nil {
+				d.acts = c.Cancel(now, d.ctx.Err()) // the caller gave up: not the attempt's failure
 				continue
 			}
 			o, pe := classify(p, r.err)

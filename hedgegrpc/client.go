@@ -390,7 +390,6 @@ type attemptError struct {
 	err     error
 	st      *status.Status
 	result  *attemptResult
-	answer  int // 1 for the first attempt to answer, then 2, ...
 	outcome hedge.Outcome
 }
 
@@ -399,9 +398,9 @@ func (e *attemptError) Unwrap() error              { return e.err }
 func (e *attemptError) GRPCStatus() *status.Status { return e.st }
 
 // mark classifies a failed attempt from its status code and trailer.
-func (i *Interceptor) mark(err error, r *attemptResult, answer int) error {
+func (i *Interceptor) mark(err error, r *attemptResult) error {
 	st, _ := status.FromError(err)
-	e := &attemptError{err: err, st: st, result: r, answer: answer}
+	e := &attemptError{err: err, st: st, result: r}
 	code := st.Code()
 	pushback, hasPushback, stop := pushbackFrom(r.trailer)
 	switch {
@@ -470,38 +469,21 @@ func (e *Error) Error() string              { return e.Err.Error() }
 func (e *Error) Unwrap() error              { return e.Err }
 func (e *Error) GRPCStatus() *status.Status { return e.Status }
 
-// newError chooses the failure a call reports among its attempts' failures.
+// newError is the error of a call none of whose attempts succeeded. The core has already
+// chosen the failure to report (the *hedge.AttemptsError's Err: a final one before a
+// retriable one, then the last to answer); its status is the call's. A call refused before
+// any attempt has a status of its own.
 func newError(err error) *Error {
-	var best *attemptError
-	consider := func(x error) {
-		var ae *attemptError
-		if !errors.As(x, &ae) {
-			return
-		}
-		if best == nil {
-			best = ae
-			return
-		}
-		bp, ap := best.outcome.Class == hedge.Permanent, ae.outcome.Class == hedge.Permanent
-		if ap && !bp || ap == bp && ae.answer > best.answer {
-			best = ae
-		}
-	}
+	e := &Error{Err: err}
 	var all *hedge.AttemptsError
-	switch {
-	case errors.As(err, &all) && all.Err != nil:
-		consider(all.Err) // the core's choice: final before retriable, then the last to answer
-	case all != nil:
-		for _, x := range all.Attempts {
-			consider(x)
-		}
-	default:
-		consider(err)
+	if errors.As(err, &all) && all.Err != nil {
+		errors.As(all.Err, &e.attempt)
+	} else {
+		errors.As(err, &e.attempt)
 	}
-	e := &Error{Err: err, attempt: best}
 	switch {
-	case best != nil:
-		e.Status = best.st
+	case e.attempt != nil:
+		e.Status = e.attempt.st
 	case errors.Is(err, hedge.ErrBreakerOpen):
 		e.Status = status.New(codes.Unavailable, err.Error())
 	case errors.Is(err, hedge.ErrLimitExceeded):
