@@ -20,7 +20,7 @@ func TestDriversAgree(t *testing.T) {
 		{"DoInline", hedge.DoInline[string]},
 	} {
 		t.Run(d.name, func(t *testing.T) {
-			hedgetest.TestDriver(t, func(t *testing.T, cfg hedge.Config, hook func(context.Context)) hedgetest.Call {
+			hedgetest.TestDriver(t, func(t *testing.T, cfg hedge.Config, hook func(context.Context)) hedgetest.CallFunc {
 				p := hedge.MustNew(cfg)
 				return func(ctx context.Context, answers []hedgetest.Answer[string]) (string, error) {
 					script := hedgetest.Script(answers...)

@@ -91,7 +91,7 @@ func pause(ctx context.Context, d time.Duration) bool {
 
 // bufconnDriver is a hedgetest.Driver: the interceptor, with the start-signal stats
 // handler, on a connection over bufconn to a server that plays each call's answers.
-func bufconnDriver(t *testing.T, cfg hedge.Config, hook func(context.Context)) hedgetest.Call {
+func bufconnDriver(t *testing.T, cfg hedge.Config, hook func(context.Context)) hedgetest.CallFunc {
 	lis := bufconn.Listen(1 << 16)
 	svc := &scriptedHealth{}
 	srv := grpc.NewServer()

@@ -41,12 +41,12 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 	m := i.method(fullMethod)
 	c := &unaryCall{i: i, m: m, req: req, replyType: rm.ProtoReflect().Type(), cc: cc, invoker: invoker, co: splitOptions(opts)}
 	c.routeCtx.Context = ctx
-	callCtx := context.Context(&c.routeCtx)
+	callCtx := context.Context(c)
 	if !m.repeatableFor(ctx) && hedge.RepeatabilityFrom(ctx) != hedge.NotRepeatable {
 		callCtx = hedge.WithRepeatable(callCtx, false) // the core's gate suppresses hedges and retries
 	}
 	defer c.waitIdle() // also when the call panics or an attempt calls runtime.Goexit
-	r, err := hedge.DoInline(callCtx, m.policy, c.attempt)
+	r, err := hedge.DoInline(callCtx, m.policy, unaryAttempt)
 	if err == nil {
 		proto.Reset(rm)
 		proto.Merge(rm, r.reply)
@@ -57,8 +57,10 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 }
 
 // unaryCall is one call through the interceptor: what each attempt sends, and how many
-// attempts still read the caller's request. Its embedded routeCtx is the caller's context
-// with the call's route (the backends its attempts used) among its values, for the balancer.
+// attempts still read the caller's request. It is the context the call runs under: the
+// caller's, with the call's route (the backends its attempts used, for the balancer) and the
+// call itself among its values, so that one attempt function serves every call
+// (unaryAttempt) and a call allocates no closure.
 type unaryCall struct {
 	routeCtx
 	i         *Interceptor
@@ -80,8 +82,22 @@ type unaryCall struct {
 	idle   chan struct{} // closed when active drops to 0 after over
 }
 
-// attempt is the attempt function DoInline runs: one attempt with its own reply message and
-// its own header, trailer and peer.
+// unaryCallKey is the context key under which a unary call's context answers with the call.
+type unaryCallKey struct{}
+
+func (c *unaryCall) Value(key any) any {
+	if key == (unaryCallKey{}) {
+		return c
+	}
+	return c.routeCtx.Value(key)
+}
+
+// unaryAttempt is the attempt function DoInline runs, for every call: the call is in ctx.
+func unaryAttempt(ctx context.Context) (*attemptResult, error) {
+	return ctx.Value(unaryCallKey{}).(*unaryCall).attempt(ctx)
+}
+
+// attempt sends one attempt with its own reply message and its own header, trailer and peer.
 func (c *unaryCall) attempt(ctx context.Context) (*attemptResult, error) {
 	info, _ := hedge.AttemptFrom(ctx)
 	r := &c.first

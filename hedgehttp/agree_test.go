@@ -29,7 +29,7 @@ func TestDriversAgree(t *testing.T) {
 // pipeDriver is a hedgetest.Driver: a Transport over an http.Transport whose connections are
 // pipes to a server that plays each call's answers, finding the attempt's index in its
 // AttemptHeader.
-func pipeDriver(t *testing.T, cfg hedge.Config, hook func(context.Context)) hedgetest.Call {
+func pipeDriver(t *testing.T, cfg hedge.Config, hook func(context.Context)) hedgetest.CallFunc {
 	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	var mu sync.Mutex
 	var answers []hedgetest.Answer[string]

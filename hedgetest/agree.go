@@ -19,11 +19,11 @@ import (
 // the wire with the attempt's context (in the attempt function, an http.RoundTripper under a
 // Transport, an interceptor further down a gRPC chain): it is how [TestDriver] checks what
 // user code inside an attempt sees.
-type Driver func(t *testing.T, cfg hedge.Config, hook func(ctx context.Context)) Call
+type Driver func(t *testing.T, cfg hedge.Config, hook func(ctx context.Context)) CallFunc
 
-// Call makes one call whose attempt k plays answers[k] (see [Script]; a transport's server
+// CallFunc makes one call whose attempt k plays answers[k] (see [Script]; a transport's server
 // plays it, finding k from the attempt's metadata), and returns the winner's Value.
-type Call func(ctx context.Context, answers []Answer[string]) (string, error)
+type CallFunc func(ctx context.Context, answers []Answer[string]) (string, error)
 
 // TestDriver checks that drive makes the state machine's decisions, as every driver must: it
 // plays each of [Scenarios] through drive, in a synctest bubble of its own, and compares the
