@@ -3,6 +3,7 @@ package hedgetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -60,8 +61,8 @@ func TestDriver(t *testing.T, drive Driver) {
 	})
 	t.Run("AttemptFrom and LostSlow", func(t *testing.T) { checkAttemptContext(t, drive) })
 	for _, k := range []int{0, 1} {
-		t.Run("panic in attempt "+string(rune('0'+k)), func(t *testing.T) { checkPanic(t, drive, k) })
-		t.Run("Goexit in attempt "+string(rune('0'+k)), func(t *testing.T) { checkGoexit(t, drive, k) })
+		t.Run(fmt.Sprint("panic in attempt ", k), func(t *testing.T) { checkPanic(t, drive, k) })
+		t.Run(fmt.Sprint("Goexit in attempt ", k), func(t *testing.T) { checkGoexit(t, drive, k) })
 	}
 }
 
