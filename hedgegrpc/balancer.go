@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/replica"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -156,7 +157,7 @@ func resultOf(ctx context.Context, di balancer.DoneInfo) replica.Result {
 	}
 	switch status.Code(di.Err) {
 	case codes.Canceled:
-		if lostSlow(ctx) {
+		if hedge.LostSlow(ctx) {
 			return replica.Slow // it lost a race to a copy elsewhere, past the threshold
 		}
 		return replica.Ignored // it lost early, or its caller gave up

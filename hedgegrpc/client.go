@@ -8,11 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/perkey"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -103,8 +102,7 @@ type Interceptor struct {
 	cfg         Config
 	nonFatal    uint32 // bit per code
 	descriptors DescriptorResolver
-	methods     atomic.Pointer[map[string]*method] // copy-on-write
-	mu          sync.Mutex                         // serialises writers of methods
+	methods     perkey.Registry[*method]
 }
 
 // method is what the interceptor knows of one full method name.
@@ -116,6 +114,9 @@ type method struct {
 	repeatable bool
 	signals    bool // the trigger reads start signals: attempts ask for them
 }
+
+// Policy is the method's policy.
+func (m *method) Policy() *hedge.Policy { return m.policy }
 
 // NewInterceptor returns an [Interceptor] for cfg. It returns an error wrapping [ErrConfig]
 // that names the field and the rule when cfg is invalid, including when a policy template is.
@@ -153,8 +154,6 @@ func NewInterceptor(cfg Config) (*Interceptor, error) {
 			return nil, fmt.Errorf("%w: Config.Methods[%q]: %w", ErrConfig, key, err)
 		}
 	}
-	m := map[string]*method{}
-	i.methods.Store(&m)
 	return i, nil
 }
 
@@ -171,29 +170,23 @@ func (i *Interceptor) policyConfig(name string, pc hedge.Config) hedge.Config {
 	if pc.Classify == nil {
 		pc.Classify = Classify
 	}
-	if obs := i.cfg.Observer; obs != nil {
-		inner := pc.Observer
-		pc.Observer = func(e hedge.Event) {
-			if inner != nil {
-				inner(e)
-			}
-			obs(name, e)
-		}
-	}
-	return pc
+	return perkey.Observe(pc, name, i.cfg.Observer)
 }
 
 // method returns the state of a full method name, creating it on first use.
 func (i *Interceptor) method(name string) *method {
-	if m := (*i.methods.Load())[name]; m != nil {
+	if m, ok := i.methods.Get(name); ok {
 		return m
 	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	old := *i.methods.Load()
-	if m := old[name]; m != nil {
-		return m
+	m, err := i.methods.GetOrCreate(name, func() (*method, error) { return i.newMethod(name) })
+	if err != nil {
+		panic("hedgegrpc: " + err.Error()) // cannot happen: NewInterceptor built one from the same template
 	}
+	return m
+}
+
+// newMethod builds the state of a full method name from its template.
+func (i *Interceptor) newMethod(name string) (*method, error) {
 	svc := serviceKey(name)
 	template := name
 	pc, ok := i.cfg.Methods[name]
@@ -206,13 +199,9 @@ func (i *Interceptor) method(name string) *method {
 	pc = i.policyConfig(name, pc)
 	p, err := hedge.New(pc)
 	if err != nil {
-		panic("hedgegrpc: " + err.Error()) // cannot happen: NewInterceptor built one from the same template
+		return nil, err
 	}
-	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc), signals: pc.Trigger.ReadsStartSignals()}
-	nm := maps.Clone(old)
-	nm[name] = m
-	i.methods.Store(&nm)
-	return m
+	return &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc), signals: pc.Trigger.ReadsStartSignals()}, nil
 }
 
 // serviceKey is "/pkg.Service/" of "/pkg.Service/Method".
@@ -257,23 +246,10 @@ func (i *Interceptor) idempotent(name, svc string) bool {
 
 // Policy returns the policy of a full method name ("/pkg.Service/Method"), or nil when the
 // method has not been called yet.
-func (i *Interceptor) Policy(fullMethod string) *hedge.Policy {
-	if m := (*i.methods.Load())[fullMethod]; m != nil {
-		return m.policy
-	}
-	return nil
-}
+func (i *Interceptor) Policy(fullMethod string) *hedge.Policy { return i.methods.Policy(fullMethod) }
 
 // Measured returns each called method's [hedge.Measured] figures, keyed by full method name.
-func (i *Interceptor) Measured() map[string]hedge.Measured {
-	ms := *i.methods.Load()
-	out := make(map[string]hedge.Measured, len(ms))
-	now := time.Now()
-	for name, m := range ms {
-		out[name] = m.policy.MeasuredAt(now)
-	}
-	return out
-}
+func (i *Interceptor) Measured() map[string]hedge.Measured { return i.methods.Measured() }
 
 // DialOptions returns everything a client connection needs to hedge with i: the unary and
 // stream interceptors, the start-signal stats handler ([StatsHandler]), gRPC's own retries
@@ -390,7 +366,6 @@ type attemptError struct {
 	err     error
 	st      *status.Status
 	result  *attemptResult
-	answer  int // 1 for the first attempt to answer, then 2, ...
 	outcome hedge.Outcome
 }
 
@@ -399,9 +374,9 @@ func (e *attemptError) Unwrap() error              { return e.err }
 func (e *attemptError) GRPCStatus() *status.Status { return e.st }
 
 // mark classifies a failed attempt from its status code and trailer.
-func (i *Interceptor) mark(err error, r *attemptResult, answer int) error {
+func (i *Interceptor) mark(err error, r *attemptResult) error {
 	st, _ := status.FromError(err)
-	e := &attemptError{err: err, st: st, result: r, answer: answer}
+	e := &attemptError{err: err, st: st, result: r}
 	code := st.Code()
 	pushback, hasPushback, stop := pushbackFrom(r.trailer)
 	switch {
@@ -470,38 +445,21 @@ func (e *Error) Error() string              { return e.Err.Error() }
 func (e *Error) Unwrap() error              { return e.Err }
 func (e *Error) GRPCStatus() *status.Status { return e.Status }
 
-// newError chooses the failure a call reports among its attempts' failures.
+// newError is the error of a call none of whose attempts succeeded. The core has already
+// chosen the failure to report (the *hedge.AttemptsError's Err: a final one before a
+// retriable one, then the last to answer); its status is the call's. A call refused before
+// any attempt has a status of its own.
 func newError(err error) *Error {
-	var best *attemptError
-	consider := func(x error) {
-		var ae *attemptError
-		if !errors.As(x, &ae) {
-			return
-		}
-		if best == nil {
-			best = ae
-			return
-		}
-		bp, ap := best.outcome.Class == hedge.Permanent, ae.outcome.Class == hedge.Permanent
-		if ap && !bp || ap == bp && ae.answer > best.answer {
-			best = ae
-		}
-	}
+	e := &Error{Err: err}
 	var all *hedge.AttemptsError
-	switch {
-	case errors.As(err, &all) && all.Err != nil:
-		consider(all.Err) // the core's choice: final before retriable, then the last to answer
-	case all != nil:
-		for _, x := range all.Attempts {
-			consider(x)
-		}
-	default:
-		consider(err)
+	if errors.As(err, &all) && all.Err != nil {
+		errors.As(all.Err, &e.attempt)
+	} else {
+		errors.As(err, &e.attempt)
 	}
-	e := &Error{Err: err, attempt: best}
 	switch {
-	case best != nil:
-		e.Status = best.st
+	case e.attempt != nil:
+		e.Status = e.attempt.st
 	case errors.Is(err, hedge.ErrBreakerOpen):
 		e.Status = status.New(codes.Unavailable, err.Error())
 	case errors.Is(err, hedge.ErrLimitExceeded):

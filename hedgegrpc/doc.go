@@ -2,9 +2,8 @@
 //
 // grpc-go implements gRPC's retry policy but not its hedging policy: a hedgingPolicy in a
 // service config is ignored. This package hedges from an interceptor, as a thin layer over the
-// core: unary calls drive its per-call state machine ([hedge.Call]) directly, with the first
-// attempt on the caller's goroutine, and server-streaming calls go through
-// [hedge.DoDetached]. Every decision (when to hedge, which gate suppresses a hedge, retry or
+// core: unary calls run on [hedge.DoInline], with the first attempt on the caller's
+// goroutine, and server-streaming calls on [hedge.DoDetached]. Every decision (when to hedge, which gate suppresses a hedge, retry or
 // not, who wins, which backend) is the core's.
 //
 // # Client

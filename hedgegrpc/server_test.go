@@ -157,8 +157,8 @@ func TestStartSignal(t *testing.T) {
 	cc := startBufconn(t, hi, be, grpc.ChainUnaryInterceptor(q.UnaryServer, StartSignal))
 	// The same connection, with a stats handler that records the signal.
 	sig := startSignal{report: func(ctx context.Context) {
-		if a, ok := ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
-			started <- a.index
+		if info, ok := hedge.AttemptFrom(ctx); ok {
+			started <- info.Index
 		} else {
 			started <- -1
 		}

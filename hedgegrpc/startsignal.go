@@ -62,17 +62,7 @@ func StreamStartSignal(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, 
 // call (see [hedge.Trigger] and the start-aware trigger). Install it on the client connection
 // with grpc.WithStatsHandler, or through [Interceptor.DialOptions]. It costs nothing for
 // calls whose server sends no signal.
-func StatsHandler() stats.Handler { return startSignal{report: startedService} }
-
-// startedService reports to the core that the server started work on the attempt whose
-// context is ctx (the RPC's context, derived from the attempt's).
-func startedService(ctx context.Context) {
-	if a, ok := ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
-		a.startedService() // a unary call, driven by the interceptor itself
-		return
-	}
-	hedge.StartedService(ctx) // a stream, driven by hedge.DoDetached
-}
+func StatsHandler() stats.Handler { return startSignal{report: hedge.StartedService} }
 
 type startSignal struct {
 	report func(context.Context)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync/atomic"
 
 	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
@@ -46,7 +45,6 @@ type hedgedStream struct {
 	streamer grpc.Streamer
 	co       callOptions
 	req      any
-	answer   atomic.Int32
 
 	started bool
 	winner  *streamAttempt
@@ -166,14 +164,14 @@ func (s *hedgedStream) race(typ proto.Message) {
 		var r attemptResult
 		cs, err := s.streamer(ctx, s.desc, s.cc, s.method, s.co.rest...)
 		if err != nil {
-			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+			return nil, s.i.mark(err, &r)
 		}
 		a := &streamAttempt{ClientStream: cs}
 		if err := cs.SendMsg(s.req); err != nil && err != io.EOF {
-			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+			return nil, s.i.mark(err, &r)
 		}
 		if err := cs.CloseSend(); err != nil {
-			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+			return nil, s.i.mark(err, &r)
 		}
 		first := mt.New().Interface()
 		switch err := cs.RecvMsg(first); err {
@@ -187,7 +185,7 @@ func (s *hedgedStream) race(typ proto.Message) {
 			if p, ok := peer.FromContext(cs.Context()); ok {
 				r.peer = *p
 			}
-			return nil, s.i.mark(err, &r, int(s.answer.Add(1)))
+			return nil, s.i.mark(err, &r)
 		}
 		return a, nil
 	}

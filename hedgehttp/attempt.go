@@ -342,10 +342,17 @@ var startSignalValue = []string{"1"}
 
 // attemptRequest ties an attempt's request context to the attempt: while no response has
 // arrived, the attempt losing cancels the request; and a server's start signal reaches it.
+//
+// It is also the base of the request context: the caller's request context (whose
+// cancellation the request follows, and whose deadline it keeps) with the attempt's values,
+// so that code under the Transport (Next, a RoundTripper of the caller's) sees what code in
+// any attempt of the core sees: hedge.AttemptFrom, hedge.LostSlow, hedge.StartedService.
 type attemptRequest struct {
-	cancel   context.CancelFunc
-	stop     func() bool
-	answered atomic.Bool
+	context.Context                 // the caller's request context
+	attempt         context.Context // the core's attempt context, whose values the request carries
+	cancel          context.CancelFunc
+	stop            func() bool
+	answered        atomic.Bool
 	// inline: the attempt runs on the caller's goroutine, which cannot return before the
 	// request does; a loser is cancelled at once, without the grace (see loserGrace).
 	inline bool
@@ -377,8 +384,8 @@ func (t *attemptTrace) got1xx(code int, _ textproto.MIMEHeader) error {
 //
 //go:noinline
 func newAttemptRequest(parent, attempt context.Context, h *host, signals, inline bool) (context.Context, *attemptRequest) {
-	ar := &attemptRequest{inline: inline}
-	ctx, cancel := context.WithCancel(parent)
+	ar := &attemptRequest{Context: parent, attempt: attempt, inline: inline}
+	ctx, cancel := context.WithCancel(ar)
 	ar.cancel = cancel
 	ar.stop = afterFunc(attempt, ar.lost)
 	learn := h.proto.Load() == 0
@@ -406,6 +413,9 @@ func newAttemptRequest(parent, attempt context.Context, h *host, signals, inline
 // caller is inside its request, and a call a hedge won must return at the hedge's answer, not
 // up to a grace later; that loser costs its connection on HTTP/1.1.
 const loserGrace = 5 * time.Millisecond
+
+// Value is the attempt's: the caller's values, and the attempt's own.
+func (ar *attemptRequest) Value(key any) any { return ar.attempt.Value(key) }
 
 func (ar *attemptRequest) lost() {
 	switch {

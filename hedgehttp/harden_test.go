@@ -16,6 +16,7 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/workqueue"
 )
 
 // registrations is a context that never ends and counts the functions registered with it
@@ -258,7 +259,7 @@ func TestQueueObserverPanicDoesNotLeakWorkerSlots(t *testing.T) {
 			Observer: func(e QueueEvent) {
 				mu.Lock()
 				defer mu.Unlock()
-				if e.Kind == QueueAdmitted && panicking.Load() {
+				if e.Kind == workqueue.Admitted && panicking.Load() {
 					panic("observer")
 				}
 			}})

@@ -96,57 +96,27 @@ type QueueConfig struct {
 	Observer func(QueueEvent)
 }
 
-// QueueEventKind says what happened to a request in a [Queue].
-type QueueEventKind uint8
-
-const (
-	// QueueAdmitted: the request got a worker and its handler starts now.
-	// QueueEvent.Wait is how long it waited in the queue (0 if it did not).
-	QueueAdmitted QueueEventKind = iota + 1
-	// QueueRejected: every worker was busy and the queue was full; the
-	// request was answered 503 with Retry-After without running.
-	QueueRejected
-	// QueueAbandoned: the request's context was done (its client went away or
-	// cancelled the stream) while it waited; it left the queue without running.
-	QueueAbandoned
-	// QueueEvicted: a hedged request waiting in the low-priority lane was
-	// pushed out by a first attempt when the queue was full, and answered 503
-	// with Retry-After without running ([QueueConfig.HedgedLast]).
-	QueueEvicted
-	// QueueFinished: the handler returned. QueueEvent.Duration is how long it
-	// ran; QueueEvent.Cancelled says whether the request's context was done
-	// by then (the client went away while the handler ran).
-	QueueFinished
-)
-
-var queueEventNames = [...]string{
-	QueueAdmitted:  "admitted",
-	QueueRejected:  "rejected",
-	QueueAbandoned: "abandoned",
-	QueueEvicted:   "evicted",
-	QueueFinished:  "finished",
-}
-
-// String returns the kind's lower-case name, e.g. "abandoned".
-func (k QueueEventKind) String() string {
-	if int(k) < len(queueEventNames) && queueEventNames[k] != "" {
-		return queueEventNames[k]
-	}
-	return "QueueEventKind(" + strconv.Itoa(int(k)) + ")"
-}
-
 // QueueEvent is one observation passed to [QueueConfig.Observer].
 type QueueEvent struct {
-	Kind QueueEventKind
+	// Kind is what happened to the request, in the words of the package workqueue the
+	// queue is built on: workqueue.Admitted (its handler starts now; Wait is how long it
+	// waited, 0 if it did not), workqueue.Rejected (every worker was busy and the queue was
+	// full: answered 503 with Retry-After without running), workqueue.Abandoned (its context
+	// was done while it waited: it left without running), workqueue.Evicted (a hedged
+	// request in the low-priority lane pushed out by a first attempt, answered 503 with
+	// Retry-After without running; see [QueueConfig.HedgedLast]) or workqueue.Finished (its
+	// handler returned; Duration is how long it ran, Cancelled whether its context was done
+	// by then).
+	Kind workqueue.Outcome
 	// Hedged: the request carried an [AttemptHeader] other than "0".
 	Hedged bool
-	// Wait: time spent in the queue (QueueAdmitted, QueueAbandoned,
-	// QueueEvicted); 0 for a request that found a free worker.
+	// Wait: time spent in the queue (Admitted, Abandoned, Evicted); 0 for a
+	// request that found a free worker.
 	Wait time.Duration
-	// Duration: how long the handler ran (QueueFinished).
+	// Duration: how long the handler ran (Finished).
 	Duration time.Duration
 	// Cancelled: the request's context was done when the handler returned
-	// (QueueFinished).
+	// (Finished).
 	Cancelled bool
 	// Queued: requests waiting in the queue right after the event.
 	Queued int
@@ -255,15 +225,15 @@ func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := q.core.Acquire(r.Context(), hedged)
 	switch a.Outcome {
 	case workqueue.Admitted:
-		q.run(w, r, QueueEvent{Kind: QueueAdmitted, Hedged: hedged, Wait: a.Wait}, a.Queued)
+		q.run(w, r, QueueEvent{Kind: workqueue.Admitted, Hedged: hedged, Wait: a.Wait}, a.Queued)
 	case workqueue.Rejected:
-		q.emit(QueueEvent{Kind: QueueRejected, Hedged: hedged}, a.Queued)
+		q.emit(QueueEvent{Kind: workqueue.Rejected, Hedged: hedged}, a.Queued)
 		q.overloaded(w)
 	case workqueue.Evicted:
-		q.emit(QueueEvent{Kind: QueueEvicted, Hedged: true, Wait: a.Wait}, a.Queued)
+		q.emit(QueueEvent{Kind: workqueue.Evicted, Hedged: true, Wait: a.Wait}, a.Queued)
 		q.overloaded(w)
 	default: // workqueue.Abandoned
-		q.emit(QueueEvent{Kind: QueueAbandoned, Hedged: hedged, Wait: a.Wait}, a.Queued)
+		q.emit(QueueEvent{Kind: workqueue.Abandoned, Hedged: hedged, Wait: a.Wait}, a.Queued)
 		q.gone(w)
 	}
 }
@@ -282,7 +252,7 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent,
 		cancelled := r.Context().Err() != nil
 		queued := q.core.Release(cancelled)
 		if q.observer != nil {
-			q.emit(QueueEvent{Kind: QueueFinished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, queued)
+			q.emit(QueueEvent{Kind: workqueue.Finished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, queued)
 		}
 	}()
 	q.emit(admitted, queued)

@@ -346,12 +346,3 @@ func TestNewQueueValidation(t *testing.T) {
 		t.Errorf("default Workers = %d, want 4 × GOMAXPROCS", s.Workers)
 	}
 }
-
-func TestQueueEventKindString(t *testing.T) {
-	if got := QueueEvicted.String(); got != "evicted" {
-		t.Errorf("QueueEvicted.String() = %q", got)
-	}
-	if got := QueueEventKind(99).String(); got != "QueueEventKind(99)" {
-		t.Errorf("QueueEventKind(99).String() = %q", got)
-	}
-}

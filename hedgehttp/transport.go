@@ -18,15 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/perkey"
 	"github.com/hedgekit/hedge/replica"
 )
 
@@ -168,16 +167,11 @@ type Transport struct {
 	signals    bool // ask servers for start signals and pass them on
 	inline     bool // Next honours its context: the first attempt runs on the caller's goroutine
 
-	// hosts is read on every request and written once per new host: copy-on-write maps
-	// behind an atomic pointer keep the read path free of shared writes (an RWMutex's
-	// reader count is one more contended cache line per request on every core).
-	hosts atomic.Pointer[hostMaps]
-	mu    sync.Mutex // serialises writers of hosts
-}
-
-type hostMaps struct {
-	byURL  map[urlKey]*host // default keying: one lookup without building a string
-	byName map[string]*host
+	// hosts holds each dependency by name (see Config.Key); byURL, under the default
+	// keying, each scheme and host as requests spell them, so that finding a request's host
+	// costs one lookup without building a string.
+	hosts perkey.Registry[*host]
+	byURL perkey.Map[urlKey, *host]
 }
 
 // urlKey is the default key before normalisation: looking it up allocates nothing.
@@ -193,6 +187,9 @@ type host struct {
 	mu     sync.Mutex                   // serialises writers of pool
 	proto  atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
 }
+
+// Policy is the host's policy.
+func (h *host) Policy() *hedge.Policy { return h.policy }
 
 // gotConn learns the host's protocol from the first connection an attempt gets, before any
 // response: the first hedges to a host must already know whether they would share their
@@ -253,7 +250,6 @@ func NewTransport(cfg Config) (*Transport, error) {
 		signals:    cfg.Policy.Trigger.ReadsStartSignals(),
 	}
 	t.discardFn = t.discard
-	t.hosts.Store(&hostMaps{byURL: map[urlKey]*host{}, byName: map[string]*host{}})
 	if t.next == nil {
 		t.next = http.DefaultTransport
 	}
@@ -289,47 +285,29 @@ func (t *Transport) withHooks(name string, pc hedge.Config) hedge.Config {
 	if pc.Classify == nil {
 		pc.Classify = t.classify
 	}
-	if obs := t.cfg.Observer; obs != nil {
-		inner := pc.Observer
-		pc.Observer = func(e hedge.Event) {
-			if inner != nil {
-				inner(e)
-			}
-			obs(name, e)
-		}
-	}
-	return pc
+	return perkey.Observe(pc, name, t.cfg.Observer)
 }
 
 // hostFor returns the host req calls, creating it (and its policy) on first use.
 func (t *Transport) hostFor(req *http.Request) (*host, error) {
-	hm := t.hosts.Load()
 	if t.cfg.Key != nil {
 		name := t.cfg.Key(req)
-		if h := hm.byName[name]; h != nil {
+		if h, ok := t.hosts.Get(name); ok {
 			return h, nil
 		}
-		return t.newHost(name, urlKey{}, false)
+		return t.newHost(name)
 	}
 	k := urlKey{req.URL.Scheme, req.URL.Host}
-	if h := hm.byURL[k]; h != nil {
+	if h, ok := t.byURL.Load(k); ok {
 		return h, nil
 	}
-	return t.newHost(canonicalName(req), k, true)
+	// Another spelling of a known host finds it by its canonical name.
+	return t.byURL.LoadOrAdd(k, func() (*host, error) { return t.newHost(canonicalName(req)) })
 }
 
-// newHost adds a host (or, under the default keying, another spelling of a known one) by
-// publishing new copies of the maps.
-func (t *Transport) newHost(name string, k urlKey, byURL bool) (*host, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old := t.hosts.Load()
-	h := old.byName[name]
-	if h != nil && (!byURL || old.byURL[k] == h) {
-		return h, nil
-	}
-	nm := &hostMaps{byURL: old.byURL, byName: old.byName}
-	if h == nil {
+// newHost returns the host named name, creating it (and its policy) on first use.
+func (t *Transport) newHost(name string) (*host, error) {
+	return t.hosts.GetOrCreate(name, func() (*host, error) {
 		pc, repeat := t.cfg.Policy, hedge.RepeatableDefault
 		if t.cfg.PolicyFor != nil {
 			pc, repeat = t.cfg.PolicyFor(name)
@@ -338,16 +316,8 @@ func (t *Transport) newHost(name string, k urlKey, byURL bool) (*host, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: Config.PolicyFor(%q): %w", ErrConfig, name, err)
 		}
-		h = &host{name: name, policy: p, repeat: repeat}
-		nm.byName = maps.Clone(old.byName)
-		nm.byName[name] = h
-	}
-	if byURL {
-		nm.byURL = maps.Clone(old.byURL)
-		nm.byURL[k] = h
-	}
-	t.hosts.Store(nm)
-	return h, nil
+		return &host{name: name, policy: p, repeat: repeat}, nil
+	})
 }
 
 // canonicalName is scheme://host:port with the default port made explicit.
@@ -372,7 +342,7 @@ func canonicalName(req *http.Request) string {
 // Replicas returns the replicas of the dependency named key (see Config.Key) as they stood
 // at its last request, with their health, or nil when no request to it has found replicas.
 func (t *Transport) Replicas(key string) *replica.Pool {
-	if h := t.hosts.Load().byName[key]; h != nil {
+	if h, ok := t.hosts.Get(key); ok {
 		return h.pool.Load()
 	}
 	return nil
@@ -380,24 +350,11 @@ func (t *Transport) Replicas(key string) *replica.Pool {
 
 // Policy returns the policy of the dependency named key (see Config.Key), or nil when no
 // request has gone to it yet.
-func (t *Transport) Policy(key string) *hedge.Policy {
-	if h := t.hosts.Load().byName[key]; h != nil {
-		return h.policy
-	}
-	return nil
-}
+func (t *Transport) Policy(key string) *hedge.Policy { return t.hosts.Policy(key) }
 
 // Measured returns each host's [hedge.Measured] figures, keyed by host name (see
 // Config.Key), for every host called so far.
-func (t *Transport) Measured() map[string]hedge.Measured {
-	hm := t.hosts.Load()
-	m := make(map[string]hedge.Measured, len(hm.byName))
-	now := time.Now()
-	for name, h := range hm.byName {
-		m[name] = h.policy.MeasuredAt(now)
-	}
-	return m
-}
+func (t *Transport) Measured() map[string]hedge.Measured { return t.hosts.Measured() }
 
 // CloseIdleConnections closes the idle connections of the next RoundTripper, when it has
 // such a method (http.Client.CloseIdleConnections calls this).

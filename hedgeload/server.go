@@ -15,6 +15,7 @@ import (
 
 	"github.com/hedgekit/hedge/hedgehttp"
 	"github.com/hedgekit/hedge/sim"
+	"github.com/hedgekit/hedge/workqueue"
 )
 
 // callHeader carries a call's index (in arrival order) to the server, so the server draws the
@@ -167,9 +168,9 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		Queue:   cfg.maxQueue,
 		Observer: func(e hedgehttp.QueueEvent) {
 			switch e.Kind {
-			case hedgehttp.QueueAdmitted:
+			case workqueue.Admitted:
 				acct.busyDelta(time.Now(), 1)
-			case hedgehttp.QueueFinished:
+			case workqueue.Finished:
 				acct.busyDelta(time.Now(), -1)
 			}
 		},

@@ -2,7 +2,9 @@
 // moves only when the test says so, to drive the explicit-time methods of the
 // hedge packages (which take now time.Time) through exact scenarios, and
 // scripted attempt functions that answer when and how a test says, for
-// running hedge.Do inside a testing/synctest bubble.
+// running hedge.Do inside a testing/synctest bubble, and the agreement scenarios
+// ([Scenarios], [TestDriver]) that every driver of the core's state machine must
+// play alike: a transport or a driver of your own can run them from its tests.
 //
 // It imports the root package hedge (for [Script]), so the internal tests of
 // package hedge and of the packages it imports cannot use it; their explicit-time

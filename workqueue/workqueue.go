@@ -49,7 +49,9 @@ type Config struct {
 	HedgedLast bool
 }
 
-// Outcome says how a call to [Queue.Acquire] ended.
+// Outcome says what happened to a request in a queue: how its call to [Queue.Acquire] ended,
+// or, for a server layer's observers, that its handler returned ([Finished]). It is the one
+// vocabulary of the queues built on this package (hedgehttp.QueueEvent and its kin).
 type Outcome uint8
 
 const (
@@ -64,6 +66,9 @@ const (
 	// Abandoned: the request's context was done before it got to run. The caller holds no
 	// slot (one handed over at the same moment has been passed on already).
 	Abandoned
+	// Finished: the handler of an admitted request returned and its slot was given back.
+	// Acquire never returns it; a server layer reports it to its observer.
+	Finished
 )
 
 var outcomeNames = [...]string{
@@ -71,6 +76,7 @@ var outcomeNames = [...]string{
 	Rejected:  "rejected",
 	Evicted:   "evicted",
 	Abandoned: "abandoned",
+	Finished:  "finished",
 }
 
 // String returns the outcome's lower-case name, e.g. "evicted".

@@ -264,7 +264,7 @@ func TestStatsWait(t *testing.T) {
 }
 
 func TestOutcomeString(t *testing.T) {
-	for o, want := range map[Outcome]string{Admitted: "admitted", Rejected: "rejected", Evicted: "evicted", Abandoned: "abandoned", 0: "Outcome(0)", 9: "Outcome(9)"} {
+	for o, want := range map[Outcome]string{Admitted: "admitted", Rejected: "rejected", Evicted: "evicted", Abandoned: "abandoned", Finished: "finished", 0: "Outcome(0)", 9: "Outcome(9)"} {
 		if got := o.String(); got != want {
 			t.Errorf("Outcome(%d).String() = %q, want %q", uint8(o), got, want)
 		}
