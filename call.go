@@ -402,12 +402,21 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	if p.ovt == nil {
 		return true, time.Time{}
 	}
+	if p.calls.Load() == c.seq && p.quiet() {
+		// No later call has even started, so none could have overtaken this one: its
+		// absence says nothing. A median at its lowest says nothing queues: the call is a
+		// straggler (a client with one call in flight, or a thin share of the traffic).
+		return true, time.Time{}
+	}
 	if first != 0 {
 		// A retry or a resend started after calls numbered later than this one: their
 		// answers say nothing about it.
 		return false, time.Time{}
 	}
-	need := p.cfg.inService
+	// A busy client is slow to read answers as well: a call it has not yet seen answered
+	// may be done at the server, so the time in service it must show grows by the
+	// client's own delay.
+	need := p.cfg.inService + p.selfDelay()
 	d, overtaken := p.ovt.since(c.seq, now)
 	switch {
 	case !overtaken:
@@ -514,6 +523,7 @@ func (c *Call) TimerFired(now time.Time) []Action {
 	}
 	purpose := c.timer
 	c.timer = timerNone
+	c.p.noteLateness(now.Sub(c.timerAt))
 	switch purpose {
 	case timerHedge:
 		c.maybeHedge(now)

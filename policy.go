@@ -36,6 +36,7 @@ type Policy struct {
 	overloadUntil atomic.Int64 // unix nanoseconds; hedging pauses until then
 	yieldScore    atomic.Int32 // whether Do's yield before arming a timer tends to pay
 	lastSignal    atomic.Int64 // unix nanoseconds of the latest start signal (StartAware)
+	lag           atomic.Int64 // nanoseconds: how late timers fire, a moving average (backlog gate)
 
 	calls         atomic.Int64
 	hedgesStarted atomic.Int64
@@ -165,10 +166,12 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 	}
 	p.est.Record(now, d)
 	if p.recent != nil {
-		p.recent.record(d)
-		if p.recent.settled() {
-			p.blog.observe(now, p.recent.load())
+		if !p.recent.settled() {
+			p.recent.seed(now, p.est)
+			return
 		}
+		p.recent.record(d)
+		p.blog.observe(now, p.recent.load())
 	}
 }
 
@@ -183,19 +186,92 @@ const crossingFactor = 3
 
 // backlogged reports whether the dependency as a whole is slow now, not one call by bad luck:
 // the recent median latency is above backlogRatio × its lowest value over the last one to two
-// Windows (a queue is forming), or far more calls than 1-q reach their threshold (the
-// threshold, learnt over Window, has not caught up with a slowdown). A hedge would then add
-// load to all of it.
+// Windows, by at least a quarter of MinimumDelay (a queue is forming), or far more calls than
+// 1-q reach their threshold (the threshold, learnt over Window, has not caught up with a
+// slowdown). A hedge would then add load to all of it.
+//
+// The rise must be large in absolute terms too because a busy client moves its own median: on
+// a machine short of CPU, or through a garbage collection, a call that takes 2ms takes 3ms,
+// with no queue anywhere. A rise of a fraction of the smallest hedge delay cannot cost a
+// hedge its race either: the copy waits that long in the queue and still beats a straggler.
+// A queue that matters to hedging is measured in the same milliseconds as the delay.
 func (p *Policy) backlogged(now time.Time) bool {
 	if p.recent == nil {
 		return false
 	}
-	if sh, ok := p.cross.share(now, p.calls.Load(), int64(p.est.Config().MinimumSamples)); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
+	if p.busy() {
+		return false
+	}
+	if sh, ok := p.cross.share(now, p.calls.Load()); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
 		return true
 	}
-	m := p.recent.load()
-	f := p.blog.floor()
-	return f > 0 && float64(m) > p.cfg.backlogRatio*float64(f)
+	m, f, ok := p.inflation()
+	return ok && float64(m) > p.cfg.backlogRatio*float64(f) && m-f >= p.cfg.MinimumDelay/backlogRiseDivisor
+}
+
+// busyLag: while this process's timers fire this late on average, it is short of CPU.
+const busyLag = 250 * time.Microsecond
+
+// busy reports whether this process is short of CPU now: its timers fire late (runnable
+// goroutines wait for a thread), so the latency it measures carries its own delay. Its
+// median then moves with its own load (a machine shared with other work, a garbage
+// collection, more goroutines than cores), several times over what one timer shows (a call
+// waits for a CPU at every hand-off between goroutines, the server's too when it shares the
+// machine), and a stall makes every call in flight cross its threshold at once: neither says
+// anything about a queue at the dependency, and the backlog gate does not read them. The
+// other evidence stands: overtaking (which a busy client asks more of, see Call.served), the
+// win-rate loop, the budget. A process can tell it is busy where a dependency's queue cannot
+// make it look so: the queue delays answers, not the client's timers.
+func (p *Policy) busy() bool { return time.Duration(p.lag.Load()) >= busyLag }
+
+// lagWeight: the timer lateness estimate moves 1/lagWeight of the way to each new reading.
+const lagWeight = 32
+
+// lagWakeups is how many times a call waits for the CPU on the client, each about as late as
+// a timer's firing: the goroutine that sends it, the one that reads its answer, the caller's.
+const lagWakeups = 3
+
+// noteLateness records that a timer of a call fired late by late: the time between when the
+// state machine asked to be woken and when its driver woke it is this process's own delay
+// (runnable goroutines waiting for a CPU), which every call's latency carries too.
+func (p *Policy) noteLateness(late time.Duration) {
+	if p.recent == nil || late < 0 {
+		return
+	}
+	v := p.lag.Load()
+	p.lag.CompareAndSwap(v, v+(int64(late)-v)/lagWeight)
+}
+
+// selfDelay estimates how much this process adds to a call's latency now, at least, from how
+// late its timers fire.
+func (p *Policy) selfDelay() time.Duration { return lagWakeups * time.Duration(p.lag.Load()) }
+
+// backlogRiseDivisor: the backlog gate's median rule needs the median at least
+// MinimumDelay/backlogRiseDivisor above its lowest.
+const backlogRiseDivisor = 4
+
+// quietRatio: while the recent median is within quietRatio × its lowest over the last Window
+// or two, nothing is queueing at the dependency, and a call past its threshold is a straggler
+// whatever overtaking shows (see Call.served).
+const quietRatio = 1.1
+
+// inflation returns the recent median latency m and its lowest over the last one to two
+// Windows f, once both are known.
+func (p *Policy) inflation() (m, f time.Duration, ok bool) {
+	if p.recent == nil || !p.recent.settled() {
+		return 0, 0, false
+	}
+	m, f = p.recent.load(), p.blog.floor()
+	return m, f, f > 0
+}
+
+// quiet reports whether the dependency shows no queue: the recent median is within
+// quietRatio of its lowest. It is the evidence a client has when nothing overtakes its calls
+// (one call in flight at a time, or a thin share of a fleet's traffic): a queue raises the
+// median of every call, a straggler does not.
+func (p *Policy) quiet() bool {
+	m, f, ok := p.inflation()
+	return ok && float64(m) <= quietRatio*float64(f)
 }
 
 // signalled reports whether start signals are arriving: one was seen within Window.
