@@ -414,9 +414,9 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 		return false, time.Time{}
 	}
 	// A busy client is slow to read answers as well: a call it has not yet seen answered
-	// may be done at the server, so the time in service it must show grows by the
-	// client's own delay.
-	need := p.cfg.inService + p.selfDelay()
+	// may be done at the server, so the time in service it must show grows by how late
+	// the client's timers fire.
+	need := p.cfg.inService + time.Duration(p.lag.Load())
 	d, overtaken := p.ovt.since(c.seq, now)
 	switch {
 	case !overtaken:

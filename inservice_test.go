@@ -144,7 +144,9 @@ func TestBacklogGate(t *testing.T) {
 		b := p.NewCall(hedge.CallOptions{})
 		b.Start(now.Add(time.Millisecond))
 		b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{})
-		acts := a.TimerFired(now.Add(13 * time.Millisecond))
+		a.TimerFired(now.Add(10 * time.Millisecond)) // at the threshold: in service for 8ms only
+		// On time (a timer fired late says the client is slow, which asks more evidence).
+		acts := a.TimerFired(now.Add(12 * time.Millisecond))
 		got := actions(acts)
 		switch ratio {
 		case 0:
@@ -208,7 +210,8 @@ func TestStartAwareFallsBackWithoutSignals(t *testing.T) {
 	a.Start(late)
 	b.Start(late.Add(time.Millisecond))
 	b.AttemptDone(late.Add(2*time.Millisecond), 0, hedge.Outcome{})
-	if got := actions(a.TimerFired(late.Add(13 * time.Millisecond))); got != "start 1 hedge" {
+	a.TimerFired(late.Add(10 * time.Millisecond))
+	if got := actions(a.TimerFired(late.Add(12 * time.Millisecond))); got != "start 1 hedge" {
 		t.Errorf("31s after the last signal: %q, want the client-only hedge", got)
 	}
 }

@@ -199,37 +199,26 @@ func (p *Policy) backlogged(now time.Time) bool {
 	if p.recent == nil {
 		return false
 	}
-	if p.busy() {
-		return false
-	}
 	if sh, ok := p.cross.share(now, p.calls.Load()); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
 		return true
 	}
 	m, f, ok := p.inflation()
-	return ok && float64(m) > p.cfg.backlogRatio*float64(f) && m-f >= p.cfg.MinimumDelay/backlogRiseDivisor
+	if !ok {
+		return false
+	}
+	rise := m - f - p.selfDelay()
+	return rise >= p.cfg.MinimumDelay/backlogRiseDivisor && float64(f+rise) > p.cfg.backlogRatio*float64(f)
 }
-
-// busyLag: while this process's timers fire this late on average, it is short of CPU.
-const busyLag = 250 * time.Microsecond
-
-// busy reports whether this process is short of CPU now: its timers fire late (runnable
-// goroutines wait for a thread), so the latency it measures carries its own delay. Its
-// median then moves with its own load (a machine shared with other work, a garbage
-// collection, more goroutines than cores), several times over what one timer shows (a call
-// waits for a CPU at every hand-off between goroutines, the server's too when it shares the
-// machine), and a stall makes every call in flight cross its threshold at once: neither says
-// anything about a queue at the dependency, and the backlog gate does not read them. The
-// other evidence stands: overtaking (which a busy client asks more of, see Call.served), the
-// win-rate loop, the budget. A process can tell it is busy where a dependency's queue cannot
-// make it look so: the queue delays answers, not the client's timers.
-func (p *Policy) busy() bool { return time.Duration(p.lag.Load()) >= busyLag }
 
 // lagWeight: the timer lateness estimate moves 1/lagWeight of the way to each new reading.
 const lagWeight = 32
 
-// lagWakeups is how many times a call waits for the CPU on the client, each about as late as
-// a timer's firing: the goroutine that sends it, the one that reads its answer, the caller's.
-const lagWakeups = 3
+// lagWakeups is how much more a busy process adds to a call's latency than to a timer's:
+// a timer wakes one goroutine, an answer passes through several (the connection's writer
+// and reader, the caller; the server's too when it shares the machine), each waiting for a
+// CPU. Measured with TestRealLoad on a 2-core machine starved by other work: the median
+// latency rose 5 to 23 times (16 in the median) as much as the timers were late.
+const lagWakeups = 16
 
 // noteLateness records that a timer of a call fired late by late: the time between when the
 // state machine asked to be woken and when its driver woke it is this process's own delay
@@ -242,8 +231,11 @@ func (p *Policy) noteLateness(late time.Duration) {
 	p.lag.CompareAndSwap(v, v+(int64(late)-v)/lagWeight)
 }
 
-// selfDelay estimates how much this process adds to a call's latency now, at least, from how
-// late its timers fire.
+// selfDelay estimates how much this process adds to a call's latency now, from how late its
+// timers fire. A busy client (a machine shared with other work, a garbage collection, more
+// goroutines than cores) moves its own median with no queue anywhere, and its timers fire
+// late by the same cause; a queue at the dependency delays answers and leaves the client's
+// timers on time. Evidence of a backlog is a rise beyond it.
 func (p *Policy) selfDelay() time.Duration { return lagWakeups * time.Duration(p.lag.Load()) }
 
 // backlogRiseDivisor: the backlog gate's median rule needs the median at least
