@@ -204,7 +204,7 @@ type runParams struct {
 	pauses               int                                    // how many replicas pause (the first ones)
 	failures             []failureWindow
 	timeout              int64
-	clientDelay          ClientDelay
+	busy                 ClientDelay // the clients' own delays
 	dist                 Distribution
 	calls                int
 	warm                 int
@@ -223,8 +223,8 @@ func (s *sim) reset(p runParams, cl client) {
 	s.choose, s.tieDelay, s.arrMult, s.svcMult = p.choose, p.tieDelay, p.arrMult, p.svcMult
 	s.pauseEvery, s.pauseLen = p.pauseEvery, p.pauseLen
 	s.failures, s.timeout, s.timingOut = p.failures, p.timeout, false
-	s.lagging = !p.clientDelay.zero()
-	s.lag.reset(p.clientDelay, p.seed)
+	s.lagging = !p.busy.zero()
+	s.lag.reset(p.busy, p.seed)
 
 	s.now = 0
 	s.h.reset()
