@@ -189,18 +189,24 @@ type Config struct {
 	// behind it in the same queue and only adds load. Without start signals from the server
 	// the client infers it: in a first-in-first-out server a call that a later call of the
 	// same policy has overtaken (answered first) is in service, and the time since it was
-	// first overtaken is a lower bound on its time in service. A call that nothing overtakes
-	// (a client with one call in flight at a time) is then never hedged. 0 = 10ms; negative =
-	// hedge on the attempt's age alone, as After does. With StartAware and start signals, the
-	// server's word replaces the inference.
+	// first overtaken is a lower bound on its time in service (a busy client, whose timers
+	// fire late, asks that much more). A call that nothing could have overtaken, because no
+	// later call has started (a client with one call in flight at a time, or a thin share of
+	// the traffic), is hedged on its age while the recent median is within 1.1 × its lowest:
+	// no queue is forming, so it is a straggler. 0 = 10ms; negative = hedge on the attempt's
+	// age alone, as After does. With StartAware and start signals, the server's word replaces
+	// the inference.
 	MinimumInService time.Duration
 	// BacklogRatio pauses hedging (AtQuantile, StartAware) while the dependency is slow as a
 	// whole rather than one call by bad luck: while the recent median latency (a streaming
 	// estimate that follows a change within a few hundred answers) is above BacklogRatio × its
-	// lowest over the last Window or two (a queue is forming), or while more than three times
-	// 1-q of the last second's calls reach their threshold (a slowdown the threshold, learnt
-	// over Window, has not caught up with). Hedges would add load to all of it (suppression
-	// reason "backlog"). 0 = 1.3; negative = off (both rules). Must be > 1 otherwise.
+	// lowest over the last Window or two, by at least MinimumDelay/4 and beyond what this
+	// process adds itself (a queue is forming; a busy client, whose timers fire late, moves its
+	// own median with no queue anywhere), or while more than three times 1-q of the last
+	// second's calls (at least 64 calls) reach their threshold (a slowdown the threshold,
+	// learnt over Window, has not caught up with). Hedges would add load to all of it
+	// (suppression reason "backlog"). 0 = 1.3; negative = off (both rules). Must be > 1
+	// otherwise.
 	BacklogRatio float64
 
 	// Budget bounds hedges and retries together (Finagle's RetryBudget). The zero value is

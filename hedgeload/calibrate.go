@@ -38,11 +38,11 @@ type Calibration struct {
 }
 
 // calibrate measures the round trip and the timer slack on this machine: n calls at the
-// given rate to a server with no service time, and n sleeps of service times drawn from svc
-// by workers sleepers at once.
-func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64) (Calibration, error) {
+// given rate to a server with no service time (from callers in a closed loop instead, when
+// callers > 0), and n sleeps of service times drawn from svc by workers sleepers at once.
+func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64, callers int) (Calibration, error) {
 	c := Calibration{Protocol: protocol}
-	rt, err := roundTrips(ctx, protocol, workers, n, callRate)
+	rt, err := roundTrips(ctx, protocol, workers, n, callRate, callers)
 	if err != nil {
 		return c, err
 	}
@@ -60,9 +60,9 @@ func (zero) Sample(*rand.Rand) time.Duration { return 0 }
 func (zero) Mean() time.Duration             { return 0 }
 func (zero) String() string                  { return "zero" }
 
-// roundTrips sends n calls, open loop at callRate per second, to a server that answers at
-// once, and returns their latencies from their due times.
-func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64) ([]time.Duration, error) {
+// roundTrips sends n calls, open loop at callRate per second (or from callers in a closed
+// loop), to a server that answers at once, and returns their latencies from their due times.
+func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64, callers int) ([]time.Duration, error) {
 	acct := newAccounts(n, 0, n, workers)
 	rp, err := startReplica(serverConfig{workers: workers, service: zero{}, reaches: true, protocol: protocol, maxQueue: 1000 * workers}, acct)
 	if err != nil {
@@ -79,6 +79,7 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 	failed := make([]bool, n)
 	p := &pacer{
 		offsets:     poissonOffsets(n, callRate, 42),
+		closed:      callers,
 		maxLag:      time.Second,
 		maxInFlight: 100 * workers,
 		send: func(i int, due time.Time) {

@@ -30,6 +30,7 @@ type runConfig struct {
 	parallel   int
 	band       float64       // agreement band, %
 	maxLag     time.Duration // wire
+	callers    int           // > 0: callers in a closed loop (loads are then measured, not offered)
 	calibrateN int           // calls and sleeps of the calibration; 0 = 2000
 	simSeeds   int           // simulated seeds per point; 0 = 10
 }
@@ -141,8 +142,12 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	}
 	overhead := map[string]float64{}    // model ms
 	slack := map[string]time.Duration{} // wire time
+	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
+	if cfg.callers > 0 {
+		calRate = closedCalibrationRate
+	}
 	for _, proto := range cfg.protocols {
-		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc))
+		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, calRate, cfg.callers)
 		if err != nil {
 			return rep, err
 		}
@@ -262,6 +267,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		calls:       cfg.calls,
 		warmup:      cfg.warmup,
 		maxLag:      cfg.maxLag,
+		concurrency: cfg.callers,
 		callTimeout: time.Duration(float64(30*time.Second) * s),
 		deadline:    2*expected + time.Duration(float64(60*time.Second)*s),
 	}
@@ -272,6 +278,11 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	if err != nil {
 		return Result{}, err
 	}
+	if cfg.callers > 0 {
+		// The twin is offered the rate the closed loop reached.
+		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
+		real.LoadPct = j.load
+	}
 	k := cfg.simSeeds
 	if k == 0 {
 		k = 10
@@ -280,7 +291,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	var seeds []uint64
 	for i := range k {
 		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
-		sp, err := simulate(cfg, j, wireSvc, seed)
+		sp, err := simulate(cfg, j, wireSvc, seed, twinDelay(cfg.callers, overheadMs*s))
 		if err != nil {
 			return Result{}, err
 		}
@@ -304,8 +315,9 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 
 // simulate runs the point's twin in the simulator, with the given seed: the same model, the
 // same (scaled) setup.
-func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64) (sim.Point, error) {
+func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay sim.ClientDelay) (sim.Point, error) {
 	return sim.Run(sim.Params{
+		ClientDelay:    delay,
 		Workers:        cfg.workers,
 		Replicas:       cfg.replicas,
 		Balancer:       cfg.balancer,
