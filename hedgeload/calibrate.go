@@ -35,6 +35,8 @@ type Calibration struct {
 	// servers shorten every sleep by SleepP50Us, so a worker holds its slot for the drawn
 	// service time, and the servers carry the model's load, not 4 % more.
 	OverheadUs float64 `json:"overhead_us"`
+
+	trips []time.Duration // the round trips themselves (a closed loop's twin is late by them)
 }
 
 // calibrate measures the round trip and the timer slack on this machine: n calls at the
@@ -46,7 +48,7 @@ func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distri
 	if err != nil {
 		return c, err
 	}
-	c.RoundTripP50Us, c.RoundTripP99Us = pctUs(rt, 0.50), pctUs(rt, 0.99)
+	c.RoundTripP50Us, c.RoundTripP99Us, c.trips = pctUs(rt, 0.50), pctUs(rt, 0.99), rt
 	sl := sleepSlack(svc, workers, n)
 	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
 	c.OverheadUs = c.RoundTripP50Us

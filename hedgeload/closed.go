@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +30,10 @@ func stragglers() sim.Distribution {
 		{Weight: 0.02, Dist: sim.Uniform{Min: 100 * time.Millisecond, Max: 100 * time.Millisecond}},
 	}}
 }
+
+// closedCalibrationCalls: a closed loop's calibration makes this many times the usual calls,
+// since its round trips are the twin's client delay, tail and all.
+const closedCalibrationCalls = 10
 
 // closedCalibrationRate is the rate, in calls per second, at which a closed-loop run measures
 // the round trip: open-loop, so gentler than the callers (a burst of new connections at a
@@ -87,15 +91,16 @@ func offsets(pc pointConfig, total int, lambda float64) []time.Duration {
 }
 
 // twinDelay is what a closed loop's client adds to each call, for its simulated twin: the
-// closed loop's calibration round trip (overheadMs, wire ms: the same callers against a
-// server that answers at once) is the client's own delay, busy all the time. The twin's
-// answers are that late, exponentially distributed with that median, and its timers a
-// sixteenth of it (as a real busy client's are; see sim.ClientDelay). Open-loop runs add
-// nothing: their round trip is subtracted by the comparison instead.
-func twinDelay(callers int, overheadMs float64) sim.ClientDelay {
-	if callers <= 0 || overheadMs <= 0 {
+// closed loop's calibration round trips (wire time: the same callers against a server that
+// answers at once) are the client's own delay, busy all the time. Each of the twin's answers
+// is late by a draw from them, and its timers by a sixteenth of their median (as a real busy
+// client's are; see sim.ClientDelay). Open-loop runs add nothing: their round trip is
+// subtracted by the comparison instead.
+func twinDelay(callers int, roundTrips []time.Duration) sim.ClientDelay {
+	if callers <= 0 || len(roundTrips) == 0 {
 		return sim.ClientDelay{}
 	}
-	mean := time.Duration(overheadMs / math.Ln2 * 1e6)
-	return sim.ClientDelay{Every: time.Hour, For: time.Hour, Busy: mean, Timers: mean / 16}
+	s := slices.Clone(roundTrips)
+	slices.Sort(s)
+	return sim.ClientDelay{Every: time.Hour, For: time.Hour, Timers: s[len(s)/2] / 16, Answers: sim.Empirical{Samples: s}}
 }

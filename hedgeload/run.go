@@ -143,8 +143,9 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	overhead := map[string]float64{}    // model ms
 	slack := map[string]time.Duration{} // wire time
 	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
+	trips := map[string][]time.Duration{} // wire time
 	if cfg.callers > 0 {
-		calRate = closedCalibrationRate
+		calRate, n = closedCalibrationRate, closedCalibrationCalls*n
 	}
 	for _, proto := range cfg.protocols {
 		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, calRate, cfg.callers)
@@ -154,6 +155,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		rep.Calibration = append(rep.Calibration, c)
 		overhead[proto] = c.OverheadUs / 1e3 / s
 		slack[proto] = time.Duration(c.SleepP50Us * 1e3)
+		trips[proto] = c.trips
 	}
 
 	var jobs []job
@@ -206,7 +208,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 				i := order[next]
 				next++
 				mu.Unlock()
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], slack[jobs[i].protocol])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], slack[jobs[i].protocol], trips[jobs[i].protocol])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -249,7 +251,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 }
 
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64, slack time.Duration) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64, slack time.Duration, trips []time.Duration) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -291,7 +293,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	var seeds []uint64
 	for i := range k {
 		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
-		sp, err := simulate(cfg, j, wireSvc, seed, twinDelay(cfg.callers, overheadMs*s))
+		sp, err := simulate(cfg, j, wireSvc, seed, twinDelay(cfg.callers, trips))
 		if err != nil {
 			return Result{}, err
 		}

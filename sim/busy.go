@@ -17,13 +17,21 @@ import (
 type ClientDelay struct {
 	Every, For   time.Duration
 	Busy, Timers time.Duration
+	// Answers, when not nil, replaces the exponential of mean Busy: each answer is late by a
+	// draw from it (a measured distribution of the client's own delay, say).
+	Answers Distribution
 }
 
-func (d ClientDelay) zero() bool { return d == ClientDelay{} }
+func (d ClientDelay) zero() bool {
+	return d.Every == 0 && d.For == 0 && d.Busy == 0 && d.Timers == 0 && d.Answers == nil
+}
 
 func (d ClientDelay) check() error {
 	if d.Every < 0 || d.For < 0 || d.For > d.Every || d.Busy < 0 || d.Timers < 0 || (d.Every == 0 && !d.zero()) {
 		return fmt.Errorf("sim: ClientDelay needs 0 <= For <= Every, Every > 0, Busy and Timers >= 0; got %+v", d)
+	}
+	if d.Answers != nil {
+		return validateDistribution(d.Answers)
 	}
 	return nil
 }
@@ -36,13 +44,14 @@ const streamBusy uint64 = 0x62757379 // "busy"
 type clientLag struct {
 	every, on    int64
 	busy, timers float64 // means, ns
+	answers      Distribution
 	rng          rand.PCG
 	r            *rand.Rand
 }
 
 func (l *clientLag) reset(d ClientDelay, seed uint64) {
 	l.every, l.on = int64(d.Every), int64(d.For)
-	l.busy, l.timers = float64(d.Busy), float64(d.Timers)
+	l.busy, l.timers, l.answers = float64(d.Busy), float64(d.Timers), d.Answers
 	l.rng.Seed(streamKey(seed, streamBusy), mix(seed))
 	if l.r == nil {
 		l.r = rand.New(&l.rng)
@@ -53,6 +62,9 @@ func (l *clientLag) reset(d ClientDelay, seed uint64) {
 func (l *clientLag) delay(t int64, timer bool) int64 {
 	if l.every == 0 || t%l.every >= l.on {
 		return 0
+	}
+	if !timer && l.answers != nil {
+		return int64(max(l.answers.Sample(l.r), 0))
 	}
 	m := l.busy
 	if timer {
