@@ -23,7 +23,7 @@ func TestClientDelay(t *testing.T) {
 	if again := mustRun(t, Params{Calls: calls, ClientDelay: always}, SetupNoHedge, 50, Ignored, 1); !equalPoints(busy, again) {
 		t.Error("the same seed gave another run")
 	}
-	if _, err := Run(Params{Calls: calls, ClientDelay: ClientDelay{Busy: time.Millisecond}}, Setups(20*time.Millisecond)[0], 50, Ignored, 1); err == nil {
+	if _, err := Run(Params{Calls: calls, ClientDelay: ClientDelay{Busy: time.Millisecond}}, Setups(20 * time.Millisecond)[0], 50, Ignored, 1); err == nil {
 		t.Error("a ClientDelay without a period was accepted")
 	}
 }
