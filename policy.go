@@ -202,12 +202,29 @@ func (p *Policy) backlogged(now time.Time) bool {
 	if sh, ok := p.cross.share(now, p.calls.Load()); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
 		return true
 	}
+	return p.inflated(p.cfg.backlogRatio, p.cfg.MinimumDelay/backlogRiseDivisor) == inflatedYes
+}
+
+type inflation uint8
+
+const (
+	inflatedUnknown inflation = iota // the median is not known yet
+	inflatedNo
+	inflatedYes
+)
+
+// inflated reports whether the recent median, less what this process adds itself, is above
+// ratio × its lowest and at least rise above it.
+func (p *Policy) inflated(ratio float64, rise time.Duration) inflation {
 	m, f, ok := p.inflation()
 	if !ok {
-		return false
+		return inflatedUnknown
 	}
-	rise := m - f - p.selfDelay()
-	return rise >= p.cfg.MinimumDelay/backlogRiseDivisor && float64(f+rise) > p.cfg.backlogRatio*float64(f)
+	r := m - f - p.selfDelay()
+	if r >= rise && float64(f+r) > ratio*float64(f) {
+		return inflatedYes
+	}
+	return inflatedNo
 }
 
 // lagWeight: the timer lateness estimate moves 1/lagWeight of the way to each new reading.
@@ -258,13 +275,18 @@ func (p *Policy) inflation() (m, f time.Duration, ok bool) {
 }
 
 // quiet reports whether the dependency shows no queue: the recent median is within
-// quietRatio of its lowest. It is the evidence a client has when nothing overtakes its calls
-// (one call in flight at a time, or a thin share of a fleet's traffic): a queue raises the
-// median of every call, a straggler does not.
+// quietRatio of its lowest, or less than MinimumDelay/quietRiseDivisor above it (for a
+// dependency that answers in microseconds a tenth of its median is jitter), beyond what this
+// process adds itself. It is the evidence a client has when nothing overtakes its calls (one
+// call in flight at a time, or a thin share of a fleet's traffic): a queue raises the median
+// of every call, a straggler does not.
 func (p *Policy) quiet() bool {
-	m, f, ok := p.inflation()
-	return ok && float64(m) <= quietRatio*float64(f)
+	return p.inflated(quietRatio, p.cfg.MinimumDelay/quietRiseDivisor) == inflatedNo
 }
+
+// quietRiseDivisor: a median less than MinimumDelay/quietRiseDivisor above its lowest is
+// quiet, whatever the ratio.
+const quietRiseDivisor = 10
 
 // signalled reports whether start signals are arriving: one was seen within Window.
 // crossedThreshold records that a call reached its hedge threshold at now.
