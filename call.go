@@ -328,7 +328,10 @@ func (c *Call) maybeHedge(now time.Time) {
 				c.arm(timerHedge, at)
 				return
 			}
-			if !c.crossed {
+			// A call counts as crossing once it has run its threshold beyond what this
+			// process adds itself: a busy client's own delay makes calls cross by the dozen
+			// with no queue anywhere.
+			if !c.crossed && now.Sub(c.lastStart) >= c.threshold+c.p.selfDelay() {
 				c.crossed = true
 				c.p.crossedThreshold(now)
 			}

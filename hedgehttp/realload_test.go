@@ -218,10 +218,10 @@ func TestRealLoad(t *testing.T) {
 				m.HedgesStarted, 100*float64(m.HedgesStarted)/float64(m.Calls), m.HedgesWon, m.Suppressed)
 			t.Logf("ratios: p99 %.2f, p99.9 %.2f; the process's longest stall %v", float64(hedged.quantile(0.99))/float64(plain.quantile(0.99)),
 				float64(hedged.quantile(0.999))/float64(plain.quantile(0.999)), worst.Round(time.Millisecond))
-			if plain.lost+hedged.lost > 0 {
-				t.Errorf("calls lost: %d without hedging, %d with", plain.lost, hedged.lost)
-			}
 			var fails []string
+			if plain.lost+hedged.lost > 0 {
+				fails = append(fails, fmt.Sprintf("calls lost: %d without hedging, %d with", plain.lost, hedged.lost))
+			}
 			if p, h := plain.quantile(0.99), hedged.quantile(0.99); p < realLoadStall {
 				t.Errorf("no hedge p99 %v: the stragglers did not show", p)
 			} else if float64(h) > 0.5*float64(p) {
@@ -232,7 +232,7 @@ func TestRealLoad(t *testing.T) {
 			if p, h := plain.quantile(0.999), hedged.quantile(0.999); len(plain.lat) >= 100000 && float64(h) > 0.75*float64(p) {
 				fails = append(fails, fmt.Sprintf("recommended p99.9 %v, more than 0.75 × no hedge's %v", h, p))
 			}
-			if len(fails) > 0 && worst > realLoadStall/2 {
+			if len(fails) > 0 && worst > realLoadStall/2 && (hedged.lost == 0 || worst > realLoadDeadline/2) {
 				// Calls in flight then all end together, hedged or not, and the slowest ones
 				// measure the machine: whichever configuration ran through the stall loses.
 				t.Skipf("%s; but the machine stopped this process for %v (a timer due every millisecond fired that late): the tail measures the machine",
