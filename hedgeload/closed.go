@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -75,10 +76,11 @@ func runCallers(ctx context.Context, n, total int, send func(i int, due time.Tim
 	return nil
 }
 
-// closedLoad is the load, in % of the servers' capacity without hedges, that calls arriving
-// at perSecond (wire time) put on workers of the service: the open-loop twin's load.
+// closedLoad is the load, in % of the servers' capacity without hedges (to 0.01 %), that
+// calls arriving at perSecond (wire time) put on workers of the service: the open-loop twin's
+// load.
 func closedLoad(perSecond float64, workers, replicas int, service sim.Distribution) float64 {
-	return 100 * perSecond * service.Mean().Seconds() / float64(workers*replicas)
+	return math.Round(1e4*perSecond*service.Mean().Seconds()/float64(workers*replicas)) / 100
 }
 
 // offsets are the pacer's due times for the point: Poisson arrivals, or (in a closed loop,
