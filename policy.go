@@ -185,10 +185,11 @@ const recentDivisor = 30
 const crossingFactor = 3
 
 // backlogged reports whether the dependency as a whole is slow now, not one call by bad luck:
-// the recent median latency is above backlogRatio × its lowest value over the last one to two
-// Windows, by at least a quarter of MinimumDelay (a queue is forming), or far more calls than
-// 1-q reach their threshold (the threshold, learnt over Window, has not caught up with a
-// slowdown). A hedge would then add load to all of it.
+// the recent median latency, less what this process adds itself (selfDelay), is above
+// backlogRatio × its lowest value over the last one to two Windows, by at least a quarter of
+// MinimumDelay (a queue is forming), or far more calls than 1-q reach their threshold (the
+// threshold, learnt over Window, has not caught up with a slowdown). A hedge would then add
+// load to all of it.
 //
 // The rise must be large in absolute terms too because a busy client moves its own median: on
 // a machine short of CPU, or through a garbage collection, a call that takes 2ms takes 3ms,
@@ -205,23 +206,24 @@ func (p *Policy) backlogged(now time.Time) bool {
 	return p.inflated(p.cfg.backlogRatio, p.cfg.MinimumDelay/backlogRiseDivisor) == inflatedYes
 }
 
-type inflation uint8
+// rise is what the recent median shows against its lowest.
+type rise uint8
 
 const (
-	inflatedUnknown inflation = iota // the median is not known yet
+	inflatedUnknown rise = iota // the median is not known yet
 	inflatedNo
 	inflatedYes
 )
 
 // inflated reports whether the recent median, less what this process adds itself, is above
-// ratio × its lowest and at least rise above it.
-func (p *Policy) inflated(ratio float64, rise time.Duration) inflation {
-	m, f, ok := p.inflation()
+// ratio × its lowest and at least least above it.
+func (p *Policy) inflated(ratio float64, least time.Duration) rise {
+	m, f, ok := p.medianAndFloor()
 	if !ok {
 		return inflatedUnknown
 	}
 	r := m - f - p.selfDelay()
-	if r >= rise && float64(f+r) > ratio*float64(f) {
+	if r >= least && float64(f+r) > ratio*float64(f) {
 		return inflatedYes
 	}
 	return inflatedNo
@@ -264,9 +266,9 @@ const backlogRiseDivisor = 4
 // whatever overtaking shows (see Call.served).
 const quietRatio = 1.1
 
-// inflation returns the recent median latency m and its lowest over the last one to two
+// medianAndFloor returns the recent median latency m and its lowest over the last one to two
 // Windows f, once both are known.
-func (p *Policy) inflation() (m, f time.Duration, ok bool) {
+func (p *Policy) medianAndFloor() (m, f time.Duration, ok bool) {
 	if p.recent == nil || !p.recent.settled() {
 		return 0, 0, false
 	}
