@@ -279,3 +279,38 @@ func TestBacklogGateSeesEveryCallCrossing(t *testing.T) {
 		t.Errorf("suppressions %v, want [backlog]", s.reasons)
 	}
 }
+
+// TestBacklogGateLooksPastABusyClient: a busy client's median rises with its own delay, and
+// its timers fire late by the same cause. The backlog gate reads the rise beyond 16 × the
+// timers' lateness: calls that took 5ms take 11ms and their threshold timers fire 0.5ms late,
+// as on a client short of CPU, and a hedge of an overtaken call still goes out, where the
+// same rise with timers on time is a backlog (TestBacklogGate).
+func TestBacklogGateLooksPastABusyClient(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
+	warm(t, p, t0, 100)
+	s.reasons = nil
+	now := t0
+	for range 150 { // 1.5s of calls of 11ms, one at a time
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.TimerFired(now.Add(10*time.Millisecond + 500*time.Microsecond)) // its threshold, late
+		c.AttemptDone(now.Add(11*time.Millisecond), 0, hedge.Outcome{})
+		now = now.Add(20 * time.Millisecond)
+	}
+	if len(s.reasons) != 0 {
+		t.Fatalf("suppressions %v while the client was busy", s.reasons)
+	}
+	a := p.NewCall(hedge.CallOptions{})
+	a.Start(now)
+	b := p.NewCall(hedge.CallOptions{})
+	b.Start(now.Add(time.Millisecond))
+	b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a
+	// The threshold is the p95 of the last 30s, 11ms; a has been in service since 2ms at the
+	// latest, and a busy client asks 10ms plus its timers' lateness (0.5ms).
+	a.TimerFired(now.Add(11*time.Millisecond + 500*time.Microsecond))
+	got := actions(a.TimerFired(now.Add(13 * time.Millisecond)))
+	if got != "start 1 hedge" || len(s.reasons) != 0 {
+		t.Errorf("busy client, median up 6ms: actions %q, suppressions %v; want the hedge", got, s.reasons)
+	}
+}
