@@ -238,8 +238,9 @@ type Config struct {
 	// (winrate's defaults, Floor = MinimumWinRate).
 	WinRate *winrate.Config
 	// MinimumWinRate is the Floor of the default win-rate loop AtQuantile and StartAware run
-	// when WinRate is nil: while fewer than this share of hedges win, the share of would-be
-	// hedges sent halves (down to winrate's minimum), and it comes back a quarter at a time
+	// when WinRate is nil: while fewer than this share of hedges win (by more than chance
+	// explains: see the winrate package), the share of would-be hedges sent halves (down to
+	// winrate's minimum), and it comes back a quarter at a time
 	// once they win again. A hedge that seldom wins is not beating stragglers (the service has
 	// none: exponential or bimodal service times) and only adds load. 0 = 0.3; negative = no
 	// default loop. Must be <= 1.
