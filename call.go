@@ -328,7 +328,10 @@ func (c *Call) maybeHedge(now time.Time) {
 				c.arm(timerHedge, at)
 				return
 			}
-			if !c.crossed {
+			// A call counts as crossing once it has run its threshold beyond what this
+			// process adds itself: a busy client's own delay makes calls cross by the dozen
+			// with no queue anywhere.
+			if !c.crossed && now.Sub(c.lastStart) >= c.threshold+c.p.selfDelay() {
 				c.crossed = true
 				c.p.crossedThreshold(now)
 			}
@@ -403,12 +406,21 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	if p.ovt == nil {
 		return true, time.Time{}
 	}
+	if p.calls.Load() == c.seq && p.quiet() {
+		// No later call has even started, so none could have overtaken this one: its
+		// absence says nothing. A median at its lowest says nothing queues: the call is a
+		// straggler (a client with one call in flight, or a thin share of the traffic).
+		return true, time.Time{}
+	}
 	if first != 0 {
 		// A retry or a resend started after calls numbered later than this one: their
 		// answers say nothing about it.
 		return false, time.Time{}
 	}
-	need := p.cfg.inService
+	// A busy client is slow to read answers as well: a call it has not yet seen answered
+	// may be done at the server, so the time in service it must show grows by how late
+	// the client's timers fire.
+	need := p.cfg.inService + time.Duration(p.lag.Load())
 	d, overtaken := p.ovt.since(c.seq, now)
 	switch {
 	case !overtaken:
@@ -515,6 +527,7 @@ func (c *Call) TimerFired(now time.Time) []Action {
 	}
 	purpose := c.timer
 	c.timer = timerNone
+	c.p.noteLateness(now.Sub(c.timerAt))
 	switch purpose {
 	case timerHedge:
 		c.maybeHedge(now)

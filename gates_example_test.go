@@ -83,7 +83,7 @@ func ExampleConfig_winRate() {
 		}),
 	})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for range 1000 { // ten seconds of slow calls whose hedges lose
+	for range 2000 { // twenty seconds of slow calls whose hedges lose
 		c := p.NewCall(hedge.CallOptions{})
 		c.Start(now)
 		c.TimerFired(now.Add(20 * time.Millisecond))

@@ -60,9 +60,10 @@ func TestRecommendedHedgesOnlyOvertakenCalls(t *testing.T) {
 	})
 }
 
-// TestRecommendedNeverHedgesACallNothingOvertook: a client with one call in flight gets no
-// evidence that its call is being served, so it does not hedge; it only looks again now and
-// then, and the call ends as it would have without hedging.
+// TestRecommendedNeverHedgesACallNothingOvertook: until the policy knows its recent median
+// (64 answers), a client with one call in flight gets no evidence that its call is being
+// served, so it does not hedge; it only looks again now and then, and the call ends as it
+// would have without hedging.
 func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 	var s suppressions
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
@@ -91,19 +92,49 @@ func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 	})
 }
 
-// TestBacklogGate: when the recent median latency rises above 1.3 × its lowest (a settled
-// estimate), a queue is forming; a hedge, even of a call in service, is suppressed with reason backlog. With
+// TestRecommendedHedgesASequentialClient: once the policy knows its recent median, a call
+// nothing overtook is hedged at its threshold while the median is within 1.1 × its lowest
+// (no queue anywhere: a slow call is a straggler), and not while the median has risen
+// (a queue may be forming, and only overtaking says a call is past it).
+func TestRecommendedHedgesASequentialClient(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+	warm(t, p, t0, 100)
+	a := p.NewCall(hedge.CallOptions{})
+	runSteps(t, []step{
+		{"start", func() []hedge.Action { return a.Start(ms(0)) }, "start 0, timer 10ms"},
+		{"threshold, median quiet: hedge", func() []hedge.Action { return a.TimerFired(ms(10)) }, "start 1 hedge"},
+		{"the hedge wins", func() []hedge.Action { return a.AttemptDone(ms(15), 1, hedge.Outcome{}) }, "cancel 0, finish 1"},
+	})
+	// 50 calls of 6.5ms, one at a time: the median rises some 20 % (to ~6ms), short of the
+	// backlog gate (1.3 ×, and 2.5ms) but past 1.1 × its lowest.
+	now := ms(20)
+	for range 50 {
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(6500*time.Microsecond), 0, hedge.Outcome{})
+		now = now.Add(10 * time.Millisecond)
+	}
+	b := p.NewCall(hedge.CallOptions{})
+	runSteps(t, []step{
+		{"start", func() []hedge.Action { return b.Start(now) }, "start 0, timer " + (now.Sub(t0) + 10*time.Millisecond).String()},
+		{"threshold, median risen, not overtaken: look again", func() []hedge.Action { return b.TimerFired(now.Add(10 * time.Millisecond)) },
+			"timer " + (now.Sub(t0) + 15*time.Millisecond).String()},
+	})
+}
+
+// TestBacklogGate: when the recent median latency rises above 1.3 × its lowest, and by at
+// least MinimumDelay/4, a queue is forming; a hedge, even of a call in service, is suppressed with reason backlog. With
 // BacklogRatio < 0 it is not.
 func TestBacklogGate(t *testing.T) {
 	for _, ratio := range []float64{0, -1} {
 		var s suppressions
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{BacklogRatio: ratio}), Observer: s.observe})
-		warm(t, p, t0, 1100) // the median estimate settles over its first 1024 samples
-		s.reasons = nil      // the warm-up's cold suppressions
-		// The next second, every call takes 9ms: the recent median moves from 5ms towards
-		// 9ms, the threshold (p95 over 30s) stays at its 10ms minimum.
+		warm(t, p, t0, 100)
+		s.reasons = nil // the warm-up's cold suppressions
+		// The next 1.5s, every call takes 9ms: the recent median moves from 5ms to 9ms, the
+		// threshold (p95 over 30s) stays at its 10ms minimum.
 		now := t0
-		for range 100 {
+		for range 150 {
 			c := p.NewCall(hedge.CallOptions{})
 			c.Start(now)
 			c.AttemptDone(now.Add(9*time.Millisecond), 0, hedge.Outcome{})
@@ -114,6 +145,8 @@ func TestBacklogGate(t *testing.T) {
 		b := p.NewCall(hedge.CallOptions{})
 		b.Start(now.Add(time.Millisecond))
 		b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{})
+		a.TimerFired(now.Add(10 * time.Millisecond)) // at the threshold: in service for 8ms only
+		// On time (a timer fired late says the client is slow, which asks more evidence).
 		acts := a.TimerFired(now.Add(12 * time.Millisecond))
 		got := actions(acts)
 		switch ratio {
@@ -178,6 +211,7 @@ func TestStartAwareFallsBackWithoutSignals(t *testing.T) {
 	a.Start(late)
 	b.Start(late.Add(time.Millisecond))
 	b.AttemptDone(late.Add(2*time.Millisecond), 0, hedge.Outcome{})
+	a.TimerFired(late.Add(10 * time.Millisecond))
 	if got := actions(a.TimerFired(late.Add(12 * time.Millisecond))); got != "start 1 hedge" {
 		t.Errorf("31s after the last signal: %q, want the client-only hedge", got)
 	}
@@ -214,31 +248,70 @@ func TestTheDefaultWinRateLoopRetreats(t *testing.T) {
 	}
 }
 
-// TestBacklogGateSeesEveryCallCrossing: when far more calls than 1-q reach their threshold at
-// once (the threshold, learnt over 30s, has not caught up with a slowdown), the dependency is
-// slow for everyone: the backlog gate suppresses hedges before the median has moved.
+// TestBacklogGateSeesEveryCallCrossing: when far more calls than 1-q reach their threshold
+// (the threshold, learnt over 30s, has not caught up with a slowdown), the dependency is slow
+// for everyone: the backlog gate suppresses hedges before the median has moved. The share is
+// judged over at least a second and 64 calls.
 func TestBacklogGateSeesEveryCallCrossing(t *testing.T) {
 	var s suppressions
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
 	warm(t, p, t0, 20)
 	s.reasons = nil
-	// 40 calls a millisecond apart, none answering: each crosses its 10ms threshold.
-	calls := make([]*hedge.Call, 40)
-	for i := range calls {
-		if i >= 10 {
-			calls[i-10].TimerFired(ms(float64(i)))
-		}
-		calls[i] = p.NewCall(hedge.CallOptions{})
-		calls[i].Start(ms(float64(i)))
+	// 120 calls 10ms apart, each answering after 15ms: the first ones cross their 10ms
+	// threshold, until the threshold has learnt the new latency.
+	for i := range 120 {
+		c := p.NewCall(hedge.CallOptions{})
+		at := float64(10 * i)
+		c.Start(ms(at))
+		c.TimerFired(ms(at + 10))
+		c.AttemptDone(ms(at+15), 0, hedge.Outcome{})
 	}
-	for i := 30; i < 40; i++ {
-		calls[i].TimerFired(ms(float64(i + 10)))
-	}
-	calls[39].AttemptDone(ms(44), 0, hedge.Outcome{}) // overtakes every other call
-	if got := actions(calls[0].TimerFired(ms(60))); got != "" {
-		t.Errorf("call 0, overtaken 16ms ago: %q, want no hedge", got)
+	a := p.NewCall(hedge.CallOptions{})
+	b := p.NewCall(hedge.CallOptions{})
+	a.Start(ms(1200))
+	b.Start(ms(1201))
+	b.AttemptDone(ms(1202), 0, hedge.Outcome{}) // overtakes a
+	// a's threshold is the p95 of the last 30s, a little over 15ms (which later calls
+	// no longer crossed: the share that did is about a quarter).
+	if got := actions(a.TimerFired(ms(1216))); got != "" {
+		t.Errorf("call a, overtaken 14ms ago: %q, want no hedge", got)
 	}
 	if len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonBacklog {
 		t.Errorf("suppressions %v, want [backlog]", s.reasons)
+	}
+}
+
+// TestBacklogGateLooksPastABusyClient: a busy client's median rises with its own delay, and
+// its timers fire late by the same cause. The backlog gate reads the rise beyond 16 × the
+// timers' lateness: calls that took 5ms take 11ms and their threshold timers fire 0.5ms late,
+// as on a client short of CPU, and a hedge of an overtaken call still goes out, where the
+// same rise with timers on time is a backlog (TestBacklogGate).
+func TestBacklogGateLooksPastABusyClient(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
+	warm(t, p, t0, 100)
+	s.reasons = nil
+	now := t0
+	for range 150 { // 1.5s of calls of 11ms, one at a time
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.TimerFired(now.Add(10*time.Millisecond + 500*time.Microsecond)) // its threshold, late
+		c.AttemptDone(now.Add(11*time.Millisecond), 0, hedge.Outcome{})
+		now = now.Add(20 * time.Millisecond)
+	}
+	if len(s.reasons) != 0 {
+		t.Fatalf("suppressions %v while the client was busy", s.reasons)
+	}
+	a := p.NewCall(hedge.CallOptions{})
+	a.Start(now)
+	b := p.NewCall(hedge.CallOptions{})
+	b.Start(now.Add(time.Millisecond))
+	b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a
+	// The threshold is the p95 of the last 30s, 11ms; a has been in service since 2ms at the
+	// latest, and a busy client asks 10ms plus its timers' lateness (0.5ms).
+	a.TimerFired(now.Add(11*time.Millisecond + 500*time.Microsecond))
+	got := actions(a.TimerFired(now.Add(13 * time.Millisecond)))
+	if got != "start 1 hedge" || len(s.reasons) != 0 {
+		t.Errorf("busy client, median up 6ms: actions %q, suppressions %v; want the hedge", got, s.reasons)
 	}
 }

@@ -36,6 +36,7 @@ type Policy struct {
 	overloadUntil atomic.Int64 // unix nanoseconds; hedging pauses until then
 	yieldScore    atomic.Int32 // whether Do's yield before arming a timer tends to pay
 	lastSignal    atomic.Int64 // unix nanoseconds of the latest start signal (StartAware)
+	lag           atomic.Int64 // nanoseconds: how late timers fire, a moving average (backlog gate)
 
 	calls         atomic.Int64
 	hedgesStarted atomic.Int64
@@ -161,10 +162,12 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 	}
 	p.est.Record(now, d)
 	if p.recent != nil {
-		p.recent.record(d)
-		if p.recent.settled() {
-			p.blog.observe(now, p.recent.load())
+		if !p.recent.settled() {
+			p.recent.seed(now, p.est)
+			return
 		}
+		p.recent.record(d)
+		p.blog.observe(now, p.recent.load())
 	}
 }
 
@@ -178,21 +181,110 @@ const recentDivisor = 30
 const crossingFactor = 3
 
 // backlogged reports whether the dependency as a whole is slow now, not one call by bad luck:
-// the recent median latency is above backlogRatio × its lowest value over the last one to two
-// Windows (a queue is forming), or far more calls than 1-q reach their threshold (the
+// the recent median latency, less what this process adds itself (selfDelay), is above
+// backlogRatio × its lowest value over the last one to two Windows, by at least a quarter of
+// MinimumDelay (a queue is forming), or far more calls than 1-q reach their threshold (the
 // threshold, learnt over Window, has not caught up with a slowdown). A hedge would then add
 // load to all of it.
+//
+// The rise must be large in absolute terms too because a busy client moves its own median: on
+// a machine short of CPU, or through a garbage collection, a call that takes 2ms takes 3ms,
+// with no queue anywhere. A rise of a fraction of the smallest hedge delay cannot cost a
+// hedge its race either: the copy waits that long in the queue and still beats a straggler.
+// A queue that matters to hedging is measured in the same milliseconds as the delay.
 func (p *Policy) backlogged(now time.Time) bool {
 	if p.recent == nil {
 		return false
 	}
-	if sh, ok := p.cross.share(now, p.calls.Load(), int64(p.est.Config().MinimumSamples)); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
+	if sh, ok := p.cross.share(now, p.calls.Load()); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
 		return true
 	}
-	m := p.recent.load()
-	f := p.blog.floor()
-	return f > 0 && float64(m) > p.cfg.backlogRatio*float64(f)
+	return p.inflated(p.cfg.backlogRatio, p.cfg.MinimumDelay/backlogRiseDivisor) == inflatedYes
 }
+
+// rise is what the recent median shows against its lowest.
+type rise uint8
+
+const (
+	inflatedUnknown rise = iota // the median is not known yet
+	inflatedNo
+	inflatedYes
+)
+
+// inflated reports whether the recent median, less what this process adds itself, is above
+// ratio × its lowest and at least least above it.
+func (p *Policy) inflated(ratio float64, least time.Duration) rise {
+	m, f, ok := p.medianAndFloor()
+	if !ok {
+		return inflatedUnknown
+	}
+	r := m - f - p.selfDelay()
+	if r >= least && float64(f+r) > ratio*float64(f) {
+		return inflatedYes
+	}
+	return inflatedNo
+}
+
+// lagWeight: the timer lateness estimate moves 1/lagWeight of the way to each new reading.
+const lagWeight = 32
+
+// lagWakeups is how much more a busy process adds to a call's latency than to a timer's:
+// a timer wakes one goroutine, an answer passes through several (the connection's writer
+// and reader, the caller; the server's too when it shares the machine), each waiting for a
+// CPU. Measured with TestRealLoad on a 2-core machine starved by other work: the median
+// latency rose 5 to 23 times (16 in the median) as much as the timers were late.
+const lagWakeups = 16
+
+// noteLateness records that a timer of a call fired late by late: the time between when the
+// state machine asked to be woken and when its driver woke it is this process's own delay
+// (runnable goroutines waiting for a CPU), which every call's latency carries too.
+func (p *Policy) noteLateness(late time.Duration) {
+	if p.recent == nil || late < 0 {
+		return
+	}
+	v := p.lag.Load()
+	p.lag.CompareAndSwap(v, v+(int64(late)-v)/lagWeight)
+}
+
+// selfDelay estimates how much this process adds to a call's latency now, from how late its
+// timers fire. A busy client (a machine shared with other work, a garbage collection, more
+// goroutines than cores) moves its own median with no queue anywhere, and its timers fire
+// late by the same cause; a queue at the dependency delays answers and leaves the client's
+// timers on time. Evidence of a backlog is a rise beyond it.
+func (p *Policy) selfDelay() time.Duration { return lagWakeups * time.Duration(p.lag.Load()) }
+
+// backlogRiseDivisor: the backlog gate's median rule needs the median at least
+// MinimumDelay/backlogRiseDivisor above its lowest.
+const backlogRiseDivisor = 4
+
+// quietRatio: while the recent median is within quietRatio × its lowest over the last Window
+// or two, nothing is queueing at the dependency, and a call past its threshold is a straggler
+// whatever overtaking shows (see Call.served).
+const quietRatio = 1.1
+
+// medianAndFloor returns the recent median latency m and its lowest over the last one to two
+// Windows f, once both are known.
+func (p *Policy) medianAndFloor() (m, f time.Duration, ok bool) {
+	if p.recent == nil || !p.recent.settled() {
+		return 0, 0, false
+	}
+	m, f = p.recent.load(), p.blog.floor()
+	return m, f, f > 0
+}
+
+// quiet reports whether the dependency shows no queue: the recent median is within
+// quietRatio of its lowest, or less than MinimumDelay/quietRiseDivisor above it (for a
+// dependency that answers in microseconds a tenth of its median is jitter), beyond what this
+// process adds itself. It is the evidence a client has when nothing overtakes its calls (one
+// call in flight at a time, or a thin share of a fleet's traffic): a queue raises the median
+// of every call, a straggler does not.
+func (p *Policy) quiet() bool {
+	return p.inflated(quietRatio, p.cfg.MinimumDelay/quietRiseDivisor) == inflatedNo
+}
+
+// quietRiseDivisor: a median less than MinimumDelay/quietRiseDivisor above its lowest is
+// quiet, whatever the ratio.
+const quietRiseDivisor = 10
 
 // signalled reports whether start signals are arriving: one was seen within Window.
 // crossedThreshold records that a call reached its hedge threshold at now.

@@ -3,6 +3,8 @@ package hedge
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/hedgekit/hedge/latency"
 )
 
 // This file holds the policy-wide evidence that a first attempt is being served, not queued,
@@ -73,32 +75,41 @@ func (o *overtakes) since(s int64, now time.Time) (time.Duration, bool) {
 // median is a streaming estimate of the recent median latency, cheap enough for every
 // answer: each sample moves it 1/256 of its value towards the sample (up when the sample is
 // above it, down when below), so it settles where half the samples are on each side, and
-// follows a change of the median within some 180 samples per doubling. Smaller steps would
-// react later; larger ones wander, and the lowest value of a wandering estimate sits well
-// below the median, which would close the gate at loads where hedging still pays. Under contention a
-// sample whose compare-and-swap loses is dropped: the estimate needs no sample in particular.
+// follows a change of the median within some 180 samples per doubling: a window counted in
+// calls, not seconds, so a client with a thin share of the traffic gets the same evidence
+// as a busy one, only later. Smaller steps would react later; larger ones wander, and the
+// lowest value of a wandering estimate sits well below the median, which would close the
+// gate at loads where hedging still pays. Under contention a sample whose compare-and-swap
+// loses is dropped: the estimate needs no sample in particular.
+//
+// It starts from the latency estimator's median once that has seedSamples samples, rather
+// than from a first sample that may be a straggler fifty times the median and take a
+// thousand samples to come down from.
 type median struct {
 	v atomic.Int64
-	n atomic.Int32 // samples seen, counted up to settleSamples
+	n atomic.Int32 // samples seen before it settled, up to seedSamples
 }
 
-// settleSamples is how many samples the estimate takes to settle from its first sample (up
-// to some 50× away from the median) before it is used.
-const settleSamples = 1024
+// seedSamples is how many samples the latency estimator holds when the median starts from
+// its median: enough for a median within a few per cent.
+const seedSamples = 64
 
-// settled reports whether the estimate has seen enough samples to be used.
-func (m *median) settled() bool { return m.n.Load() >= settleSamples }
+// settled reports whether the estimate has started and can be used.
+func (m *median) settled() bool { return m.v.Load() != 0 }
 
-func (m *median) record(d time.Duration) {
-	if m.n.Load() < settleSamples {
-		m.n.Add(1)
-	}
-	x := max(int64(d), 1)
-	c := m.v.Load()
-	if c == 0 {
-		m.v.CompareAndSwap(0, x)
+// seed counts a sample before the estimate has started, and starts it from est's median at
+// the seedSamples-th.
+func (m *median) seed(now time.Time, est *latency.Estimator) {
+	if m.n.Add(1) < seedSamples {
 		return
 	}
+	q, _ := est.Quantile(now, 0.5)
+	m.v.CompareAndSwap(0, max(int64(q), 1))
+}
+
+func (m *median) record(d time.Duration) {
+	x := max(int64(d), 1)
+	c := m.v.Load()
 	step := max(c>>8, 1)
 	switch {
 	case x > c:
@@ -149,19 +160,34 @@ func (b *backlog) floor() time.Duration {
 }
 
 // crossings counts the calls that reached their hedge threshold, against the calls started,
-// over the last one to two periods. A threshold at the q-quantile is crossed by about 1-q of
+// over the last one to two blocks. A threshold at the q-quantile is crossed by about 1-q of
 // calls when slowness is bad luck; when far more cross at once, the whole dependency has
-// slowed down (a queue, a brownout) and a hedge would add load to all of it. The counts live in
-// two rotating periods; the calls started come from the policy's call counter, so the fast
-// path pays nothing for it.
+// slowed down (a queue, a brownout) and a hedge would add load to all of it.
+//
+// A block lasts a period (a second by default) and at least crossBlock calls: a client with
+// a thin share of the traffic sees a handful of calls a second, and a share over a handful
+// is noise (three crossings in twenty calls, by bad luck, would read as a slowdown), so its
+// blocks are counted in calls instead. The share is judged only over at least a period too:
+// a busy client that stalls for a few milliseconds (a garbage collection, a machine short of
+// CPU) sees every call it has in flight cross at once, which over a second of its calls is
+// nothing and over the first few milliseconds of a block would be all of them. A block that
+// has not filled within idleBlocks periods is dropped with the one before it: crossings that
+// old say nothing about now. The calls started come from the policy's call counter, so the
+// fast path pays nothing for it.
 type crossings struct {
-	period  int64 // nanoseconds
-	epoch   atomic.Int64
-	callsAt atomic.Int64 // the policy's call count when the previous period began
-	nextAt  atomic.Int64 // the policy's call count when the current period began
-	prev    atomic.Int64 // crossings in the previous period
-	cur     atomic.Int64 // crossings in the current period
+	period  int64        // nanoseconds
+	begun   atomic.Int64 // unix nanoseconds when the current block began
+	since   atomic.Int64 // unix nanoseconds when the counted span began (the previous block, if kept)
+	callsAt atomic.Int64 // the policy's call count when the previous block began
+	nextAt  atomic.Int64 // the policy's call count when the current block began
+	prev    atomic.Int64 // crossings in the previous block
+	cur     atomic.Int64 // crossings in the current block
 }
+
+const (
+	crossBlock = 64 // calls a block holds at least
+	idleBlocks = 30 // periods after which an unfilled block and the one before are dropped
+)
 
 // crossed records that a call reached its threshold at now, calls being the policy's
 // call count then.
@@ -171,26 +197,35 @@ func (x *crossings) crossed(now time.Time, calls int64) {
 }
 
 func (x *crossings) rotate(now time.Time, calls int64) {
-	ep := now.UnixNano() / x.period
-	if old := x.epoch.Load(); ep > old && x.epoch.CompareAndSwap(old, ep) {
-		if ep == old+1 {
-			x.prev.Store(x.cur.Load())
-			x.callsAt.Store(x.nextAt.Load())
-		} else {
-			x.prev.Store(0)
-			x.callsAt.Store(calls)
-		}
-		x.cur.Store(0)
-		x.nextAt.Store(calls)
+	t, b := now.UnixNano(), x.begun.Load()
+	if t-b < x.period {
+		return
 	}
+	full := calls-x.nextAt.Load() >= crossBlock
+	stale := t-b >= idleBlocks*x.period
+	if (!full && !stale) || !x.begun.CompareAndSwap(b, t) {
+		return
+	}
+	if full && !stale {
+		x.prev.Store(x.cur.Load())
+		x.callsAt.Store(x.nextAt.Load())
+		x.since.Store(b)
+	} else {
+		x.prev.Store(0)
+		x.callsAt.Store(calls)
+		x.since.Store(t)
+	}
+	x.cur.Store(0)
+	x.nextAt.Store(calls)
 }
 
-// share returns the share of calls started over the last one to two periods that crossed
-// their threshold, and false while fewer than minCalls calls make the share.
-func (x *crossings) share(now time.Time, calls, minCalls int64) (float64, bool) {
+// share returns the share of calls started over the last one to two blocks that crossed
+// their threshold, and false while fewer than crossBlock calls, or less than a period, make
+// the share.
+func (x *crossings) share(now time.Time, calls int64) (float64, bool) {
 	x.rotate(now, calls)
 	n := calls - x.callsAt.Load()
-	if n < minCalls {
+	if n < crossBlock || now.UnixNano()-x.since.Load() < x.period {
 		return 0, false
 	}
 	return float64(x.prev.Load()+x.cur.Load()) / float64(n), true

@@ -89,8 +89,9 @@ func TestCrossingsShare(t *testing.T) {
 	x := crossings{period: int64(time.Second)}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	calls := int64(1000)
-	if _, ok := x.share(t0, calls, 20); ok {
-		t.Fatal("a share before 20 calls")
+	x.share(t0, calls) // the first block begins
+	if _, ok := x.share(t0, calls+crossBlock-1); ok {
+		t.Fatalf("a share before %d calls", crossBlock)
 	}
 	// One second: 100 calls, 5 cross (bad luck).
 	for i := range 100 {
@@ -99,7 +100,10 @@ func TestCrossingsShare(t *testing.T) {
 			x.crossed(t0.Add(time.Duration(i)*10*time.Millisecond), calls)
 		}
 	}
-	if sh, ok := x.share(t0.Add(999*time.Millisecond), calls, 20); !ok || sh != 0.05 {
+	if _, ok := x.share(t0.Add(999*time.Millisecond), calls); ok {
+		t.Error("a share over less than a period: a busy client's stall of a few milliseconds would fill it")
+	}
+	if sh, ok := x.share(t0.Add(time.Second), calls); !ok || sh != 0.05 {
 		t.Errorf("share %v, %v; want 0.05", sh, ok)
 	}
 	// The next second every call crosses: the share over both seconds jumps.
@@ -108,11 +112,26 @@ func TestCrossingsShare(t *testing.T) {
 		calls++
 		x.crossed(next.Add(time.Duration(i)*10*time.Millisecond), calls)
 	}
-	if sh, ok := x.share(next.Add(999*time.Millisecond), calls, 20); !ok || sh != 0.525 {
+	if sh, ok := x.share(next.Add(999*time.Millisecond), calls); !ok || sh != 0.525 {
 		t.Errorf("share %v, %v; want 105/200", sh, ok)
 	}
-	// Two quiet seconds later the counts are forgotten.
-	if _, ok := x.share(t0.Add(4*time.Second), calls, 20); ok {
+	// A thin client: 10 calls a second. A block lasts until it holds crossBlock calls, so
+	// the share is over some 7 seconds, not one.
+	y := crossings{period: int64(time.Second)}
+	calls = 0
+	y.share(t0, calls)
+	for i := range 64 {
+		calls++
+		now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		if i%16 == 0 {
+			y.crossed(now, calls)
+		}
+		if sh, ok := y.share(now, calls); ok != (i == 63) || (ok && sh != 4.0/64) {
+			t.Fatalf("call %d: share %v, %v; want one only at the 64th call, 4/64", i, sh, ok)
+		}
+	}
+	// 30 quiet seconds later the counts are forgotten.
+	if _, ok := y.share(t0.Add(40*time.Second), calls); ok {
 		t.Error("a share from calls long gone")
 	}
 }

@@ -51,20 +51,25 @@ type Adaptive struct {
 	// service, not queued, for at least this long is hedged; a copy of a queued request waits
 	// behind it and only adds load. Without start signals the client infers it: in a
 	// first-in-first-out server a call that a later call of the same policy has overtaken
-	// (answered first) is in service, for at least the time since it was first overtaken. A
-	// call nothing overtakes (one call in flight at a time) is then never hedged. With
-	// StartAware and start signals, the server's word replaces the inference. 0 = 10ms; Off =
-	// hedge on the attempt's age alone.
+	// (answered first) is in service, for at least the time since it was first overtaken (a
+	// busy client, whose timers fire late, asks that much more). A call that nothing could have
+	// overtaken, because no later call has started (one call in flight at a time, or a thin
+	// share of a fleet's traffic), is hedged on its age while the recent median is within
+	// 1.1 × its lowest: no queue is forming, so it is a straggler. With StartAware and start
+	// signals, the server's word replaces the inference. 0 = 10ms; Off = hedge on the
+	// attempt's age alone.
 	MinimumInService time.Duration
 	// BacklogRatio (AtQuantile, StartAware) pauses hedging while the dependency is slow as a
 	// whole rather than one call by bad luck: while the recent median latency is above
-	// BacklogRatio × its lowest over the last Window or two (a queue is forming), or while more
-	// than three times 1-q of the last second's calls reach their threshold (a slowdown the
+	// BacklogRatio × its lowest over the last Window or two, by at least MinimumDelay/4 and
+	// beyond what this process adds itself (a queue is forming; a busy client, whose timers
+	// fire late, moves its own median with no queue anywhere), or while more than three times
+	// 1-q of the last second's calls (at least 64 calls) reach their threshold (a slowdown the
 	// threshold has not caught up with). Hedges would add load to all of it (ReasonBacklog).
 	// 0 = 1.3; otherwise > 1; Off = no backlog gate.
 	BacklogRatio float64
 	// WinRate (AtQuantile, StartAware) is the win-rate loop: while fewer than WinRate.Floor of
-	// hedges win, the share of would-be hedges sent halves (down to
+	// hedges win (by more than chance explains: see package winrate), the share of would-be hedges sent halves (down to
 	// WinRate.MinimumAllowance), and it comes back a quarter at a time once they win again. A
 	// hedge that seldom wins is not beating stragglers (the service has none) and only adds
 	// load (ReasonWinRate). Zero fields are winrate's defaults, except Floor: 0 = 0.3;

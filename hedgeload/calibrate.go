@@ -35,18 +35,20 @@ type Calibration struct {
 	// servers shorten every sleep by SleepP50Us, so a worker holds its slot for the drawn
 	// service time, and the servers carry the model's load, not 4 % more.
 	OverheadUs float64 `json:"overhead_us"`
+
+	trips []time.Duration // the round trips themselves (a closed loop's twin is late by them)
 }
 
 // calibrate measures the round trip and the timer slack on this machine: n calls at the
-// given rate to a server with no service time, and n sleeps of service times drawn from svc
-// by workers sleepers at once.
-func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64) (Calibration, error) {
+// given rate to a server with no service time (from callers in a closed loop instead, when
+// callers > 0), and n sleeps of service times drawn from svc by workers sleepers at once.
+func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64, callers int) (Calibration, error) {
 	c := Calibration{Protocol: protocol}
-	rt, err := roundTrips(ctx, protocol, workers, n, callRate)
+	rt, err := roundTrips(ctx, protocol, workers, n, callRate, callers)
 	if err != nil {
 		return c, err
 	}
-	c.RoundTripP50Us, c.RoundTripP99Us = pctUs(rt, 0.50), pctUs(rt, 0.99)
+	c.RoundTripP50Us, c.RoundTripP99Us, c.trips = pctUs(rt, 0.50), pctUs(rt, 0.99), rt
 	sl := sleepSlack(svc, workers, n)
 	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
 	c.OverheadUs = c.RoundTripP50Us
@@ -60,9 +62,9 @@ func (zero) Sample(*rand.Rand) time.Duration { return 0 }
 func (zero) Mean() time.Duration             { return 0 }
 func (zero) String() string                  { return "zero" }
 
-// roundTrips sends n calls, open loop at callRate per second, to a server that answers at
-// once, and returns their latencies from their due times.
-func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64) ([]time.Duration, error) {
+// roundTrips sends n calls, open loop at callRate per second (or from callers in a closed
+// loop), to a server that answers at once, and returns their latencies from their due times.
+func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64, callers int) ([]time.Duration, error) {
 	acct := newAccounts(n, 0, n, workers)
 	rp, err := startReplica(serverConfig{workers: workers, service: zero{}, reaches: true, protocol: protocol, maxQueue: 1000 * workers}, acct)
 	if err != nil {
@@ -79,6 +81,7 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 	failed := make([]bool, n)
 	p := &pacer{
 		offsets:     poissonOffsets(n, callRate, 42),
+		closed:      callers,
 		maxLag:      time.Second,
 		maxInFlight: 100 * workers,
 		send: func(i int, due time.Time) {

@@ -52,6 +52,8 @@ Examples:
   hedgeload                                   # the standard comparison (about 3 minutes)
   hedgeload -calls 3000 -loads 50 -time-scale 0.5
   hedgeload -protocol both -cancellation ignored
+  hedgeload -concurrency 64 -service stragglers -workers 256 -protocol both
+                                              # a busy client, stragglers, no queue
 
 Flags:
 `
@@ -77,13 +79,17 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	workers := fs.Int("workers", defaultWorkers, "workers per server")
 	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
 	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c")
-	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN or empirical:FILE (one duration per line)")
+	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+
+		"or stragglers (at once, except 2% of requests that stall 100ms)")
 	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client)")
 	band := fs.Float64("band", defaultBand, "agreement band: a real p50/p99/p99.9 agrees within ±band % of the simulated one")
 	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	concurrency := fs.Int("concurrency", 0, "closed loop: this many callers, each sending its next call when its last ends, instead of\n"+
+		"open-loop load (-loads is then ignored: each point's load is the rate the callers reached); with -service stragglers\n"+
+		"and -workers above twice this, a busy client against stragglers and no queue")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -155,6 +161,15 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 			return c, usagef("-balancer must be one of %s, got %q", strings.Join(sim.Balancers, ", "), *balancer)
 		}
 		r.balancer = *balancer
+	}
+	if r.callers = *concurrency; r.callers < 0 || r.callers > 4096 {
+		return c, usagef("-concurrency must be in [0, 4096], got %d", r.callers)
+	} else if r.callers > 0 {
+		r.loads = []float64{0} // measured per point
+	}
+	if *svc == stragglersName {
+		r.service = stragglers()
+		return c, nil
 	}
 	spec, err := sim.ParseService(*svc)
 	if err != nil {

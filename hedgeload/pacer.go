@@ -78,6 +78,9 @@ type pacer struct {
 	send func(i int, due time.Time)
 	// launch starts send; nil means "go". A test seam: a test's launch can stall the pacer.
 	launch func(f func())
+	// closed > 0 ignores offsets: that many callers send len(offsets) calls in a closed loop
+	// (see runCallers), each call due when its caller sends it.
+	closed int
 
 	inFlight atomic.Int64
 	maxSeen  int             // the most calls in flight at a send
@@ -88,6 +91,10 @@ type pacer struct {
 // It returns a *BehindError when the generator fell behind (the calls already sent still
 // end first), and ctx's error when ctx is done before every call was sent.
 func (p *pacer) run(ctx context.Context, start time.Time) error {
+	if p.closed > 0 {
+		p.maxSeen = p.closed
+		return runCallers(ctx, p.closed, len(p.offsets), p.send)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	launch := p.launch

@@ -35,6 +35,7 @@ type pointConfig struct {
 	calls    int              // calls whose arrival is measured or warms up; more arrive until they end
 	warmup   float64          // fraction of calls not measured
 
+	concurrency int           // > 0: that many callers in a closed loop instead of the pacer
 	maxLag      time.Duration // a call sent later than this after it was due stops the run
 	maxInFlight int           // 0 = 200 × workers × replicas
 	callTimeout time.Duration // a call that takes longer fails
@@ -49,6 +50,9 @@ type diagnostics struct {
 	MaxInFlight  int     `json:"max_in_flight"` // the most calls in flight at a send
 	DurationSecs float64 `json:"duration_s"`    // wall time of the point
 	Sent         int     `json:"sent"`          // calls sent, measured or not
+	// PerSecond is the rate the measured calls arrived at (wire time): the closed loop's
+	// throughput, which its simulated twin is offered.
+	PerSecond float64 `json:"per_second,omitempty"`
 
 	// arrived is how many requests of measured calls (first attempts and hedges) the servers
 	// received; reached, how many of them a worker started. When the server finishes every
@@ -204,10 +208,11 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 
 	lambda := rate(pc.loadPct, pc.workers, pc.replicas, pc.service)
 	p := &pacer{
-		offsets:     poissonOffsets(total, lambda, pc.seed),
+		offsets:     offsets(pc, total, lambda),
 		maxLag:      pc.maxLag,
 		maxInFlight: pc.maxInFlight,
 		send:        send,
+		closed:      pc.concurrency,
 	}
 	t0 := time.Now()
 	err = p.run(pctx, t0.Add(5*time.Millisecond))
@@ -320,6 +325,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	pt.RejectedPct = 100 * float64(rejected) / float64(n)
 	pt.FailedPct = 100 * float64(failed) / float64(n)
 	if span := winEnd.Sub(winStart); span > 0 {
+		diag.PerSecond = float64(n) / span.Seconds()
 		pt.UtilisationPct = 100 * (areaEnd - areaStart) / (float64(acct.workers) * float64(span))
 	}
 	var waited time.Duration

@@ -30,6 +30,7 @@ type runConfig struct {
 	parallel   int
 	band       float64       // agreement band, %
 	maxLag     time.Duration // wire
+	callers    int           // > 0: callers in a closed loop (loads are then measured, not offered)
 	calibrateN int           // calls and sleeps of the calibration; 0 = 2000
 	simSeeds   int           // simulated seeds per point; 0 = 10
 }
@@ -141,14 +142,20 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	}
 	overhead := map[string]float64{}    // model ms
 	slack := map[string]time.Duration{} // wire time
+	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
+	trips := map[string][]time.Duration{} // wire time
+	if cfg.callers > 0 {
+		calRate, n = closedCalibrationRate, closedCalibrationCalls*n
+	}
 	for _, proto := range cfg.protocols {
-		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc))
+		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, calRate, cfg.callers)
 		if err != nil {
 			return rep, err
 		}
 		rep.Calibration = append(rep.Calibration, c)
 		overhead[proto] = c.OverheadUs / 1e3 / s
 		slack[proto] = time.Duration(c.SleepP50Us * 1e3)
+		trips[proto] = c.trips
 	}
 
 	var jobs []job
@@ -201,7 +208,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 				i := order[next]
 				next++
 				mu.Unlock()
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], slack[jobs[i].protocol])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], slack[jobs[i].protocol], trips[jobs[i].protocol])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -244,7 +251,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 }
 
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64, slack time.Duration) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64, slack time.Duration, trips []time.Duration) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -262,6 +269,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		calls:       cfg.calls,
 		warmup:      cfg.warmup,
 		maxLag:      cfg.maxLag,
+		concurrency: cfg.callers,
 		callTimeout: time.Duration(float64(30*time.Second) * s),
 		deadline:    2*expected + time.Duration(float64(60*time.Second)*s),
 	}
@@ -272,6 +280,11 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	if err != nil {
 		return Result{}, err
 	}
+	if cfg.callers > 0 {
+		// The twin is offered the rate the closed loop reached.
+		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
+		real.LoadPct = j.load
+	}
 	k := cfg.simSeeds
 	if k == 0 {
 		k = 10
@@ -280,7 +293,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	var seeds []uint64
 	for i := range k {
 		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
-		sp, err := simulate(cfg, j, wireSvc, seed)
+		sp, err := simulate(cfg, j, wireSvc, seed, twinDelay(cfg.callers, trips))
 		if err != nil {
 			return Result{}, err
 		}
@@ -304,8 +317,9 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 
 // simulate runs the point's twin in the simulator, with the given seed: the same model, the
 // same (scaled) setup.
-func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64) (sim.Point, error) {
+func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay sim.ClientDelay) (sim.Point, error) {
 	return sim.Run(sim.Params{
+		ClientDelay:    delay,
 		Workers:        cfg.workers,
 		Replicas:       cfg.replicas,
 		Balancer:       cfg.balancer,

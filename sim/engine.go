@@ -115,6 +115,8 @@ type sim struct {
 	failures             []failureWindow
 	timeout              int64 // a call's deadline after its arrival, ns; 0 = none
 	timingOut            bool  // the callback in progress is a call's deadline
+	lagging              bool  // the clients are late to their own events (ClientDelay)
+	lag                  clientLag
 	dist                 Distribution
 	calls                int // calls whose arrivals make the run; calls ≥ this index still arrive but are not measured
 	warm                 int // index of the first measured call
@@ -202,6 +204,7 @@ type runParams struct {
 	pauses               int                                    // how many replicas pause (the first ones)
 	failures             []failureWindow
 	timeout              int64
+	busy                 ClientDelay // the clients' own delays
 	dist                 Distribution
 	calls                int
 	warm                 int
@@ -220,6 +223,8 @@ func (s *sim) reset(p runParams, cl client) {
 	s.choose, s.tieDelay, s.arrMult, s.svcMult = p.choose, p.tieDelay, p.arrMult, p.svcMult
 	s.pauseEvery, s.pauseLen = p.pauseEvery, p.pauseLen
 	s.failures, s.timeout, s.timingOut = p.failures, p.timeout, false
+	s.lagging = !p.busy.zero()
+	s.lag.reset(p.busy, p.seed)
 
 	s.now = 0
 	s.h.reset()
@@ -338,6 +343,8 @@ func (s *sim) run(stopCheck func() bool) {
 			s.cl.deadline(s, e.idx)
 			s.timingOut = false
 			s.flush()
+		case evAnswer:
+			s.deliver(e.idx, e.gen)
 		}
 		s.dispatch()
 		if s.idle > 0 {
@@ -618,6 +625,12 @@ func (s *sim) complete(w int32) {
 	s.answered(si, req, true)
 	s.slots[si].reqs[k] = -1
 	s.freeRequest(r)
+	if s.lagging {
+		if d := s.lag.delay(s.now, false); d > 0 {
+			s.h.push(event{t: s.now + d, kind: evAnswer, idx: si, gen: answerGen(k, s.slots[si].idx)})
+			return
+		}
+	}
 	s.cur = si
 	s.cl.done(s, si, k)
 	s.flush()
@@ -772,6 +785,9 @@ func (s *sim) armTimer(si int32, at int64) {
 	sl.timerGen++
 	if at < s.now {
 		at = s.now
+	}
+	if s.lagging {
+		at += s.lag.delay(at, true)
 	}
 	s.h.push(event{t: at, kind: evTimer, idx: si, gen: sl.timerGen})
 }

@@ -73,6 +73,9 @@ type Params struct {
 	// Timeout is the callers' deadline: a call still running Timeout after it arrived is
 	// cancelled and fails (its attempts count as failures for the replicas' health). 0 = none.
 	Timeout time.Duration
+	// ClientDelay makes the clients late to their own events now and then (CPU contention on
+	// the callers). Zero = never.
+	ClientDelay ClientDelay
 }
 
 func (p Params) resolve() (Params, error) {
@@ -131,6 +134,9 @@ func (p Params) resolve() (Params, error) {
 	}
 	if p.Timeout < 0 {
 		return p, fmt.Errorf("sim: Timeout must be >= 0, got %v", p.Timeout)
+	}
+	if err := p.ClientDelay.check(); err != nil {
+		return p, err
 	}
 	for _, f := range p.Failures {
 		if err := f.check(p.Replicas); err != nil {
@@ -247,6 +253,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		pauses:     pauses,
 		failures:   compileFailures(p.Failures, span),
 		timeout:    int64(p.Timeout),
+		busy:       p.ClientDelay,
 		workers:    p.Workers,
 		dist:       p.Service,
 		calls:      p.Calls,

@@ -17,9 +17,13 @@
 //
 //   - fewer than MinimumSamples started: no opinion, no change; the counts
 //     are kept for the next boundary until they fall out of the Window;
-//   - won/started < Floor: the allowance halves, never below
+//   - no hedge won, or won/started < Floor by more than chance explains
+//     (the wins fall more than two standard deviations of a binomial at
+//     Floor short of Floor × started): the allowance halves, never below
 //     MinimumAllowance;
-//   - otherwise: the allowance grows by 0.25, up to 1.
+//   - won/started ≥ Floor: the allowance grows by 0.25, up to 1;
+//   - otherwise (short of Floor by no more than chance): no opinion yet,
+//     the counts are kept, as with too few samples.
 //
 // After a decision its counts are spent: the next one judges new hedges
 // only. When one period alone holds MinimumSamples hedges, each period is
@@ -58,7 +62,7 @@ const periods = 4
 // Config configures a [Loop]. A zero field means the documented default.
 type Config struct {
 	// Floor is the share of started hedges that must win: a decision where
-	// won/started < Floor halves the allowance. At 0.1 a hedge that wins one
+	// won/started < Floor (by more than chance explains) halves the allowance. At 0.1 a hedge that wins one
 	// time in ten still pays for itself on the tail. In [0, 1]; 0 means 0.1.
 	Floor float64
 
@@ -175,12 +179,28 @@ func (l *Loop) close() {
 	if sum.started < int64(l.cfg.MinimumSamples) {
 		return
 	}
-	if float64(sum.won) < l.cfg.Floor*float64(sum.started) {
+	switch {
+	case short(sum, l.cfg.Floor):
 		l.allowance = max(l.allowance/2, l.cfg.MinimumAllowance)
-	} else {
+	case float64(sum.won) >= l.cfg.Floor*float64(sum.started):
 		l.allowance = min(l.allowance+0.25, 1)
+	default:
+		return // short of Floor, but by no more than chance: no opinion yet, counts kept
 	}
 	l.pending = [periods]counts{}
+}
+
+// short reports whether the hedges c counts won less than floor of the time by more than
+// chance explains: by more than winMargin standard deviations of the wins a win rate of exactly
+// floor would give (a binomial's), or not once (hedges that never win are load for nothing,
+// and that is the case the loop is for). Without the margin a loop whose hedges win a little more
+// often than floor halves its allowance on every unlucky period, and a client that sees a
+// few hedges a period (a thin share of a fleet's traffic) is starved by noise; a loop whose
+// hedges seldom win retreats as before, since its shortfall grows with the hedges counted
+// and the margin only with their square root.
+func short(c counts, floor float64) bool {
+	n := float64(c.started)
+	return (c.won == 0 && floor > 0) || float64(c.won) < floor*n-winMargin*math.Sqrt(floor*(1-floor)*n)
 }
 
 // Admit reports whether a would-be hedge may start at now. Call it once per
@@ -236,3 +256,7 @@ func (e *configError) Unwrap() error { return ErrInvalidConfig }
 func invalid(format string, args ...any) error {
 	return &configError{msg: fmt.Sprintf(format, args...)}
 }
+
+// winMargin is how many standard deviations short of Floor the wins must fall to halve: at
+// two, a loop whose hedges win as often as Floor halves on fewer than one decision in forty.
+const winMargin = 2.0

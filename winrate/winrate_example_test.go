@@ -38,9 +38,11 @@ func Example() {
 // Admit is deterministic: at allowance 0.5 every second would-be hedge
 // starts.
 func ExampleLoop_Admit() {
-	l, _ := winrate.New(winrate.Config{MinimumSamples: 1})
+	l, _ := winrate.New(winrate.Config{})
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	l.Started(start) // one hedge, never won
+	for range 10 {
+		l.Started(start) // ten hedges, none won
+	}
 	now := start.Add(15 * time.Second)
 	fmt.Println(l.Allowance(now))
 	for range 6 {

@@ -83,7 +83,7 @@ func TestExactSequence(t *testing.T) {
 		started, won int
 		want         float64 // allowance read at the start of the next period
 	}{
-		{20, 1, 0.5},     // 5% < 10%: halve
+		{20, 0, 0.5},     // none won: halve
 		{20, 2, 0.75},    // exactly 10% clears the floor: +0.25
 		{20, 0, 0.375},   // halve
 		{9, 0, 0.375},    // 9 < MinimumSamples: no opinion, counts kept
@@ -98,6 +98,9 @@ func TestExactSequence(t *testing.T) {
 		{10, 0, 0.0625},
 		{10, 0, 0.05}, // floored at MinimumAllowance
 		{10, 0, 0.05},
+		{60, 1, 0.05}, // 1 of 60: short of 10% by more than chance: halve (floored)
+		{20, 1, 0.05}, // 1 of 20: short of 10%, by no more than chance: no opinion, counts kept
+		{20, 3, 0.3},  // 4 of 40 over both: 10%: +0.25
 	}
 	for p, s := range steps {
 		feed(l, p, s.started, s.won)

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge/sim"
+)
+
+// TestRunCallers: every call is made exactly once, by at most n callers at a time, each
+// sending its next call when its last ends; a cancelled run stops sending and says so.
+func TestRunCallers(t *testing.T) {
+	const n, total = 8, 500
+	var inFlight, most atomic.Int64
+	var mu sync.Mutex
+	seen := make([]int, total)
+	send := func(i int, due time.Time) {
+		if d := time.Since(due); d < 0 || d > time.Minute {
+			t.Errorf("call %d due %v from its send", i, d)
+		}
+		k := inFlight.Add(1)
+		for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
+		}
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		inFlight.Add(-1)
+	}
+	if err := runCallers(context.Background(), n, total, send); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("call %d made %d times", i, c)
+		}
+	}
+	if m := most.Load(); m > n {
+		t.Errorf("%d calls in flight, want at most %d", m, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var made atomic.Int64
+	err := runCallers(ctx, n, total, func(int, time.Time) {
+		if made.Add(1) == 50 {
+			cancel()
+		}
+	})
+	if err != context.Canceled || made.Load() >= total {
+		t.Errorf("cancelled run: %v after %d calls", err, made.Load())
+	}
+}
+
+// TestClosedLoopFlags: -concurrency and -service stragglers make a closed loop against the
+// straggler-only server; its twin is offered the rate the callers reached, and late by the
+// calibration's round trips.
+func TestClosedLoopFlags(t *testing.T) {
+	c, err := parseArgs([]string{"-concurrency", "64", "-service", "stragglers", "-workers", "256"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.run
+	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2049*time.Microsecond {
+		t.Errorf("closed loop: callers %d, loads %v, mean service %v", r.callers, r.loads, r.service.Mean())
+	}
+	if _, err := parseArgs([]string{"-concurrency", "-1"}, &bytes.Buffer{}); err == nil {
+		t.Error("-concurrency -1 accepted")
+	}
+	// 10,000 calls a second of 2.049 ms on 256 workers: 8 % of their capacity.
+	if l := closedLoad(10000, 256, 1, r.service); l < 7.9 || l > 8.1 {
+		t.Errorf("closedLoad = %v %%, want 8", l)
+	}
+	d := twinDelay(64, []time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond})
+	if e, ok := d.Answers.(sim.Empirical); !ok || len(e.Samples) != 3 || d.Timers != 2*time.Millisecond/16 || d.For != d.Every {
+		t.Errorf("twin delay %+v", d)
+	}
+	if d := twinDelay(0, []time.Duration{time.Millisecond}); d.Answers != nil || d.Every != 0 {
+		t.Errorf("open loop's twin delay %+v, want none", d)
+	}
+}

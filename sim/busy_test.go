@@ -1,0 +1,54 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// TestClientDelay: a busy client is late to its own answers and timers, and nothing else
+// changes: the servers carry the same load, latency grows by about the delay's median while
+// the client is busy, and the same seed gives the same run.
+func TestClientDelay(t *testing.T) {
+	calls := scaled(40_000)
+	always := ClientDelay{Every: time.Hour, For: time.Hour, Busy: 4 * time.Millisecond, Timers: time.Millisecond}
+	base := mustRun(t, Params{Calls: calls}, SetupNoHedge, 50, Ignored, 1)
+	busy := mustRun(t, Params{Calls: calls, ClientDelay: always}, SetupNoHedge, 50, Ignored, 1)
+	if d := busy.UtilisationPct - base.UtilisationPct; d < -0.5 || d > 0.5 {
+		t.Errorf("utilisation %.2f %% with a busy client, %.2f %% without: the servers must not notice", busy.UtilisationPct, base.UtilisationPct)
+	}
+	// An exponential delay of mean 4ms has a median of 2.8ms.
+	if d := busy.P50Ms - base.P50Ms; d < 2 || d > 4 {
+		t.Errorf("p50 %.2f ms with a busy client, %.2f ms without: want about 2.8 ms more", busy.P50Ms, base.P50Ms)
+	}
+	if again := mustRun(t, Params{Calls: calls, ClientDelay: always}, SetupNoHedge, 50, Ignored, 1); !equalPoints(busy, again) {
+		t.Error("the same seed gave another run")
+	}
+	if _, err := Run(Params{Calls: calls, ClientDelay: ClientDelay{Busy: time.Millisecond}}, Setups(20 * time.Millisecond)[0], 50, Ignored, 1); err == nil {
+		t.Error("a ClientDelay without a period was accepted")
+	}
+}
+
+// TestRecommendedPaysOnABusyClient: the busy-client family moves the client's median by 40 %
+// half of the time with no queue anywhere; the recommended default still hedges its
+// stragglers there (the backlog gate looks past the client's own delay), where it used to
+// suppress nearly every hedge and leave p99.9 at no hedge's.
+func TestRecommendedPaysOnABusyClient(t *testing.T) {
+	f, err := FamilyByName(FamilyBusyClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Params{Calls: scaled(100_000)}.withModel(f.Params)
+	nh := mustRun(t, p, SetupNoHedge, 30, Ignored, 1)
+	rec := mustRun(t, p, SetupRecommended, 30, Ignored, 1)
+	ratio, tail := PayoffRatio, 0.5
+	if raceEnabled { // a tenth of the calls: a looser bound on a tail of fewer calls
+		ratio, tail = 0.5, 1
+	}
+	if rec.P99Ms > ratio*nh.P99Ms || rec.P999Ms > tail*nh.P999Ms {
+		t.Errorf("recommended p99 %.1f, p99.9 %.1f ms; no hedge %.1f, %.1f: want ≤ %.2f× and ≤ %.2f×",
+			rec.P99Ms, rec.P999Ms, nh.P99Ms, nh.P999Ms, ratio, tail)
+	}
+	if n := rec.Suppressed["backlog"]; n > 100 {
+		t.Errorf("%d hedges suppressed for backlog with no backlog anywhere", n)
+	}
+}
