@@ -265,7 +265,8 @@ type Set struct {
 	reps    []replica
 	maxEj   int // replicas that may be ejected at once
 	rng     atomic.Uint64
-	rr      atomic.Uint64
+	rr      atomic.Uint64             // round-robin turns of first attempts
+	rrAgain atomic.Uint64             // round-robin turns of hedges and retries, kept apart so they do not shift the first attempts
 	anchor  atomic.Pointer[time.Time] // the first time seen; times are kept as ticks since it
 	mu      sync.Mutex                // serialises failure counting and ejection
 	ejected atomic.Int64              // ejections ever made, for Ejections
@@ -289,6 +290,7 @@ func New(n int, cfg Config) (*Set, error) {
 	s.lastEnd.Store(never)
 	s.rng.Store(cfg.Seed)
 	s.rr.Store(cfg.Seed)
+	s.rrAgain.Store(cfg.Seed)
 	if cfg.MaxEjectedPercent > 0 {
 		s.maxEj = min(max(n*cfg.MaxEjectedPercent/100, 1), n-1)
 	}
@@ -330,9 +332,9 @@ func (s *Set) rand() uint64 {
 	return z ^ z>>31
 }
 
-// randn returns a pseudo-random number in [0, n).
-func (s *Set) randn(n int) int {
-	return int(uint64(uint32(s.rand())) * uint64(n) >> 32)
+// randn maps 32 random bits to [0, n).
+func randn(bits uint32, n int) int {
+	return int(uint64(bits) * uint64(n) >> 32)
 }
 
 // tier ranks replica i for a pick at tick t: 0 healthy and unused by the call, 1 healthy
@@ -354,11 +356,33 @@ func (s *Set) tier(i int, t int64, used []int) int {
 // among those not ejected; and only when every replica is ejected, among the ejected ones
 // (not used first). Within that choice the Balancer decides. It allocates nothing.
 func (s *Set) Pick(now time.Time, used []int) int {
-	n := len(s.reps)
-	if n == 1 {
+	if len(s.reps) == 1 {
 		s.reps[0].outstanding.Add(1)
 		return 0
 	}
+	return s.pick(now, used, s.rand())
+}
+
+// PickWith is [Set.Pick] with the pick's random draw supplied by the caller instead of taken
+// from the Set's own stream: every random choice of the pick (the two candidates of P2C, the
+// replica of Random, the starting point of LeastOutstanding's scan) comes from draw, and the
+// Set's stream is left untouched. A simulator passes a draw keyed by the call, so that a first
+// attempt goes where it would have gone whatever the hedges before it drew, and a run with
+// hedging and one without see the same first attempts on the same replicas (common random
+// numbers). RoundRobin uses no draw.
+func (s *Set) PickWith(now time.Time, used []int, draw uint64) int {
+	if len(s.reps) == 1 {
+		s.reps[0].outstanding.Add(1)
+		return 0
+	}
+	return s.pick(now, used, draw)
+}
+
+// pick is Pick for two or more replicas, with z the pick's random bits: the low 32 choose the
+// first candidate (or the replica, or the scan's start), the high 32 the second.
+func (s *Set) pick(now time.Time, used []int, z uint64) int {
+	n := len(s.reps)
+	lo, hi := uint32(z), uint32(z>>32)
 	t := s.ticks(now)
 	if len(used) == 0 && s.lastEnd.Load() <= t {
 		// No replica is ejected and the call has used none (a first attempt, the common
@@ -367,13 +391,13 @@ func (s *Set) Pick(now time.Time, used []int) int {
 		var i int
 		switch s.cfg.Balancer {
 		case Random:
-			i = s.randn(n)
+			i = randn(lo, n)
 		case RoundRobin:
 			i = int(s.rr.Add(1) % uint64(n))
 		case LeastOutstanding:
-			i = s.leastOutstanding(0, t, nil)
+			i = s.leastOutstanding(0, t, nil, lo)
 		default:
-			a, b := s.randn(n), s.randn(n-1)
+			a, b := randn(lo, n), randn(hi, n-1)
 			if b >= a {
 				b++
 			}
@@ -397,19 +421,23 @@ func (s *Set) Pick(now time.Time, used []int) int {
 	var i int
 	switch s.cfg.Balancer {
 	case Random:
-		i = s.nth(best, s.randn(k), t, used)
+		i = s.nth(best, randn(lo, k), t, used)
 	case RoundRobin:
-		start := int(s.rr.Add(1) % uint64(n))
+		turn := &s.rr
+		if len(used) > 0 {
+			turn = &s.rrAgain
+		}
+		start := int(turn.Add(1) % uint64(n))
 		i = s.next(best, start, t, used)
 	case LeastOutstanding:
-		i = s.leastOutstanding(best, t, used)
+		i = s.leastOutstanding(best, t, used, lo)
 	default: // P2C
 		if k == 1 {
 			i = s.next(best, 0, t, used)
 			break
 		}
-		a := s.randn(k)
-		b := s.randn(k - 1)
+		a := randn(lo, k)
+		b := randn(hi, k-1)
 		if b >= a {
 			b++
 		}
@@ -424,10 +452,10 @@ func (s *Set) Pick(now time.Time, used []int) int {
 }
 
 // leastOutstanding returns the replica of the tier with the fewest attempts outstanding,
-// scanning from a random start so that ties spread.
-func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
+// scanning from a random start (bits) so that ties spread.
+func (s *Set) leastOutstanding(tier int, t int64, used []int, bits uint32) int {
 	n := len(s.reps)
-	start := s.randn(n)
+	start := randn(bits, n)
 	i := -1
 	var least int64
 	for j := range n {

@@ -89,18 +89,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgr
 // service time apply unless -workers or -service say otherwise.
 func (c config) sweepConfig() sim.SweepConfig {
 	sc := sim.SweepConfig{
-		Workers:    c.workers,
-		HedgeDelay: c.hedgeDelay,
-		Calls:      c.calls,
-		Seeds:      c.seeds,
-		Loads:      c.loads,
-		Setups:     c.setups,
-		Modes:      c.modes,
-		Family:     c.family,
-		Clients:    c.clients,
-		Replicas:   c.replicas,
-		Balancers:  c.balancers,
-		TieDelay:   c.tieDelay,
+		Workers:        c.workers,
+		HedgeDelay:     c.hedgeDelay,
+		Calls:          c.calls,
+		Seeds:          c.seeds,
+		Loads:          c.loads,
+		Setups:         c.setups,
+		Modes:          c.modes,
+		Family:         c.family,
+		Clients:        c.clients,
+		ClientInFlight: c.inflight,
+		Replicas:       c.replicas,
+		Balancers:      c.balancers,
+		TieDelay:       c.tieDelay,
 	}
 	if c.family == "" || c.service.Kind != sim.ServiceMixture {
 		sc.Service = c.service.Distribution()
