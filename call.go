@@ -118,6 +118,7 @@ type callState struct {
 	warm      bool
 	hedging   bool // hedges may still start for this call
 	crossed   bool // the call reached its hedge threshold
+	unproven  bool // it waited at its threshold for evidence that its first attempt is in service
 	inflight  int
 	retries   int
 	lastStart time.Time
@@ -333,6 +334,7 @@ func (c *Call) maybeHedge(now time.Time) {
 				c.p.crossedThreshold(now)
 			}
 			if ok, at := c.served(now); !ok {
+				c.unproven = true
 				if !at.IsZero() {
 					c.arm(timerHedge, at)
 				}
@@ -820,6 +822,13 @@ func (c *Call) finish(now time.Time, err error) {
 }
 
 func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
+	if c.unproven && c.hedging && !c.hedged() {
+		// It waited at its threshold for in-service evidence that never came: say so, or
+		// a policy that never hedges (a sequential client) gives no reason at all.
+		c.hedging = false
+		c.p.suppressed[ReasonNoEvidence].Add(1)
+		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: c.threshold, Reason: ReasonNoEvidence})
+	}
 	c.done = true
 	c.timer = timerNone
 	c.err = err
@@ -829,6 +838,16 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 	}
 	c.act(Action{Kind: Finish, Attempt: c.winner})
 	c.emit(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+}
+
+// hedged reports whether a hedge of the call started.
+func (c *Call) hedged() bool {
+	for i := range c.attempts {
+		if c.attempts[i].hedge {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseTicket gives the breaker's ticket back; a state change it causes reaches the

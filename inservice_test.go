@@ -61,7 +61,8 @@ func TestRecommendedHedgesOnlyOvertakenCalls(t *testing.T) {
 
 // TestRecommendedNeverHedgesACallNothingOvertook: a client with one call in flight gets no
 // evidence that its call is being served, so it does not hedge; it only looks again now and
-// then, and the call ends as it would have without hedging.
+// then, and the call ends as it would have without hedging. When it ends, the policy says
+// why it did not hedge: ReasonNoEvidence, once, in its events and in Measured.
 func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 	var s suppressions
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
@@ -77,8 +78,11 @@ func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 	if m := p.MeasuredAt(ms(200)); m.HedgesStarted != 0 {
 		t.Errorf("%d hedges started", m.HedgesStarted)
 	}
-	if len(s.reasons) != 0 {
-		t.Errorf("suppressions %v: waiting for evidence is not a suppression", s.reasons)
+	if len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonNoEvidence {
+		t.Errorf("suppressions %v, want [no evidence] once the call ended", s.reasons)
+	}
+	if m := p.MeasuredAt(ms(200)); m.Suppressed[hedge.ReasonNoEvidence] != 1 {
+		t.Errorf("Measured().Suppressed = %v, want one %q", m.Suppressed, hedge.ReasonNoEvidence)
 	}
 	// MinimumInService < 0: the attempt's age alone decides, as before.
 	q := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), MinimumInService: -1})
@@ -237,7 +241,9 @@ func TestBacklogGateSeesEveryCallCrossing(t *testing.T) {
 	if got := actions(calls[0].TimerFired(ms(60))); got != "" {
 		t.Errorf("call 0, overtaken 16ms ago: %q, want no hedge", got)
 	}
-	if len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonBacklog {
-		t.Errorf("suppressions %v, want [backlog]", s.reasons)
+	// Call 39 ended at its threshold before anything overtook it: no evidence. Call 0's
+	// hedge meets the backlog.
+	if len(s.reasons) != 2 || s.reasons[0] != hedge.ReasonNoEvidence || s.reasons[1] != hedge.ReasonBacklog {
+		t.Errorf("suppressions %v, want [no evidence backlog]", s.reasons)
 	}
 }

@@ -2,11 +2,13 @@ package hedgegrpc
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/replica"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -130,6 +132,9 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		}
 	}
 	set := p.pool.Set()
+	if r != nil && r.policy != nil {
+		r.policy.RouteThrough(set)
+	}
 	i := set.Pick(time.Now(), used)
 	res, err := p.ready[i].picker.Pick(info)
 	if err != nil {
@@ -155,9 +160,15 @@ func resultOf(ctx context.Context, di balancer.DoneInfo) replica.Result {
 		return replica.Success
 	}
 	switch status.Code(di.Err) {
-	case codes.Canceled:
+	case codes.Canceled, codes.DeadlineExceeded:
 		if lostSlow(ctx) {
 			return replica.Slow // it lost a race to a copy elsewhere, past the threshold
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The caller's deadline cut it: the backend had the whole of the caller's
+			// patience and did not answer. A backend that has stopped answering while no
+			// hedge rescues its calls shows it this way and no other.
+			return replica.Slow
 		}
 		return replica.Ignored // it lost early, or its caller gave up
 	case codes.Unavailable, codes.Internal, codes.Unknown, codes.DataLoss:
@@ -188,6 +199,10 @@ func (c *routeCtx) Value(key any) any {
 // route records which backend each attempt of one call was sent to. The picker reads and
 // writes it under mu: attempts of one call pick concurrently.
 type route struct {
+	// policy is the call's policy: the picker tells it which replicas its attempts go to
+	// (hedge.Policy.RouteThrough), so its backlog gate can tell one backend's trouble from
+	// the dependency's. Set before the first pick, read-only after.
+	policy *hedge.Policy
 	mu     sync.Mutex
 	inline [2]routeEntry
 	used   []routeEntry

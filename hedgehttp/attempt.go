@@ -259,9 +259,13 @@ func (c *call) multiplexed(r *http.Request) bool {
 // one is left, and reports whether the call had used it already.
 func (c *call) pick() (i int, again bool) {
 	now := time.Now()
+	set := c.pool.Set()
+	if c.h.policy != nil {
+		c.h.policy.RouteThrough(set) // its backlog gate tells one replica's trouble from the host's
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i = c.pool.Set().Pick(now, c.used)
+	i = set.Pick(now, c.used)
 	for _, u := range c.used {
 		again = again || u == i
 	}
@@ -288,6 +292,11 @@ func (c *call) failed(ctx context.Context, ri int, err error) error {
 		switch {
 		case cancelled && hedge.LostSlow(ctx):
 			res = replica.Slow // a copy elsewhere answered while this one ran past the threshold
+		case cancelled && errors.Is(c.req.Context().Err(), context.DeadlineExceeded):
+			// The caller's deadline cut it: the replica had the whole of the caller's
+			// patience and did not answer (one that stopped answering while no hedge rescues
+			// its calls shows it this way and no other).
+			res = replica.Slow
 		case cancelled:
 			res = replica.Ignored
 		case unsent:

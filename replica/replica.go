@@ -157,7 +157,11 @@ type Config struct {
 	// replica loses races for a few percent of its attempts, with successes in between, and
 	// one that pauses (a garbage collector) answers again within its pause; a replica that
 	// swallows requests while hedges rescue its calls gets there within SlowFor, instead of
-	// waiting for calls no hedge rescued to time out. 0 means 5; negative turns the rule off.
+	// waiting for calls no hedge rescued to time out. Such an ejection is short (four SlowFor,
+	// longer each time it recurs, at most MaxEjection), and it is made only when the trouble
+	// is the replica's own: while the other replicas lose races too, the fleet is loaded,
+	// and ejecting one would move its work onto replicas that cannot spare the capacity (see
+	// [Set.Troubled]). 0 means 5; negative turns the rule off.
 	ConsecutiveSlow int
 
 	// SlowFor is how long a run of Slow results must last, with no success, before it
@@ -244,8 +248,9 @@ const never = math.MinInt64
 // read every replica and write the one they pick.
 type replica struct {
 	outstanding atomic.Int64
-	until       atomic.Int64 // ticks at which the current or last ejection ends; never
-	failing     atomic.Bool  // a run of failures is being counted (guards Success's lock)
+	until       atomic.Int64  // ticks at which the current or last ejection ends; never
+	failing     atomic.Bool   // a run of failures is being counted (guards Success's lock)
+	bad         atomic.Uint32 // the recent share of its results that were not a Success (see trouble.go)
 
 	// guarded by Set.mu
 	failures    int32 // Failure results in a row
@@ -253,7 +258,7 @@ type replica struct {
 	slow        int32 // Slow results in a row
 	slowSince   int64 // the tick of the first of them
 	ejections   int   // the multiplier of the next ejection, less one
-	_           [16]byte
+	_           [4]byte
 }
 
 // Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
@@ -529,6 +534,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	case Ignored:
 		return
 	case Success:
+		s.noteResult(rep, false)
 		if rep.failing.Load() {
 			s.mu.Lock()
 			rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -537,6 +543,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		}
 		return
 	}
+	s.noteResult(rep, true)
 	if d, ok := s.fail(now, i, r); ok && s.cfg.OnEjection != nil {
 		s.cfg.OnEjection(i, now, now.Add(d))
 	}
@@ -570,6 +577,13 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	if !due || s.ejectedAt(t) >= s.maxEj {
 		return 0, false
 	}
+	if r == Slow && !s.slowIsOwn(i, t) {
+		// Latency-induced probation only for trouble that is this replica's own: when the
+		// others lose races too, the fleet is loaded, and ejecting one would move its work
+		// onto replicas that cannot spare the capacity. The run stays counted: the next Slow
+		// result asks again.
+		return 0, false
+	}
 	// Forget one ejection per BaseEjection spent in service since the last one ended.
 	base := int64(s.cfg.BaseEjection)
 	if last := rep.until.Load(); last != never && rep.ejections > 0 && t > last {
@@ -577,6 +591,9 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	}
 	rep.ejections++
 	d := min(time.Duration(rep.ejections)*s.cfg.BaseEjection, s.cfg.MaxEjection)
+	if r == Slow {
+		d = min(time.Duration(rep.ejections)*slowEjection(s.cfg), d)
+	}
 	rep.until.Store(t + int64(d))
 	s.noteEnd(t + int64(d))
 	rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -584,6 +601,15 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	s.ejected.Add(1)
 	return d, true
 }
+
+// slowEjection is how long a replica's first ejection for Slow results lasts: four times
+// SlowFor (2 s by default), not BaseEjection. A replica that loses every race may have
+// stopped answering, or may only be behind a queue that a random balancer let build up and
+// that drains within a second or two; keeping such a replica out for BaseEjection moves its
+// share of the load onto the others for half a minute, more than a loaded fleet can carry.
+// One that has stopped answering is found again within SlowFor of coming back, and ejected
+// for longer each time.
+func slowEjection(c Config) time.Duration { return 4 * max(c.SlowFor, 250*time.Millisecond) }
 
 // noteEnd raises lastEnd to end.
 func (s *Set) noteEnd(end int64) {
