@@ -82,6 +82,7 @@ type attempt struct {
 	local     bool      // failed in a way that is one replica's, not the dependency's
 	permanent bool      // failed with a Permanent outcome
 	endSeq    int
+	route     *Route // where it went, when its driver says (AttemptRoute); nil = unknown
 }
 
 type timerPurpose uint8
@@ -331,7 +332,9 @@ func (c *Call) maybeHedge(now time.Time) {
 			}
 			if !c.crossed {
 				c.crossed = true
-				c.p.crossedThreshold(now)
+				if !c.firstTroubled(now) { // a troubled replica's crossing is its own
+					c.p.crossedThreshold(now)
+				}
 			}
 			if ok, at := c.served(now); !ok {
 				c.unproven = true
@@ -449,7 +452,9 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	if !c.warm && !tie {
 		return ReasonCold
 	}
-	if p.backlogged(now) {
+	if p.backlogged(now) && !c.firstTroubled(now) {
+		// A call whose first attempt sits on a replica in trouble of its own is that
+		// replica's trouble, not the backlog's: its hedge goes to another replica.
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {

@@ -241,6 +241,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				r := &attemptRun[T]{fn: fn, discard: discard}
 				r.parent, r.answers, r.info = ctx, answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}
 				atts = append(atts, r)
+				c.AttemptRoute(a.Attempt, &r.route)
 				if kick == nil {
 					kick = func() {
 						if r.kicks.Add(1) == 1 {
@@ -551,6 +552,7 @@ func (d *driver[T]) apply() {
 			}
 			r.parent, r.answers, r.info, r.drv = d.ctx, d.answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}, d
 			d.atts = append(d.atts, r)
+			d.c.AttemptRoute(a.Attempt, &r.route)
 			if d.deferFirst && a.Attempt == 0 {
 				d.firstDue, r.inlineFirst = true, true
 			} else {
@@ -706,6 +708,7 @@ type attemptCtx struct {
 	state       atomic.Int32 // attemptRunning → attemptDelivered (answer sent) or attemptAbandoned
 	started     atomic.Bool  // the start signal was sent
 	slow        atomic.Bool  // cancelled as a loser past the threshold (LostSlow); set before cancel
+	route       Route        // where the transport sent it (Routed)
 	drv         takeOverer   // an inline call's driver; nil for Do's calls
 	inlineFirst bool         // runs on the caller's goroutine (DoInline's first attempt)
 	lost        bool         // cancelled as a loser; owned by Do's goroutine

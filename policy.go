@@ -8,7 +8,6 @@ import (
 	"github.com/hedgekit/hedge/budget"
 	"github.com/hedgekit/hedge/latency"
 	"github.com/hedgekit/hedge/limit"
-	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/winrate"
 )
 
@@ -27,11 +26,10 @@ type Policy struct {
 	cross    *crossings
 	ovt      *overtakes // nil unless hedges need in-service evidence
 	bud      *budget.Budget
-	brk      *breaker.Breaker            // nil = no breaker
-	lim      *limit.Gradient2            // nil = no limit
-	win      *winrate.Loop               // nil = no win-rate loop
-	sat      *saturation                 // nil = not watching local saturation
-	replicas atomic.Pointer[replica.Set] // where the calls' attempts go, when a driver says (RouteThrough)
+	brk      *breaker.Breaker // nil = no breaker
+	lim      *limit.Gradient2 // nil = no limit
+	win      *winrate.Loop    // nil = no win-rate loop
+	sat      *saturation      // nil = not watching local saturation
 	classify func(error) Outcome
 	observe  func(Event)
 
@@ -188,21 +186,11 @@ const crossingFactor = 3
 // Windows (a queue is forming), or far more calls than 1-q reach their threshold (the
 // threshold, learnt over Window, has not caught up with a slowdown). A hedge would then add
 // load to all of it.
-//
-// With replicas (RouteThrough), trouble concentrated on some of them is theirs, not a
-// backlog: the calls whose first attempt went to a replica in trouble of its own
-// (replica.Set.TroubleShare), or to one outlier detection has since ejected, cross their
-// threshold because of it, and their hedges go to another replica. Their share is allowed
-// for in the crossings.
 func (p *Policy) backlogged(now time.Time) bool {
 	if p.recent == nil {
 		return false
 	}
-	var own float64
-	if set := p.replicas.Load(); set != nil {
-		own = set.TroubleShare(now) + 1 - float64(set.Healthy(now))/float64(set.Len())
-	}
-	if sh, ok := p.cross.share(now, p.calls.Load(), int64(p.est.Config().MinimumSamples)); ok && sh > crossingFactor*(1-p.cfg.Trigger.q)+own {
+	if sh, ok := p.cross.share(now, p.calls.Load(), int64(p.est.Config().MinimumSamples)); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
 		return true
 	}
 	m := p.recent.load()
@@ -226,20 +214,6 @@ func (p *Policy) signalled(now time.Time) bool {
 func (p *Policy) noteSignal(now time.Time) {
 	if t := now.UnixNano(); t > p.lastSignal.Load() {
 		p.lastSignal.Store(t)
-	}
-}
-
-// RouteThrough tells p that its calls' attempts go to the replicas of set, chosen by
-// set.Pick: the backlog gate then tells one replica's trouble from the dependency's. When
-// a replica has stopped answering, every call whose first attempt went to it crosses its
-// threshold, which without this looks like a dependency-wide slowdown and closes the gate on
-// exactly the hedges that would rescue those calls (they go to another replica); the share
-// of calls such replicas explain ([replica.Set.TroubleShare]) is allowed for. A transport that
-// keeps replicas calls it as it routes (hedgehttp and hedgegrpc do); it is cheap when set is
-// the one p already has. A policy whose calls reach several Sets consults the last one given.
-func (p *Policy) RouteThrough(set *replica.Set) {
-	if p.replicas.Load() != set {
-		p.replicas.Store(set)
 	}
 }
 

@@ -132,10 +132,14 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		}
 	}
 	set := p.pool.Set()
-	if r != nil && r.policy != nil {
-		r.policy.RouteThrough(set)
-	}
 	i := set.Pick(time.Now(), used)
+	// The state machine learns where the attempt went, so that it can tell this backend's
+	// trouble from the dependency's (hedge.Route).
+	if a, ok := info.Ctx.Value(attemptIndexKey{}).(*unaryAttempt); ok {
+		a.route.To(set, i)
+	} else {
+		hedge.Routed(info.Ctx, set, i)
+	}
 	res, err := p.ready[i].picker.Pick(info)
 	if err != nil {
 		set.Done(time.Now(), i, replica.Ignored)
@@ -199,10 +203,6 @@ func (c *routeCtx) Value(key any) any {
 // route records which backend each attempt of one call was sent to. The picker reads and
 // writes it under mu: attempts of one call pick concurrently.
 type route struct {
-	// policy is the call's policy: the picker tells it which replicas its attempts go to
-	// (hedge.Policy.RouteThrough), so its backlog gate can tell one backend's trouble from
-	// the dependency's. Set before the first pick, read-only after.
-	policy *hedge.Policy
 	mu     sync.Mutex
 	inline [2]routeEntry
 	used   []routeEntry

@@ -38,7 +38,6 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 	m := i.method(fullMethod)
 	c := &unaryCall{i: i, m: m, req: req, replyType: rm.ProtoReflect().Type(), cc: cc, invoker: invoker, co: splitOptions(opts)}
 	c.routeCtx.Context = ctx
-	c.route.policy = m.policy
 	rep := hedge.Repeatable
 	if !m.repeatableFor(ctx) {
 		rep = hedge.NotRepeatable
@@ -109,6 +108,7 @@ type unaryAttempt struct {
 	cancel context.CancelFunc
 	result attemptResult
 	slow   atomic.Bool // cancelled as a loser past the threshold (hedge.Action.Slow); set before cancel
+	route  hedge.Route // where the picker sent it
 }
 
 // attemptIndexKey is the context key under which an attempt's context answers with itself.
@@ -148,6 +148,7 @@ func (c *unaryCall) apply(acts []hedge.Action) {
 		switch a.Kind {
 		case hedge.StartAttempt:
 			at := c.newAttempt(a.Attempt)
+			c.call.AttemptRoute(a.Attempt, &at.route)
 			if a.Attempt == 0 && c.inline {
 				c.first = at
 				continue

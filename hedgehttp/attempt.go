@@ -126,7 +126,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	next, ri, again := c.t.next, -1, info.Hedge
 	if c.pool != nil {
 		ri, again = c.pick()
-		u := *r.URL // the caller's URL is shared until here
+		hedge.Routed(ctx, c.pool.Set(), ri) // the state machine tells this replica's trouble from the host's
+		u := *r.URL                         // the caller's URL is shared until here
 		u.Host = c.pool.Addr(ri)
 		r.URL = &u
 	}
@@ -259,13 +260,9 @@ func (c *call) multiplexed(r *http.Request) bool {
 // one is left, and reports whether the call had used it already.
 func (c *call) pick() (i int, again bool) {
 	now := time.Now()
-	set := c.pool.Set()
-	if c.h.policy != nil {
-		c.h.policy.RouteThrough(set) // its backlog gate tells one replica's trouble from the host's
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i = set.Pick(now, c.used)
+	i = c.pool.Set().Pick(now, c.used)
 	for _, u := range c.used {
 		again = again || u == i
 	}

@@ -105,43 +105,8 @@ func (s *Set) slowIsOwn(i int, t int64) bool {
 // results were bad (it lost races past the hedge threshold, its attempts were cut by their
 // callers' deadlines, it failed) while the other replicas mostly answered, or it holds far
 // more outstanding attempts than they do. It is false for an ejected replica (it gets no
-// attempts) and in a Set of one.
+// attempts) and in a Set of one. The hedging core asks it of the replica a call's first
+// attempt went to (hedge.Route): such a call crosses its threshold because of its replica,
+// not because the dependency is backlogged, and its hedge goes elsewhere. It scans the
+// replicas.
 func (s *Set) Troubled(now time.Time, i int) bool { return s.troubledAt(i, s.ticks(now)) }
-
-// TroubleShare is the share of the replicas in service at now that are in trouble of their
-// own (see [Set.Troubled]): about the share of first attempts that go to them, and so of the
-// calls that cross their hedge threshold because of those replicas rather than because the
-// dependency as a whole is slow. The hedging core's backlog gate consults it
-// (hedge.Policy.RouteThrough). In a quiet fleet it costs a load per replica; otherwise a scan
-// of the replicas per replica.
-func (s *Set) TroubleShare(now time.Time) float64 {
-	t := s.ticks(now)
-	if !s.anyBad() {
-		return 0
-	}
-	var in, troubled int
-	for i := range s.reps {
-		if s.reps[i].until.Load() > t {
-			continue
-		}
-		in++
-		if s.troubledAt(i, t) {
-			troubled++
-		}
-	}
-	if in == 0 {
-		return 0
-	}
-	return float64(troubled) / float64(in)
-}
-
-// anyBad reports whether any replica has recent bad results or outstanding attempts above
-// the slack: a cheap test that spares TroubleShare its quadratic scan in a quiet fleet.
-func (s *Set) anyBad() bool {
-	for i := range s.reps {
-		if s.reps[i].bad.Load() >= troubleBad || s.reps[i].outstanding.Load() > troubleSlack {
-			return true
-		}
-	}
-	return false
-}

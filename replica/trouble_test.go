@@ -15,7 +15,7 @@ func TestTroubledConcentrated(t *testing.T) {
 			s.Report(now, i, Success)
 		}
 	}
-	if s.Troubled(now, 0) || s.TroubleShare(now) != 0 {
+	if s.Troubled(now, 0) {
 		t.Fatal("a healthy fleet has trouble")
 	}
 	s.Report(now, 0, Slow)
@@ -27,21 +27,18 @@ func TestTroubledConcentrated(t *testing.T) {
 	if !s.Troubled(now, 0) || s.Troubled(now, 1) {
 		t.Fatalf("three losers in a row on replica 0 while the others answer: troubled %v, replica 1 %v", s.Troubled(now, 0), s.Troubled(now, 1))
 	}
-	if got := s.TroubleShare(now); got != 0.25 {
-		t.Fatalf("TroubleShare = %v, want 0.25", got)
-	}
 	// The others start losing as often: the trouble is spread, no one's own.
 	for range 3 {
 		for i := 1; i < 4; i++ {
 			s.Report(now, i, Slow)
 		}
 	}
-	if s.Troubled(now, 0) || s.TroubleShare(now) != 0 {
+	if s.Troubled(now, 0) {
 		t.Fatal("trouble spread over every replica counted as one replica's")
 	}
 	one := mustNew(t, 1, Config{})
 	one.Report(now, 0, Failure)
-	if one.Troubled(now, 0) || one.TroubleShare(now) != 0 {
+	if one.Troubled(now, 0) {
 		t.Fatal("a Set of one has no other replica to compare with")
 	}
 }
@@ -103,25 +100,14 @@ func TestSlowEjectionNeedsOwnTrouble(t *testing.T) {
 	}
 }
 
-// BenchmarkTroubleShare: what the backlog gate pays per question, in a quiet fleet and in a
-// troubled one.
-func BenchmarkTroubleShare(b *testing.B) {
-	for _, bad := range []bool{false, true} {
-		name := "quiet"
-		if bad {
-			name = "troubled"
-		}
-		b.Run(name, func(b *testing.B) {
-			s := mustNew(b, 8, Config{Seed: 1, ConsecutiveSlow: -1})
-			if bad {
-				for range 5 {
-					s.Report(t0, 3, Slow)
-				}
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				s.TroubleShare(t0)
-			}
-		})
+// BenchmarkTroubled: what the state machine pays per question, at a crossing call's gate.
+func BenchmarkTroubled(b *testing.B) {
+	s := mustNew(b, 8, Config{Seed: 1, ConsecutiveSlow: -1})
+	for range 5 {
+		s.Report(t0, 3, Slow)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Troubled(t0, 3)
 	}
 }

@@ -742,8 +742,9 @@ func (s *sim) serviceTime(i, k int) int64 {
 	return int64(min(max(d, 0), maxService))
 }
 
-// startAttempt sends attempt k of the call in slot si to the server: it joins the queue.
-func (s *sim) startAttempt(si int32, k int) {
+// startAttempt sends attempt k of the call in slot si to the server: it joins the queue. It
+// returns the replica it went to.
+func (s *sim) startAttempt(si int32, k int) int {
 	sl := s.slots[si]
 	for len(sl.reqs) <= k {
 		sl.reqs = append(sl.reqs, -1)
@@ -788,10 +789,10 @@ func (s *sim) startAttempt(si int32, k int) {
 		case failRefuse: // the refusal comes back after a round trip; no worker is involved
 			s.reqs[r].state = rqRefused
 			s.h.push(event{t: s.now + refuseDelay, kind: evRefused, idx: r, gen: s.reqs[r].gen})
-			return
+			return rp
 		case failBlackhole: // the request vanishes: nothing answers it
 			s.reqs[r].state = rqLost
-			return
+			return rp
 		}
 	}
 	s.q[rp].push(r)
@@ -800,6 +801,7 @@ func (s *sim) startAttempt(si int32, k int) {
 	if s.live > s.maxQueue {
 		s.collapse, s.stop = true, true
 	}
+	return rp
 }
 
 // cancelAttempt carries out the client's cancellation of attempt k of the call in slot si;

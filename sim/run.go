@@ -242,7 +242,6 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 				return Point{}, fmt.Errorf("sim: %w", err)
 			}
 			choose = append(choose, rs)
-			r.pol[c].RouteThrough(rs.s) // the client's policy learns where its trouble is
 		}
 	}
 	pauses := p.Pauses.Replicas
