@@ -132,7 +132,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	replicas := fs.Int("replicas", 0, "replicas, each with -workers workers and its own FIFO queue (default 1: the reference model)")
 	balancer := fs.String("balancer", "", "client-side balancer with replicas: random, round-robin, least-outstanding or p2c (default p2c),\nor several separated by commas, or all; \"no hedge\" also runs under random and p2c")
 	tieDelay := fs.Duration("tie-delay", 0, "how long a cancellation takes to reach the server (cancellation reaches)")
-	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md and scorecard.json into -out")
+	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md, scorecard.html and scorecard.json into -out")
 	families := fs.String("families", "all", "the scorecard's scenario families, comma-separated, or all")
 
 	if err := fs.Parse(args); err != nil {
