@@ -251,6 +251,7 @@ type replica struct {
 	until       atomic.Int64  // ticks at which the current or last ejection ends; never
 	failing     atomic.Bool   // a run of failures is being counted (guards Success's lock)
 	bad         atomic.Uint32 // the recent share of its results that were not a Success (see trouble.go)
+	unanswered  atomic.Uint32 // attempts picked since its last answer (see trouble.go)
 
 	// guarded by Set.mu
 	failures    int32 // Failure results in a row
@@ -258,7 +259,7 @@ type replica struct {
 	slow        int32 // Slow results in a row
 	slowSince   int64 // the tick of the first of them
 	ejections   int   // the multiplier of the next ejection, less one
-	_           [4]byte
+	_           [8]byte
 }
 
 // Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
@@ -412,6 +413,7 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 			}
 		}
 		s.reps[i].outstanding.Add(1)
+		s.reps[i].unanswered.Add(1)
 		return i
 	}
 	var count [4]int
@@ -453,6 +455,7 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 		}
 	}
 	s.reps[i].outstanding.Add(1)
+	s.reps[i].unanswered.Add(1)
 	return i
 }
 
@@ -535,6 +538,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		return
 	case Success:
 		s.noteResult(rep, false)
+		s.answered(rep)
 		if rep.failing.Load() {
 			s.mu.Lock()
 			rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -544,6 +548,9 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		return
 	}
 	s.noteResult(rep, true)
+	if r != Slow {
+		s.answered(rep) // a failure is an answer too: the replica is not silent
+	}
 	if d, ok := s.fail(now, i, r); ok && s.cfg.OnEjection != nil {
 		s.cfg.OnEjection(i, now, now.Add(d))
 	}

@@ -38,13 +38,22 @@ func (s *Set) noteResult(rep *replica, bad bool) {
 	}
 }
 
+// answered notes that the replica answered: its count of attempts picked since its last
+// answer starts again. A replica that answers (the common case) with the count at zero costs
+// one atomic load.
+func (s *Set) answered(rep *replica) {
+	if rep.unanswered.Load() != 0 {
+		rep.unanswered.Store(0)
+	}
+}
+
 // troubleRatio: a replica's trouble is its own when its share of bad results is at least
-// troubleRatio times the mean of the other replicas in service, or its outstanding attempts
-// are at least troubleRatio times theirs (plus troubleSlack: a replica with a few more
-// attempts in flight than the others is only unlucky).
+// troubleRatio times the mean of the other replicas in service, or it has had at least
+// silentPicks attempts since its last answer and troubleRatio times as many as any other
+// replica in service (plus one).
 const (
 	troubleRatio = 4
-	troubleSlack = 1
+	silentPicks  = 4
 	// troubleBad is the least share of bad results that counts as trouble: two bad results in
 	// a row from none.
 	troubleBad = badScale / 5
@@ -52,22 +61,26 @@ const (
 
 // troubledAt reports whether replica i, in service at tick t, is in trouble of its own: most
 // of its recent results were bad (Slow, Failure, Unreachable) while the other replicas in
-// service mostly answered, or it holds many more outstanding attempts than they do (it has
-// stopped answering, and nothing has told it yet). One replica has no others to compare with.
+// service mostly answered, or it has been sent several attempts since its last answer while
+// every other replica answered more recently (it has stopped answering, and no result has
+// said so yet). A replica behind a long queue still answers, late: a long queue alone is not
+// trouble of its own, since hedging away from it moves its load onto the others. One replica
+// has no others to compare with.
 func (s *Set) troubledAt(i int, t int64) bool {
 	n := len(s.reps)
 	if n < 2 || s.reps[i].until.Load() > t {
 		return false
 	}
 	var others int
-	var bad, out int64
+	var bad int64
+	var quiet uint32 // the most attempts any other replica has had since its last answer
 	for j := range n {
 		if j == i || s.reps[j].until.Load() > t {
 			continue
 		}
 		others++
 		bad += int64(s.reps[j].bad.Load())
-		out += s.reps[j].outstanding.Load()
+		quiet = max(quiet, s.reps[j].unanswered.Load())
 	}
 	if others == 0 {
 		return false
@@ -76,8 +89,8 @@ func (s *Set) troubledAt(i int, t int64) bool {
 	if b := int64(rep.bad.Load()); b >= troubleBad && b*int64(others) >= troubleRatio*bad {
 		return true
 	}
-	o := rep.outstanding.Load()
-	return o >= troubleSlack+1 && o*int64(others) >= troubleRatio*out+troubleSlack*int64(others)
+	u := rep.unanswered.Load()
+	return u >= silentPicks && u >= troubleRatio*quiet+1
 }
 
 // slowIsOwn reports whether replica i's run of Slow results, due for ejection at tick t, is
@@ -103,8 +116,8 @@ func (s *Set) slowIsOwn(i int, t int64) bool {
 
 // Troubled reports whether replica i is in trouble of its own at now: most of its recent
 // results were bad (it lost races past the hedge threshold, its attempts were cut by their
-// callers' deadlines, it failed) while the other replicas mostly answered, or it holds far
-// more outstanding attempts than they do. It is false for an ejected replica (it gets no
+// callers' deadlines, it failed) while the other replicas mostly answered, or it has been
+// silent for several attempts while the others answered. It is false for an ejected replica (it gets no
 // attempts) and in a Set of one. The hedging core asks it of the replica a call's first
 // attempt went to (hedge.Route): such a call crosses its threshold because of its replica,
 // not because the dependency is backlogged, and its hedge goes elsewhere. It scans the
