@@ -104,8 +104,28 @@ const checkpoints = 20
 
 // sim is one simulation in progress. One sim is reused for many points (one per sweep
 // goroutine), so its slices keep their capacity and a run allocates nothing in steady state.
+// Its state comes in groups, one concept each, embedded so that the engine reads every field
+// by its own name: the model the run simulates, the servers, the calls in flight, the clients'
+// own queues, the random streams, the run's progress, and what is measured.
 type sim struct {
-	// parameters of the run
+	model
+	servers
+	callTable
+	clientQueues
+	streams
+	progress
+	tally
+
+	now int64 // virtual time, ns
+	h   eventHeap
+	cl  client // drives the calls (client.go)
+	// onStart, in tests, sees each attempt as it is sent, and whether its client had a
+	// replica ejected.
+	onStart func(call, attempt, replica int, svc int64, ejected bool)
+}
+
+// model is the run's parameters, fixed from reset to the end of the run.
+type model struct {
 	workers              int // per replica
 	replicas             int
 	clients              int
@@ -115,11 +135,8 @@ type sim struct {
 	arrMult              func(t int64) (m float64, until int64)
 	svcMult              func(replica int, t int64) float64
 	pauseEvery, pauseLen int64
-	pausePhase           []int64 // per replica; -1 = this replica never pauses
-	wake                 []int64 // per replica: the end of the pause a wake-up event was pushed for
 	failures             []failureWindow
 	timeout              int64 // a call's deadline after its arrival, ns; 0 = none
-	timingOut            bool  // the callback in progress is a call's deadline
 	dist                 Distribution
 	calls                int // calls whose arrivals make the run; calls ≥ this index still arrive but are not measured
 	warm                 int // index of the first measured call
@@ -127,36 +144,46 @@ type sim struct {
 	maxQueue             int
 	maxEvents            int64
 	meanGap              float64 // mean inter-arrival time, ns
-	cl                   client
-	onStart              func(call, attempt, replica int, svc int64, ejected bool) // tests: each attempt as it is sent, and whether its client had a replica ejected
+}
 
-	// clock and structures
-	now     int64
-	h       eventHeap
-	q       []ring // per replica
-	live    int    // queued requests that are not tombstones, every replica
-	rlive   []int  // the same per replica
-	reqs    []request
-	freeReq []int32
-	wreq    []int32   // worker → request it serves, -1 idle; replica r has workers [r·workers, (r+1)·workers)
-	wgen    []uint32  // worker generation: bumped when a service ends early, so its evDone is stale
-	freeW   [][]int32 // per replica
-	idle    int       // idle workers, every replica
-	choose  []chooser // per client: its own balancer and view of the replicas
-	busy    int
-	slots   []*slot
-	free    []int32
-	release int32 // slot whose call finished during the current callback, released after it
-	// the clients' own queues (Params.ClientInFlight): calls in flight per client, calls
-	// waiting per client (slots, oldest first), and calls whose turn came during the current
-	// event, started once it is handled
+// servers is the replicas: their queues, their workers and the requests they hold.
+type servers struct {
+	q          []ring // per replica
+	live       int    // queued requests that are not tombstones, every replica
+	rlive      []int  // the same per replica
+	reqs       []request
+	freeReq    []int32
+	wreq       []int32   // worker → request it serves, -1 idle; replica r has workers [r·workers, (r+1)·workers)
+	wgen       []uint32  // worker generation: bumped when a service ends early, so its evDone is stale
+	freeW      [][]int32 // per replica
+	idle       int       // idle workers, every replica
+	busy       int
+	pausePhase []int64 // per replica; -1 = this replica never pauses
+	wake       []int64 // per replica: the end of the pause a wake-up event was pushed for
+}
+
+// callTable is the calls in flight, by slot, and the callback in progress.
+type callTable struct {
+	slots     []*slot
+	free      []int32
+	release   int32     // slot whose call finished during the current callback, released after it
+	cur       int32     // slot of the callback in progress (the observer attributes events to it)
+	timingOut bool      // the callback in progress is a call's deadline
+	choose    []chooser // per client: its own balancer and view of the replicas
+}
+
+// clientQueues is the clients' own queues (Params.ClientInFlight): calls in flight per
+// client, calls waiting per client (slots, oldest first), and calls whose turn came during the
+// current event, started once it is handled.
+type clientQueues struct {
 	inflight []int
 	waitQ    [][]int32
 	waiting  int
 	starts   []int32
-	cur      int32 // slot of the callback in progress (the observer attributes events to it)
+}
 
-	// random streams
+// streams is the run's independent random streams (see the stream ids).
+type streams struct {
 	arrRng  rand.PCG
 	arrRand *rand.Rand
 	svcRng  rand.PCG
@@ -166,7 +193,10 @@ type sim struct {
 	cliKey  uint64
 	pickKey uint64
 	nextArr float64
+}
 
+// progress is how far the run has got, and what collapse detection has seen.
+type progress struct {
 	arrivals    int
 	outstanding int // measured calls not finished yet
 	stop        bool
@@ -176,8 +206,10 @@ type sim struct {
 	nextCheck   int
 	midT        int64 // when half the calls had arrived
 	lastIdle    int64 // the last time a worker was idle
+}
 
-	// measurement, over measured calls and the measurement window
+// tally is what is measured, over measured calls and the measurement window.
+type tally struct {
 	measuring bool
 	winStart  int64
 	lastT     int64

@@ -215,10 +215,10 @@ func TestReplicaFailures(t *testing.T) {
 }
 
 func TestFailingAt(t *testing.T) {
-	s := &sim{failures: compileFailures([]Failure{
+	s := &sim{model: model{failures: compileFailures([]Failure{
 		{Replica: 1, Kind: FailBlackhole, From: 0.5, For: time.Second},
 		{Replica: 2, Kind: FailRefuse, FlapEvery: 4 * time.Second, FlapFor: time.Second},
-	}, 10e9)}
+	}, 10e9)}}
 	sec := int64(time.Second)
 	for _, c := range []struct {
 		rp   int
