@@ -13,7 +13,8 @@ import (
 )
 
 // WriteScorecardHTML writes scorecard.html: the scorecard as a picture a person takes in at a
-// glance. For each cancellation mode, a grid of families (rows) × loads (columns); each cell
+// glance. One grid: families (rows) × loads, for each cancellation mode side by side
+// (columns); each cell
 // is coloured by the worst seed's p99 ratio of the setup to no hedge (green below 1, the
 // darker the better; grey about even; red above the hold limit), says the ratio and the two
 // p99s, and is marked ✗ with a red frame when a seed does not hold (then its reasons are in
@@ -40,9 +41,10 @@ func WriteScorecardHTML(w io.Writer, r sim.ScorecardResult) error {
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}
 p.lead{margin:0 0 12px;color:#444}
-.grids{display:flex;flex-wrap:wrap;gap:32px}
+.gap{width:14px;padding:0}
+table.grid th.mode{white-space:normal;font-size:13px;padding-bottom:4px}
 table.grid{border-collapse:separate;border-spacing:3px}
-table.grid th{font-weight:600;padding:2px 6px;text-align:center;white-space:nowrap}
+table.grid th{font-weight:600;padding:2px 6px;text-align:center;white-space:nowrap;font-size:13px}
 table.grid th.fam{text-align:right;font-weight:500}
 td.c{width:96px;height:42px;text-align:center;vertical-align:middle;border-radius:4px;border:2px solid transparent;font-size:12px;line-height:1.2}
 td.c b{font-size:14px;display:block}
@@ -64,23 +66,38 @@ ul.why{font-size:12px;color:#333}
 	bw.WriteString(`<p class="lead">Each cell is the worst of the seeds: the p99 of ` + html.EscapeString(r.Setup) +
 		` divided by no hedge's (big number), then both p99s in ms. Hover a cell for every seed.</p>` + "\n")
 	writeLegend(bw)
-	bw.WriteString(`<div class="grids">` + "\n")
-	for _, m := range modes {
-		fmt.Fprintf(bw, "<div><h2>%s</h2>\n<table class=\"grid\"><tr><th></th>", html.EscapeString(modeTitle(m)))
-		for _, l := range loads {
-			fmt.Fprintf(bw, "<th>%s load</th>", html.EscapeString(fmtLoad(l)))
+	// One table, the modes side by side: a family's row reads across both, so the effect of
+	// cancellation reaching the server is seen at a glance.
+	bw.WriteString(`<table class="grid"><tr><th></th>`)
+	for i, m := range modes {
+		if i > 0 {
+			bw.WriteString(`<th class="gap"></th>`)
 		}
-		bw.WriteString("</tr>\n")
-		for _, f := range fams {
-			fmt.Fprintf(bw, `<tr><th class="fam">%s</th>`, html.EscapeString(f))
+		fmt.Fprintf(bw, `<th class="mode" colspan="%d">%s</th>`, len(loads), html.EscapeString(modeTitle(m)))
+	}
+	bw.WriteString("</tr>\n<tr><th class=\"fam\">load</th>")
+	for i := range modes {
+		if i > 0 {
+			bw.WriteString(`<th class="gap"></th>`)
+		}
+		for _, l := range loads {
+			fmt.Fprintf(bw, `<th>%s</th>`, html.EscapeString(fmtLoad(l)))
+		}
+	}
+	bw.WriteString("</tr>\n")
+	for _, f := range fams {
+		fmt.Fprintf(bw, `<tr><th class="fam">%s</th>`, html.EscapeString(f))
+		for i, m := range modes {
+			if i > 0 {
+				bw.WriteString(`<td class="gap"></td>`)
+			}
 			for _, l := range loads {
 				writeCell(bw, pointsAt(r, f, l, m))
 			}
-			bw.WriteString("</tr>\n")
 		}
-		bw.WriteString("</table></div>\n")
+		bw.WriteString("</tr>\n")
 	}
-	bw.WriteString("</div>\n")
+	bw.WriteString("</table>\n")
 	var fails []sim.ScorecardPoint
 	for _, p := range r.Points {
 		if !p.Holds {

@@ -72,7 +72,7 @@ func TestScorecardHTML(t *testing.T) {
 	for _, want := range []string{
 		"<!DOCTYPE html>", "<b>Holds on 4 of 5 points</b>",
 		"Cancellation ignored", "Cancellation reaches",
-		">30% load<", ">95% load<",
+		`<th class="mode" colspan="2">`, ">30%<", ">95%<", ">load<",
 		"<b>0.30×</b>",                      // reference at 30 %: the worst seed, 60 / 200
 		`class="c fail"`, "<b>✗ failed</b>", // reference at 95 %: seed 1 failed
 		"breaks p99",
