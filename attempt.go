@@ -68,6 +68,7 @@ type attemptCtx struct {
 	state       atomic.Int32 // attemptRunning → attemptDelivered (answer sent) or attemptAbandoned
 	started     atomic.Bool  // the start signal was sent
 	slow        atomic.Bool  // cancelled as a loser past the threshold (LostSlow); set before cancel
+	route       Route        // where the transport sent it (Routed)
 	drv         takeOverer   // an inline call's driver; nil for Do's calls
 	inlineFirst bool         // runs on the caller's goroutine (DoInline's first attempt)
 	lost        bool         // cancelled as a loser; owned by Do's goroutine

@@ -82,6 +82,7 @@ type attempt struct {
 	local     bool      // failed in a way that is one replica's, not the dependency's
 	permanent bool      // failed with a Permanent outcome
 	endSeq    int
+	route     *Route // where it went, when its driver says (AttemptRoute); nil = unknown
 }
 
 type timerPurpose uint8
@@ -118,6 +119,7 @@ type callState struct {
 	warm      bool
 	hedging   bool // hedges may still start for this call
 	crossed   bool // the call reached its hedge threshold
+	unproven  bool // it waited at its threshold for evidence that its first attempt is in service
 	inflight  int
 	retries   int
 	lastStart time.Time
@@ -333,9 +335,12 @@ func (c *Call) maybeHedge(now time.Time) {
 			// with no queue anywhere.
 			if !c.crossed && now.Sub(c.lastStart) >= c.threshold+c.p.selfDelay() {
 				c.crossed = true
-				c.p.crossedThreshold(now)
+				if !c.firstTroubled(now) { // a troubled replica's crossing is its own
+					c.p.crossedThreshold(now)
+				}
 			}
 			if ok, at := c.served(now); !ok {
+				c.unproven = true
 				if !at.IsZero() {
 					c.arm(timerHedge, at)
 				}
@@ -460,7 +465,9 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	if !c.warm && !tie {
 		return ReasonCold
 	}
-	if p.backlogged(now) {
+	if p.backlogged(now) && !c.firstTroubled(now) {
+		// A call whose first attempt sits on a replica in trouble of its own is that
+		// replica's trouble, not the backlog's: its hedge goes to another replica.
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -834,6 +841,13 @@ func (c *Call) finish(now time.Time, err error) {
 }
 
 func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
+	if c.unproven && c.hedging && !c.hedged() {
+		// It waited at its threshold for in-service evidence that never came: say so, or
+		// a policy that never hedges (a sequential client) gives no reason at all.
+		c.hedging = false
+		c.p.suppressed[ReasonNoEvidence].Add(1)
+		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: c.threshold, Reason: ReasonNoEvidence})
+	}
 	c.done = true
 	c.timer = timerNone
 	c.err = err
@@ -843,6 +857,16 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 	}
 	c.act(Action{Kind: Finish, Attempt: c.winner})
 	c.emit(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+}
+
+// hedged reports whether a hedge of the call started.
+func (c *Call) hedged() bool {
+	for i := range c.attempts {
+		if c.attempts[i].hedge {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseTicket gives the breaker's ticket back; a state change it causes reaches the

@@ -95,6 +95,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 			case StartAttempt:
 				r := s.newAttempt(a, nil, fn)
 				atts = append(atts, r)
+				c.AttemptRoute(a.Attempt, &r.route)
 				if kick == nil {
 					kick = func() {
 						if r.kicks.Add(1) == 1 {

@@ -84,6 +84,13 @@ const (
 	ReasonOverload
 	// ReasonLimit: the adaptive concurrency limit had no permit for the hedge.
 	ReasonLimit
+	// ReasonNoEvidence: the call reached its threshold, but nothing showed that its first
+	// attempt was being served rather than queued (Config.MinimumInService): no call that
+	// started after it answered first, and no start signal came. It waited, as without
+	// hedging, and is reported when it ends with no hedge sent. A client with one call in
+	// flight at a time never has that evidence, so the default never hedges it: its
+	// suppressions all carry this reason (see the README, "When it hedges").
+	ReasonNoEvidence
 	numReasons
 )
 
@@ -99,6 +106,7 @@ var reasonNames = [...]string{
 	ReasonWinRate:       "win_rate",
 	ReasonOverload:      "overload",
 	ReasonLimit:         "limit",
+	ReasonNoEvidence:    "no_evidence",
 }
 
 func (r Reason) String() string {

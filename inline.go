@@ -178,6 +178,7 @@ func (d *driver[T]) apply() {
 			r = d.newAttempt(a, r, d.fn)
 			r.drv = d
 			d.atts = append(d.atts, r)
+			d.c.AttemptRoute(a.Attempt, &r.route)
 			if d.deferFirst && a.Attempt == 0 {
 				d.firstDue, r.inlineFirst = true, true
 			} else {

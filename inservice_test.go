@@ -63,7 +63,8 @@ func TestRecommendedHedgesOnlyOvertakenCalls(t *testing.T) {
 // TestRecommendedNeverHedgesACallNothingOvertook: until the policy knows its recent median
 // (64 answers), a client with one call in flight gets no evidence that its call is being
 // served, so it does not hedge; it only looks again now and then, and the call ends as it
-// would have without hedging.
+// would have without hedging. When it ends, the policy says why it did not hedge:
+// ReasonNoEvidence, once, in its events and in Measured.
 func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 	var s suppressions
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
@@ -79,8 +80,11 @@ func TestRecommendedNeverHedgesACallNothingOvertook(t *testing.T) {
 	if m := p.MeasuredAt(ms(200)); m.HedgesStarted != 0 {
 		t.Errorf("%d hedges started", m.HedgesStarted)
 	}
-	if len(s.reasons) != 0 {
-		t.Errorf("suppressions %v: waiting for evidence is not a suppression", s.reasons)
+	if len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonNoEvidence {
+		t.Errorf("suppressions %v, want [no_evidence] once the call ended", s.reasons)
+	}
+	if m := p.MeasuredAt(ms(200)); m.Suppressed[hedge.ReasonNoEvidence] != 1 {
+		t.Errorf("Measured().Suppressed = %v, want one %q", m.Suppressed, hedge.ReasonNoEvidence)
 	}
 	// MinimumInService < 0: the attempt's age alone decides, as before.
 	q := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumInService: hedge.Off})})
@@ -276,8 +280,18 @@ func TestBacklogGateSeesEveryCallCrossing(t *testing.T) {
 	if got := actions(a.TimerFired(ms(1216))); got != "" {
 		t.Errorf("call a, overtaken 14ms ago: %q, want no hedge", got)
 	}
-	if len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonBacklog {
-		t.Errorf("suppressions %v, want [backlog]", s.reasons)
+	// The sequential calls that crossed their threshold ended with no evidence that they were
+	// in service (nothing overtook them, and the median had moved off its lowest); a's hedge,
+	// which had that evidence, meets the backlog, and only it.
+	n := len(s.reasons)
+	if n == 0 || s.reasons[n-1] != hedge.ReasonBacklog {
+		t.Fatalf("suppressions %v, want call a's backlog last", s.reasons)
+	}
+	for _, r := range s.reasons[:n-1] {
+		if r != hedge.ReasonNoEvidence {
+			t.Errorf("suppressions %v: the sequential calls' must all be %v", s.reasons, hedge.ReasonNoEvidence)
+			break
+		}
 	}
 }
 

@@ -286,7 +286,6 @@ func (p *Policy) quiet() bool {
 // quiet, whatever the ratio.
 const quietRiseDivisor = 10
 
-// signalled reports whether start signals are arriving: one was seen within Window.
 // crossedThreshold records that a call reached its hedge threshold at now.
 func (p *Policy) crossedThreshold(now time.Time) {
 	if p.cross != nil {
@@ -294,6 +293,7 @@ func (p *Policy) crossedThreshold(now time.Time) {
 	}
 }
 
+// signalled reports whether start signals are arriving: one was seen within Window.
 func (p *Policy) signalled(now time.Time) bool {
 	t := p.lastSignal.Load()
 	return t != 0 && now.UnixNano()-t < int64(p.est.Config().Window)

@@ -2,6 +2,7 @@ package hedgegrpc
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -132,6 +133,9 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	}
 	set := p.pool.Set()
 	i := set.Pick(time.Now(), used)
+	// The state machine learns where the attempt went, so that it can tell this backend's
+	// trouble from the dependency's (hedge.Route).
+	hedge.Routed(info.Ctx, set, i)
 	res, err := p.ready[i].picker.Pick(info)
 	if err != nil {
 		set.Done(time.Now(), i, replica.Ignored)
@@ -156,9 +160,15 @@ func resultOf(ctx context.Context, di balancer.DoneInfo) replica.Result {
 		return replica.Success
 	}
 	switch status.Code(di.Err) {
-	case codes.Canceled:
+	case codes.Canceled, codes.DeadlineExceeded:
 		if hedge.LostSlow(ctx) {
 			return replica.Slow // it lost a race to a copy elsewhere, past the threshold
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The caller's deadline cut it: the backend had the whole of the caller's
+			// patience and did not answer. A backend that has stopped answering while no
+			// hedge rescues its calls shows it this way and no other.
+			return replica.Slow
 		}
 		return replica.Ignored // it lost early, or its caller gave up
 	case codes.Unavailable, codes.Internal, codes.Unknown, codes.DataLoss:

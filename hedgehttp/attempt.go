@@ -126,7 +126,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	next, ri, again := c.t.next, -1, info.Hedge
 	if c.pool != nil {
 		ri, again = c.pick()
-		u := *r.URL // the caller's URL is shared until here
+		hedge.Routed(ctx, c.pool.Set(), ri) // the state machine tells this replica's trouble from the host's
+		u := *r.URL                         // the caller's URL is shared until here
 		u.Host = c.pool.Addr(ri)
 		r.URL = &u
 	}
@@ -288,6 +289,11 @@ func (c *call) failed(ctx context.Context, ri int, err error) error {
 		switch {
 		case cancelled && hedge.LostSlow(ctx):
 			res = replica.Slow // a copy elsewhere answered while this one ran past the threshold
+		case cancelled && errors.Is(c.req.Context().Err(), context.DeadlineExceeded):
+			// The caller's deadline cut it: the replica had the whole of the caller's
+			// patience and did not answer (one that stopped answering while no hedge rescues
+			// its calls shows it this way and no other).
+			res = replica.Slow
 		case cancelled:
 			res = replica.Ignored
 		case unsent:

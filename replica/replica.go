@@ -157,7 +157,11 @@ type Config struct {
 	// replica loses races for a few percent of its attempts, with successes in between, and
 	// one that pauses (a garbage collector) answers again within its pause; a replica that
 	// swallows requests while hedges rescue its calls gets there within SlowFor, instead of
-	// waiting for calls no hedge rescued to time out. 0 means 5; negative turns the rule off.
+	// waiting for calls no hedge rescued to time out. Such an ejection is short (four SlowFor,
+	// longer each time it recurs, at most MaxEjection), and it is made only when the trouble
+	// is the replica's own: while the other replicas lose races too, the fleet is loaded,
+	// and ejecting one would move its work onto replicas that cannot spare the capacity (see
+	// [Set.Troubled]). 0 means 5; negative turns the rule off.
 	ConsecutiveSlow int
 
 	// SlowFor is how long a run of Slow results must last, with no success, before it
@@ -244,8 +248,10 @@ const never = math.MinInt64
 // read every replica and write the one they pick.
 type replica struct {
 	outstanding atomic.Int64
-	until       atomic.Int64 // ticks at which the current or last ejection ends; never
-	failing     atomic.Bool  // a run of failures is being counted (guards Success's lock)
+	until       atomic.Int64  // ticks at which the current or last ejection ends; never
+	failing     atomic.Bool   // a run of failures is being counted (guards Success's lock)
+	bad         atomic.Uint32 // the recent share of its results that were not a Success (see trouble.go)
+	unanswered  atomic.Uint32 // attempts picked since its last answer (see trouble.go)
 
 	// guarded by Set.mu
 	failures    int32 // Failure results in a row
@@ -253,7 +259,7 @@ type replica struct {
 	slow        int32 // Slow results in a row
 	slowSince   int64 // the tick of the first of them
 	ejections   int   // the multiplier of the next ejection, less one
-	_           [16]byte
+	_           [8]byte
 }
 
 // Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
@@ -265,7 +271,8 @@ type Set struct {
 	reps    []replica
 	maxEj   int // replicas that may be ejected at once
 	rng     atomic.Uint64
-	rr      atomic.Uint64
+	rr      atomic.Uint64             // round-robin turns of first attempts
+	rrAgain atomic.Uint64             // round-robin turns of hedges and retries, kept apart so they do not shift the first attempts
 	anchor  atomic.Pointer[time.Time] // the first time seen; times are kept as ticks since it
 	mu      sync.Mutex                // serialises failure counting and ejection
 	ejected atomic.Int64              // ejections ever made, for Ejections
@@ -289,6 +296,7 @@ func New(n int, cfg Config) (*Set, error) {
 	s.lastEnd.Store(never)
 	s.rng.Store(cfg.Seed)
 	s.rr.Store(cfg.Seed)
+	s.rrAgain.Store(cfg.Seed)
 	if cfg.MaxEjectedPercent > 0 {
 		s.maxEj = min(max(n*cfg.MaxEjectedPercent/100, 1), n-1)
 	}
@@ -330,9 +338,9 @@ func (s *Set) rand() uint64 {
 	return z ^ z>>31
 }
 
-// randn returns a pseudo-random number in [0, n).
-func (s *Set) randn(n int) int {
-	return int(uint64(uint32(s.rand())) * uint64(n) >> 32)
+// randn maps 32 random bits to [0, n).
+func randn(bits uint32, n int) int {
+	return int(uint64(bits) * uint64(n) >> 32)
 }
 
 // tier ranks replica i for a pick at tick t: 0 healthy and unused by the call, 1 healthy
@@ -354,11 +362,33 @@ func (s *Set) tier(i int, t int64, used []int) int {
 // among those not ejected; and only when every replica is ejected, among the ejected ones
 // (not used first). Within that choice the Balancer decides. It allocates nothing.
 func (s *Set) Pick(now time.Time, used []int) int {
-	n := len(s.reps)
-	if n == 1 {
+	if len(s.reps) == 1 {
 		s.reps[0].outstanding.Add(1)
 		return 0
 	}
+	return s.pick(now, used, s.rand())
+}
+
+// PickWith is [Set.Pick] with the pick's random draw supplied by the caller instead of taken
+// from the Set's own stream: every random choice of the pick (the two candidates of P2C, the
+// replica of Random, the starting point of LeastOutstanding's scan) comes from draw, and the
+// Set's stream is left untouched. A simulator passes a draw keyed by the call, so that a first
+// attempt goes where it would have gone whatever the hedges before it drew, and a run with
+// hedging and one without see the same first attempts on the same replicas (common random
+// numbers). RoundRobin uses no draw.
+func (s *Set) PickWith(now time.Time, used []int, draw uint64) int {
+	if len(s.reps) == 1 {
+		s.reps[0].outstanding.Add(1)
+		return 0
+	}
+	return s.pick(now, used, draw)
+}
+
+// pick is Pick for two or more replicas, with z the pick's random bits: the low 32 choose the
+// first candidate (or the replica, or the scan's start), the high 32 the second.
+func (s *Set) pick(now time.Time, used []int, z uint64) int {
+	n := len(s.reps)
+	lo, hi := uint32(z), uint32(z>>32)
 	t := s.ticks(now)
 	if len(used) == 0 && s.lastEnd.Load() <= t {
 		// No replica is ejected and the call has used none (a first attempt, the common
@@ -367,13 +397,13 @@ func (s *Set) Pick(now time.Time, used []int) int {
 		var i int
 		switch s.cfg.Balancer {
 		case Random:
-			i = s.randn(n)
+			i = randn(lo, n)
 		case RoundRobin:
 			i = int(s.rr.Add(1) % uint64(n))
 		case LeastOutstanding:
-			i = s.leastOutstanding(0, t, nil)
+			i = s.leastOutstanding(0, t, nil, lo)
 		default:
-			a, b := s.randn(n), s.randn(n-1)
+			a, b := randn(lo, n), randn(hi, n-1)
 			if b >= a {
 				b++
 			}
@@ -383,6 +413,7 @@ func (s *Set) Pick(now time.Time, used []int) int {
 			}
 		}
 		s.reps[i].outstanding.Add(1)
+		s.reps[i].unanswered.Add(1)
 		return i
 	}
 	var count [4]int
@@ -397,19 +428,23 @@ func (s *Set) Pick(now time.Time, used []int) int {
 	var i int
 	switch s.cfg.Balancer {
 	case Random:
-		i = s.nth(best, s.randn(k), t, used)
+		i = s.nth(best, randn(lo, k), t, used)
 	case RoundRobin:
-		start := int(s.rr.Add(1) % uint64(n))
+		turn := &s.rr
+		if len(used) > 0 {
+			turn = &s.rrAgain
+		}
+		start := int(turn.Add(1) % uint64(n))
 		i = s.next(best, start, t, used)
 	case LeastOutstanding:
-		i = s.leastOutstanding(best, t, used)
+		i = s.leastOutstanding(best, t, used, lo)
 	default: // P2C
 		if k == 1 {
 			i = s.next(best, 0, t, used)
 			break
 		}
-		a := s.randn(k)
-		b := s.randn(k - 1)
+		a := randn(lo, k)
+		b := randn(hi, k-1)
 		if b >= a {
 			b++
 		}
@@ -420,14 +455,15 @@ func (s *Set) Pick(now time.Time, used []int) int {
 		}
 	}
 	s.reps[i].outstanding.Add(1)
+	s.reps[i].unanswered.Add(1)
 	return i
 }
 
 // leastOutstanding returns the replica of the tier with the fewest attempts outstanding,
-// scanning from a random start so that ties spread.
-func (s *Set) leastOutstanding(tier int, t int64, used []int) int {
+// scanning from a random start (bits) so that ties spread.
+func (s *Set) leastOutstanding(tier int, t int64, used []int, bits uint32) int {
 	n := len(s.reps)
-	start := s.randn(n)
+	start := randn(bits, n)
 	i := -1
 	var least int64
 	for j := range n {
@@ -501,6 +537,8 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	case Ignored:
 		return
 	case Success:
+		s.noteResult(rep, false)
+		s.answered(rep)
 		if rep.failing.Load() {
 			s.mu.Lock()
 			rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -508,6 +546,10 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 			s.mu.Unlock()
 		}
 		return
+	}
+	s.noteResult(rep, true)
+	if r != Slow {
+		s.answered(rep) // a failure is an answer too: the replica is not silent
 	}
 	if d, ok := s.fail(now, i, r); ok && s.cfg.OnEjection != nil {
 		s.cfg.OnEjection(i, now, now.Add(d))
@@ -542,6 +584,13 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	if !due || s.ejectedAt(t) >= s.maxEj {
 		return 0, false
 	}
+	if r == Slow && !s.slowIsOwn(i, t) {
+		// Latency-induced probation only for trouble that is this replica's own: when the
+		// others lose races too, the fleet is loaded, and ejecting one would move its work
+		// onto replicas that cannot spare the capacity. The run stays counted: the next Slow
+		// result asks again.
+		return 0, false
+	}
 	// Forget one ejection per BaseEjection spent in service since the last one ended.
 	base := int64(s.cfg.BaseEjection)
 	if last := rep.until.Load(); last != never && rep.ejections > 0 && t > last {
@@ -549,6 +598,9 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	}
 	rep.ejections++
 	d := min(time.Duration(rep.ejections)*s.cfg.BaseEjection, s.cfg.MaxEjection)
+	if r == Slow {
+		d = min(time.Duration(rep.ejections)*slowEjection(s.cfg), d)
+	}
 	rep.until.Store(t + int64(d))
 	s.noteEnd(t + int64(d))
 	rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -556,6 +608,15 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	s.ejected.Add(1)
 	return d, true
 }
+
+// slowEjection is how long a replica's first ejection for Slow results lasts: four times
+// SlowFor (2 s by default), not BaseEjection. A replica that loses every race may have
+// stopped answering, or may only be behind a queue that a random balancer let build up and
+// that drains within a second or two; keeping such a replica out for BaseEjection moves its
+// share of the load onto the others for half a minute, more than a loaded fleet can carry.
+// One that has stopped answering is found again within SlowFor of coming back, and ejected
+// for longer each time.
+func slowEjection(c Config) time.Duration { return 4 * max(c.SlowFor, 250*time.Millisecond) }
 
 // noteEnd raises lastEnd to end.
 func (s *Set) noteEnd(end int64) {

@@ -532,8 +532,9 @@ func TestEjectSlow(t *testing.T) {
 	if !s.Ejected(end, 1) {
 		t.Fatal("not ejected after 5 losers in a row over 700 ms")
 	}
-	if st := s.Stats(end, 1); st.Until != end.Add(30*time.Second) || st.Ejections != 1 {
-		t.Fatalf("stats = %+v; want the usual first ejection", st)
+	// Latency-induced probation is short: four SlowFor, not BaseEjection.
+	if st := s.Stats(end, 1); st.Until != end.Add(2*time.Second) || st.Ejections != 1 {
+		t.Fatalf("stats = %+v; want a first ejection for Slow of 2 s", st)
 	}
 	// The run's failure did not carry over into the failure rule.
 	for range 4 {

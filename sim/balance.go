@@ -11,9 +11,10 @@ import (
 // chooser is one client's replica choice: which replica an attempt goes to, given the replicas
 // its call has used, and the news that an attempt is no longer outstanding. The decision is the
 // core's (package replica, the same code hedgehttp and hedgegrpc use); the engine reaches it only
-// through this interface.
+// through this interface. draw is the pick's random draw for a first attempt (used empty),
+// keyed by the call so that hedging, which draws from the set's own stream, never moves it.
 type chooser interface {
-	pick(now time.Time, used []int) int
+	pick(now time.Time, used []int, draw uint64) int
 	done(now time.Time, replica int, r replica.Result)
 }
 
@@ -51,6 +52,11 @@ func newReplicaSet(balancer string, n int, seed uint64) (replicaSet, error) {
 	return replicaSet{s}, err
 }
 
-func (r replicaSet) pick(now time.Time, used []int) int { return r.s.Pick(now, used) }
+func (r replicaSet) pick(now time.Time, used []int, draw uint64) int {
+	if len(used) == 0 {
+		return r.s.PickWith(now, used, draw)
+	}
+	return r.s.Pick(now, used)
+}
 
 func (r replicaSet) done(now time.Time, i int, res replica.Result) { r.s.Done(now, i, res) }

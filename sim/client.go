@@ -21,6 +21,7 @@ type hedgeClient struct {
 	s     *sim
 	calls []*hedge.Call     // by slot
 	rands []func() float64  // by slot: the slot's jitter stream
+	route [][]hedge.Route   // by slot, then attempt: where each attempt went (replicas > 1)
 	user  func(hedge.Event) // the setup's own Observer, if any
 	sup   [256]int64        // suppressed hedges of measured calls, by hedge.Reason
 }
@@ -58,7 +59,14 @@ func (hc *hedgeClient) apply(s *sim, si int32, c *hedge.Call, acts []hedge.Actio
 		a := &acts[i]
 		switch a.Kind {
 		case hedge.StartAttempt:
-			s.startAttempt(si, a.Attempt)
+			rp := s.startAttempt(si, a.Attempt)
+			if s.replicas > 1 && a.Attempt < len(hc.route[si]) {
+				// The call's state machine learns where the attempt went, as a transport's
+				// picker tells it (hedge.Routed).
+				rt := &hc.route[si][a.Attempt]
+				rt.To(s.choose[s.slots[si].client].(replicaSet).s, rp)
+				c.AttemptRoute(a.Attempt, rt)
+			}
 		case hedge.CancelAttempt:
 			s.cancelAttempt(si, a.Attempt, a.Slow)
 		case hedge.ArmTimer:
@@ -73,6 +81,7 @@ func (hc *hedgeClient) arrive(s *sim, si int32) {
 	for int(si) >= len(hc.calls) {
 		hc.calls = append(hc.calls, nil)
 		hc.rands = append(hc.rands, nil)
+		hc.route = append(hc.route, make([]hedge.Route, maxRouted))
 	}
 	c := hc.calls[si]
 	if c == nil {
@@ -95,6 +104,10 @@ func (hc *hedgeClient) done(s *sim, si int32, k int) {
 	c := hc.calls[si]
 	hc.apply(s, si, c, c.AttemptDone(vtime(s.now), k, hedge.Outcome{Class: hedge.Success}))
 }
+
+// maxRouted is how many attempts of a call the client tells the state machine the replica of:
+// more than a call makes, resends included, under any setup the simulator runs.
+const maxRouted = 16
 
 // errRefused is the error of an attempt whose replica refused the connection.
 var errRefused = errors.New("sim: connection refused")

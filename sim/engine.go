@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -51,6 +52,7 @@ type slot struct {
 	timerGen uint32
 	measured bool
 	finished bool
+	waiting  bool    // it waits in its client for a place among the client's calls in flight
 	client   int32   // which client made the call
 	used     []int   // replicas the call has sent attempts to, for the balancer
 	reqs     []int32 // attempt index → request index while the attempt is attached, else -1
@@ -78,7 +80,8 @@ const (
 	streamJitter   uint64 = 0x6a697474 // "jitt"
 	streamClient   uint64 = 0x636c6e74 // "clnt": which client makes a call
 	streamPhase    uint64 = 0x70686173 // "phas": the replicas' pause phases
-	streamChoose   uint64 = 0x63686f6f // "choo": the balancers' random choices
+	streamChoose   uint64 = 0x63686f6f // "choo": the balancers' random choices for hedges and retries
+	streamPick     uint64 = 0x7069636b // "pick": the balancers' random draws for first attempts, by call
 )
 
 // mix is the splitmix64 finaliser: it turns related inputs (seed, stream, call index) into
@@ -101,20 +104,39 @@ const checkpoints = 20
 
 // sim is one simulation in progress. One sim is reused for many points (one per sweep
 // goroutine), so its slices keep their capacity and a run allocates nothing in steady state.
+// Its state comes in groups, one concept each, embedded so that the engine reads every field
+// by its own name: the model the run simulates, the servers, the calls in flight, the clients'
+// own queues, the random streams, the run's progress, and what is measured.
 type sim struct {
-	// parameters of the run
+	model
+	servers
+	callTable
+	clientQueues
+	streams
+	progress
+	tally
+
+	now int64 // virtual time, ns
+	h   eventHeap
+	cl  client // drives the calls (client.go)
+	// onStart, in tests, sees each attempt as it is sent, and whether its client had a
+	// replica ejected.
+	onStart func(call, attempt, replica int, svc int64, ejected bool)
+}
+
+// model is the run's parameters, fixed from reset to the end of the run.
+type model struct {
 	workers              int // per replica
 	replicas             int
 	clients              int
-	tieDelay             int64 // how long a cancellation takes to reach the server ("reaches" mode), ns
+	clientInFlight       int     // per client; 0 = unbounded
+	heavyShare           float64 // the share of calls client 0 makes; 0 = an even split
+	tieDelay             int64   // how long a cancellation takes to reach the server ("reaches" mode), ns
 	arrMult              func(t int64) (m float64, until int64)
 	svcMult              func(replica int, t int64) float64
 	pauseEvery, pauseLen int64
-	pausePhase           []int64 // per replica; -1 = this replica never pauses
-	wake                 []int64 // per replica: the end of the pause a wake-up event was pushed for
 	failures             []failureWindow
 	timeout              int64 // a call's deadline after its arrival, ns; 0 = none
-	timingOut            bool  // the callback in progress is a call's deadline
 	lagging              bool  // the clients are late to their own events (ClientDelay)
 	lag                  clientLag
 	dist                 Distribution
@@ -124,28 +146,46 @@ type sim struct {
 	maxQueue             int
 	maxEvents            int64
 	meanGap              float64 // mean inter-arrival time, ns
-	cl                   client
+}
 
-	// clock and structures
-	now     int64
-	h       eventHeap
-	q       []ring // per replica
-	live    int    // queued requests that are not tombstones, every replica
-	rlive   []int  // the same per replica
-	reqs    []request
-	freeReq []int32
-	wreq    []int32   // worker → request it serves, -1 idle; replica r has workers [r·workers, (r+1)·workers)
-	wgen    []uint32  // worker generation: bumped when a service ends early, so its evDone is stale
-	freeW   [][]int32 // per replica
-	idle    int       // idle workers, every replica
-	choose  []chooser // per client: its own balancer and view of the replicas
-	busy    int
-	slots   []*slot
-	free    []int32
-	release int32 // slot whose call finished during the current callback, released after it
-	cur     int32 // slot of the callback in progress (the observer attributes events to it)
+// servers is the replicas: their queues, their workers and the requests they hold.
+type servers struct {
+	q          []ring // per replica
+	live       int    // queued requests that are not tombstones, every replica
+	rlive      []int  // the same per replica
+	reqs       []request
+	freeReq    []int32
+	wreq       []int32   // worker → request it serves, -1 idle; replica r has workers [r·workers, (r+1)·workers)
+	wgen       []uint32  // worker generation: bumped when a service ends early, so its evDone is stale
+	freeW      [][]int32 // per replica
+	idle       int       // idle workers, every replica
+	busy       int
+	pausePhase []int64 // per replica; -1 = this replica never pauses
+	wake       []int64 // per replica: the end of the pause a wake-up event was pushed for
+}
 
-	// random streams
+// callTable is the calls in flight, by slot, and the callback in progress.
+type callTable struct {
+	slots     []*slot
+	free      []int32
+	release   int32     // slot whose call finished during the current callback, released after it
+	cur       int32     // slot of the callback in progress (the observer attributes events to it)
+	timingOut bool      // the callback in progress is a call's deadline
+	choose    []chooser // per client: its own balancer and view of the replicas
+}
+
+// clientQueues is the clients' own queues (Params.ClientInFlight): calls in flight per
+// client, calls waiting per client (slots, oldest first), and calls whose turn came during the
+// current event, started once it is handled.
+type clientQueues struct {
+	inflight []int
+	waitQ    [][]int32
+	waiting  int
+	starts   []int32
+}
+
+// streams is the run's independent random streams (see the stream ids).
+type streams struct {
 	arrRng  rand.PCG
 	arrRand *rand.Rand
 	svcRng  rand.PCG
@@ -153,8 +193,12 @@ type sim struct {
 	svcKey  uint64
 	jitKey  uint64
 	cliKey  uint64
+	pickKey uint64
 	nextArr float64
+}
 
+// progress is how far the run has got, and what collapse detection has seen.
+type progress struct {
 	arrivals    int
 	outstanding int // measured calls not finished yet
 	stop        bool
@@ -164,8 +208,10 @@ type sim struct {
 	nextCheck   int
 	midT        int64 // when half the calls had arrived
 	lastIdle    int64 // the last time a worker was idle
+}
 
-	// measurement, over measured calls and the measurement window
+// tally is what is measured, over measured calls and the measurement window.
+type tally struct {
 	measuring bool
 	winStart  int64
 	lastT     int64
@@ -193,9 +239,11 @@ func newSim() *sim {
 
 // runParams is everything the engine needs for one run.
 type runParams struct {
-	workers              int       // per replica
-	replicas             int       // 0 = 1
-	clients              int       // 0 = 1
+	workers              int // per replica
+	replicas             int // 0 = 1
+	clients              int // 0 = 1
+	clientInFlight       int
+	heavyShare           float64
 	choose               []chooser // per client, when replicas > 1
 	tieDelay             int64
 	arrMult              func(t int64) (m float64, until int64) // nil: a constant rate
@@ -220,6 +268,17 @@ func (s *sim) reset(p runParams, cl client) {
 	s.maxQueue, s.maxEvents, s.cl = p.maxQueue, p.maxEvents, cl
 	s.meanGap = 1e9 / p.lambda
 	s.replicas, s.clients = max(p.replicas, 1), max(p.clients, 1)
+	s.clientInFlight, s.heavyShare = p.clientInFlight, p.heavyShare
+	s.inflight = s.inflight[:0]
+	for len(s.waitQ) < s.clients {
+		s.waitQ = append(s.waitQ, nil)
+	}
+	s.waitQ = s.waitQ[:s.clients]
+	for c := range s.clients {
+		s.inflight = append(s.inflight, 0)
+		s.waitQ[c] = s.waitQ[c][:0]
+	}
+	s.waiting, s.starts = 0, s.starts[:0]
 	s.choose, s.tieDelay, s.arrMult, s.svcMult = p.choose, p.tieDelay, p.arrMult, p.svcMult
 	s.pauseEvery, s.pauseLen = p.pauseEvery, p.pauseLen
 	s.failures, s.timeout, s.timingOut = p.failures, p.timeout, false
@@ -276,6 +335,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.svcKey = streamKey(p.seed, streamService)
 	s.jitKey = streamKey(p.seed, streamJitter)
 	s.cliKey = streamKey(p.seed, streamClient)
+	s.pickKey = streamKey(p.seed, streamPick)
 	s.nextArr = 0
 
 	s.arrivals, s.outstanding = 0, 0
@@ -340,13 +400,19 @@ func (s *sim) run(stopCheck func() bool) {
 				continue // the call is over (its slot may serve another call by now)
 			}
 			s.cur, s.timingOut = e.idx, true
-			s.cl.deadline(s, e.idx)
+			if sl.waiting {
+				s.giveUpWaiting(e.idx) // it never left its client: nothing was sent
+			} else {
+				s.cl.deadline(s, e.idx)
+			}
 			s.timingOut = false
 			s.flush()
 		case evAnswer:
 			s.deliver(e.idx, e.gen)
 		}
+		s.startWaiting()
 		s.dispatch()
+		s.startWaiting()
 		if s.idle > 0 {
 			s.lastIdle = s.now
 		}
@@ -410,7 +476,7 @@ func (s *sim) arrive() {
 		s.measuring, s.winStart, s.area = true, s.now, 0
 	}
 	for s.nextCheck <= checkpoints && i == s.nextCheck*s.calls/checkpoints {
-		s.queueAt[s.nextCheck] = s.live
+		s.queueAt[s.nextCheck] = s.live + s.waiting
 		if s.nextCheck == checkpoints/2 {
 			s.midT = s.now
 		}
@@ -435,10 +501,7 @@ func (s *sim) arrive() {
 	sl.idx, sl.arrive, sl.finished = i, s.now, false
 	sl.measured = i >= s.warm && i < s.calls
 	sl.reqs = sl.reqs[:0]
-	sl.used, sl.client = sl.used[:0], 0
-	if s.clients > 1 { // each call picks its client at random: each client sees a Poisson stream
-		sl.client = int32(mix(s.cliKey+uint64(i)) % uint64(s.clients))
-	}
+	sl.used, sl.client, sl.waiting = sl.used[:0], s.clientOf(i), false
 	sl.rng.Seed(s.jitKey, mix(uint64(i)))
 	if sl.measured {
 		s.outstanding++
@@ -447,9 +510,82 @@ func (s *sim) arrive() {
 	if s.timeout > 0 {
 		s.h.push(event{t: s.now + s.timeout, kind: evDeadline, idx: si, gen: uint32(i)})
 	}
+	if c := sl.client; s.clientInFlight > 0 {
+		if s.inflight[c] >= s.clientInFlight {
+			// The client has as many calls in flight as it allows: this one waits in the
+			// client, its latency counted from now.
+			sl.waiting = true
+			s.waitQ[c] = append(s.waitQ[c], si)
+			s.waiting++
+			if s.waiting > s.maxQueue {
+				s.collapse, s.stop = true, true
+			}
+			return
+		}
+		s.inflight[c]++
+	}
 	s.cur = si
 	s.cl.arrive(s, si)
 	s.flush()
+}
+
+// clientOf is the client that makes call i: at random, so that each client sees a Poisson
+// stream; with a heavy client, client 0 makes heavyShare of the calls and the others split
+// the rest evenly.
+func (s *sim) clientOf(i int) int32 {
+	if s.clients <= 1 {
+		return 0
+	}
+	z := mix(s.cliKey + uint64(i))
+	if s.heavyShare <= 0 {
+		return int32(z % uint64(s.clients))
+	}
+	if float64(z>>11)/(1<<53) < s.heavyShare {
+		return 0
+	}
+	return 1 + int32(mix(z)%uint64(s.clients-1))
+}
+
+// callEnded frees the client's place of a call that finished: the client's oldest waiting
+// call takes it, and starts once the current event is handled (never inside a callback).
+func (s *sim) callEnded(sl *slot) {
+	c := sl.client
+	if q := s.waitQ[c]; len(q) > 0 {
+		next := q[0]
+		s.waitQ[c] = q[:copy(q, q[1:])]
+		s.waiting--
+		s.slots[next].waiting = false
+		s.starts = append(s.starts, next)
+		return
+	}
+	s.inflight[c]--
+}
+
+// startWaiting starts the calls whose turn in their client came during the event just handled.
+func (s *sim) startWaiting() {
+	for len(s.starts) > 0 {
+		si := s.starts[0]
+		s.starts = s.starts[:copy(s.starts, s.starts[1:])]
+		if s.slots[si].finished {
+			continue
+		}
+		s.cur = si
+		s.cl.arrive(s, si)
+		s.flush()
+	}
+}
+
+// giveUpWaiting fails the call in slot si, which reached its deadline while it waited in its
+// client.
+func (s *sim) giveUpWaiting(si int32) {
+	sl := s.slots[si]
+	q := s.waitQ[sl.client]
+	if j := slices.Index(q, si); j >= 0 {
+		s.waitQ[sl.client] = slices.Delete(q, j, j+1)
+		s.waiting--
+	}
+	sl.waiting = false
+	s.finishCall(si, context.DeadlineExceeded, false)
 }
 
 // growing reports, at the end of the arrivals, whether the queue never drained: no worker
@@ -651,8 +787,9 @@ func (s *sim) serviceTime(i, k int) int64 {
 	return int64(min(max(d, 0), maxService))
 }
 
-// startAttempt sends attempt k of the call in slot si to the server: it joins the queue.
-func (s *sim) startAttempt(si int32, k int) {
+// startAttempt sends attempt k of the call in slot si to the server: it joins the queue. It
+// returns the replica it went to.
+func (s *sim) startAttempt(si int32, k int) int {
 	sl := s.slots[si]
 	for len(sl.reqs) <= k {
 		sl.reqs = append(sl.reqs, -1)
@@ -667,7 +804,7 @@ func (s *sim) startAttempt(si int32, k int) {
 	}
 	rp := 0
 	if s.replicas > 1 {
-		rp = s.choose[sl.client].pick(vtime(s.now), sl.used)
+		rp = s.choose[sl.client].pick(vtime(s.now), sl.used, mix(s.pickKey+uint64(sl.idx)))
 	}
 	svc := s.serviceTime(sl.idx, k)
 	if s.svcMult != nil {
@@ -688,15 +825,19 @@ func (s *sim) startAttempt(si int32, k int) {
 	if s.replicas > 1 {
 		sl.used = append(sl.used, rp)
 	}
+	if s.onStart != nil {
+		ej := s.replicas > 1 && s.choose[sl.client].(replicaSet).s.Healthy(vtime(s.now)) < s.replicas
+		s.onStart(sl.idx, k, rp, svc, ej)
+	}
 	if s.failures != nil {
 		switch s.failingAt(rp, s.now) {
 		case failRefuse: // the refusal comes back after a round trip; no worker is involved
 			s.reqs[r].state = rqRefused
 			s.h.push(event{t: s.now + refuseDelay, kind: evRefused, idx: r, gen: s.reqs[r].gen})
-			return
+			return rp
 		case failBlackhole: // the request vanishes: nothing answers it
 			s.reqs[r].state = rqLost
-			return
+			return rp
 		}
 	}
 	s.q[rp].push(r)
@@ -705,6 +846,7 @@ func (s *sim) startAttempt(si int32, k int) {
 	if s.live > s.maxQueue {
 		s.collapse, s.stop = true, true
 	}
+	return rp
 }
 
 // cancelAttempt carries out the client's cancellation of attempt k of the call in slot si;
@@ -796,12 +938,19 @@ func (s *sim) armTimer(si int32, at int64) {
 // A call refused before reaching the server (the adaptive limit, an open breaker) counts as
 // rejected; every failed call counts as failed. Attempts still attached are discarded (the
 // client normally cancels them itself first).
-func (s *sim) finish(si int32, err error) {
+func (s *sim) finish(si int32, err error) { s.finishCall(si, err, true) }
+
+// finishCall is finish; started says the call left its client (it holds one of the client's
+// places in flight, which it gives up).
+func (s *sim) finishCall(si int32, err error, started bool) {
 	sl := s.slots[si]
 	if sl.finished {
 		return
 	}
 	sl.finished = true
+	if started && s.clientInFlight > 0 {
+		s.callEnded(sl)
+	}
 	if sl.measured {
 		s.outstanding--
 		s.finishedN++

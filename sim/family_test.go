@@ -113,7 +113,7 @@ func TestArrivalsMultiplier(t *testing.T) {
 // TestUnpaused: a replica pausing 100 ms every 2 s from phase 500 ms.
 func TestUnpaused(t *testing.T) {
 	ms := int64(time.Millisecond)
-	s := &sim{pauseEvery: 2000 * ms, pauseLen: 100 * ms, pausePhase: []int64{500 * ms, -1}}
+	s := &sim{model: model{pauseEvery: 2000 * ms, pauseLen: 100 * ms}, servers: servers{pausePhase: []int64{500 * ms, -1}}}
 	for _, c := range []struct {
 		start, svc, end int64
 	}{
@@ -167,7 +167,7 @@ func TestNoAllocationPerCallFamilies(t *testing.T) {
 
 func TestPausedUntil(t *testing.T) {
 	ms := int64(time.Millisecond)
-	s := &sim{pauseEvery: 2000 * ms, pauseLen: 100 * ms, pausePhase: []int64{500 * ms, -1}}
+	s := &sim{model: model{pauseEvery: 2000 * ms, pauseLen: 100 * ms}, servers: servers{pausePhase: []int64{500 * ms, -1}}}
 	for _, c := range []struct{ t, want int64 }{
 		{0, 0}, {499 * ms, 0}, {500 * ms, 600 * ms}, {599 * ms, 600 * ms}, {600 * ms, 0}, {2550 * ms, 2600 * ms},
 	} {

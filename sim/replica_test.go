@@ -29,12 +29,12 @@ func TestReplicaSetAvoidsUsed(t *testing.T) {
 		b := mustSet(t, kind, 4)
 		for i := range 200 {
 			used := []int{i % 4, (i + 1) % 4, (i + 2) % 4}
-			if got := b.pick(now, used); got != (i+3)%4 {
+			if got := b.pick(now, used, 0); got != (i+3)%4 {
 				t.Fatalf("%s: picked %d with %v used; want the one left", kind, got, used)
 			}
 			b.done(now, (i+3)%4, replica.Success)
 		}
-		if got := b.pick(now, []int{0, 1, 2, 3}); got < 0 || got > 3 {
+		if got := b.pick(now, []int{0, 1, 2, 3}, 0); got < 0 || got > 3 {
 			t.Fatalf("%s: picked %d", kind, got)
 		}
 	}
@@ -50,15 +50,15 @@ func TestReplicaSetOutstanding(t *testing.T) {
 	b := mustSet(t, BalancerLeastOutstanding, 3)
 	seen := map[int]bool{}
 	for range 3 {
-		seen[b.pick(now, nil)] = true
+		seen[b.pick(now, nil, uint64(len(seen))<<40)] = true
 	}
 	if len(seen) != 3 {
 		t.Errorf("least-outstanding put 3 outstanding attempts on %d replicas", len(seen))
 	}
 	b = mustSet(t, BalancerRandom, 4)
 	count := make([]int, 4)
-	for range 4000 {
-		i := b.pick(now, nil)
+	for k := range 4000 {
+		i := b.pick(now, nil, mix(uint64(k)))
 		count[i]++
 		b.done(now, i, replica.Ignored)
 	}
@@ -215,10 +215,10 @@ func TestReplicaFailures(t *testing.T) {
 }
 
 func TestFailingAt(t *testing.T) {
-	s := &sim{failures: compileFailures([]Failure{
+	s := &sim{model: model{failures: compileFailures([]Failure{
 		{Replica: 1, Kind: FailBlackhole, From: 0.5, For: time.Second},
 		{Replica: 2, Kind: FailRefuse, FlapEvery: 4 * time.Second, FlapFor: time.Second},
-	}, 10e9)}
+	}, 10e9)}}
 	sec := int64(time.Second)
 	for _, c := range []struct {
 		rp   int
@@ -260,4 +260,73 @@ func TestNoAllocationPerCallTied(t *testing.T) {
 	if small, large := allocs(10_000), allocs(40_000); large > small+50 {
 		t.Errorf("%d allocations for 10k calls, %d for 40k", small, large)
 	}
+}
+
+// TestCommonRandomNumbers: with a random balancer, every call's first attempt goes to the same
+// replica with and without hedging, and has the same service time: the hedges draw from
+// streams of their own, so a comparison with no hedge compares the same primaries. (Where
+// outlier detection has ejected a replica the choice differs, as it should: that is a
+// decision, not the dice.)
+func TestCommonRandomNumbers(t *testing.T) {
+	p, err := Params{Calls: 20000, Replicas: 8, Workers: 2, Balancer: BalancerRandom, Clients: 4}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type first struct {
+		replica int
+		svc     int64
+		ejected bool
+	}
+	firsts := func(setup string) map[int]first {
+		m := make(map[int]first)
+		r := newRunner()
+		r.s.onStart = func(call, attempt, rp int, svc int64, ejected bool) {
+			if attempt == 0 && call < p.Calls {
+				m[call] = first{rp, svc, ejected}
+			}
+		}
+		pt, err := r.run(t.Context(), p, setupNamed(t, setup), 85, Ignored, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if setup != SetupNoHedge && pt.HedgeRate == 0 {
+			t.Fatalf("%s sent no hedge: the test compares nothing", setup)
+		}
+		return m
+	}
+	base := firsts(SetupNoHedge)
+	for _, setup := range []string{SetupRecommended, SetupDefaultBudget} {
+		got := firsts(setup)
+		if len(got) != len(base) {
+			t.Fatalf("%s: %d first attempts, no hedge %d", setup, len(got), len(base))
+		}
+		same := 0
+		for call, want := range base {
+			g := got[call]
+			if g.svc != want.svc {
+				t.Fatalf("%s: call %d's first attempt served %d ns; without hedging %d ns", setup, call, g.svc, want.svc)
+			}
+			if g.ejected || want.ejected {
+				continue
+			}
+			if g.replica != want.replica {
+				t.Fatalf("%s: call %d's first attempt went to replica %d; without hedging to %d", setup, call, g.replica, want.replica)
+			}
+			same++
+		}
+		if same < len(base)/2 {
+			t.Fatalf("%s: only %d of %d first attempts were picked with every replica in service", setup, same, len(base))
+		}
+	}
+}
+
+func setupNamed(t *testing.T, name string) Setup {
+	t.Helper()
+	for _, s := range Setups(0) {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no setup %q", name)
+	return Setup{}
 }

@@ -27,11 +27,16 @@ type Model struct {
 	LoadsPct       []float64 `json:"loads_pct"`
 	Setups         []string  `json:"setups"`
 	Cancellations  []string  `json:"cancellations"`
-	Family         string    `json:"family"`       // the scenario family (Families); "reference" for SIMULATION.md's model
-	Replicas       int       `json:"replicas"`     // servers, each with Workers workers and its own FIFO queue
-	Balancer       string    `json:"balancer"`     // the client-side balancer; "" with one replica
-	Clients        int       `json:"clients"`      // independent clients, each with its own policy
-	TieDelayMs     float64   `json:"tie_delay_ms"` // how long a cancellation takes to reach the server
+	Family         string    `json:"family"`   // the scenario family (Families); "reference" for SIMULATION.md's model
+	Replicas       int       `json:"replicas"` // servers, each with Workers workers and its own FIFO queue
+	Balancer       string    `json:"balancer"` // the client-side balancer; "" with one replica
+	Clients        int       `json:"clients"`  // independent clients, each with its own policy
+	// ClientInFlight bounds each client's calls in flight (0 = unbounded); the rest wait in
+	// the client, their latency counted from arrival.
+	ClientInFlight int `json:"client_inflight,omitempty"`
+	// HeavyClientShare is the share of the calls the first client makes (0 = an even split).
+	HeavyClientShare float64 `json:"heavy_client_share,omitempty"`
+	TieDelayMs       float64 `json:"tie_delay_ms"` // how long a cancellation takes to reach the server
 }
 
 // Point is one setup × load × cancellation mode × seed. Field names are stable: scripts read them.
@@ -52,13 +57,14 @@ type Point struct {
 	UtilisationPct  float64          `json:"utilisation_pct"`
 	WastedWorkPct   float64          `json:"wasted_work_pct"`
 	Suppressed      map[string]int64 `json:"suppressed"`
-	MeanMs          float64          `json:"mean_ms"`      // mean call latency (successful measured calls), ms; 0 on collapse
-	MeanWaitMs      float64          `json:"mean_wait_ms"` // mean time an attempt of a measured call waited in the queue before service, ms
-	Calls           int              `json:"calls"`        // calls simulated (fewer than asked when a collapse stopped the run early)
-	Events          int64            `json:"events"`       // events processed, for the events-per-second figure
-	Replicas        int              `json:"replicas"`     // servers, each with Workers workers and its own queue (1: the reference model)
-	Balancer        string           `json:"balancer"`     // the client-side balancer; "" with one replica
-	Clients         int              `json:"clients"`      // independent clients, each with its own policy
+	MeanMs          float64          `json:"mean_ms"`                   // mean call latency (successful measured calls), ms; 0 on collapse
+	MeanWaitMs      float64          `json:"mean_wait_ms"`              // mean time an attempt of a measured call waited in the queue before service, ms
+	Calls           int              `json:"calls"`                     // calls simulated (fewer than asked when a collapse stopped the run early)
+	Events          int64            `json:"events"`                    // events processed, for the events-per-second figure
+	Replicas        int              `json:"replicas"`                  // servers, each with Workers workers and its own queue (1: the reference model)
+	Balancer        string           `json:"balancer"`                  // the client-side balancer; "" with one replica
+	Clients         int              `json:"clients"`                   // independent clients, each with its own policy
+	ClientInFlight  int              `json:"client_inflight,omitempty"` // each client's bound on calls in flight; 0 = none
 }
 
 // pointJSON is Point as report.json holds it: the percentiles are numbers or null (Failed).
@@ -87,6 +93,7 @@ type pointJSON struct {
 	Replicas        int              `json:"replicas"`
 	Balancer        string           `json:"balancer"`
 	Clients         int              `json:"clients"`
+	ClientInFlight  int              `json:"client_inflight,omitempty"`
 }
 
 func msOut(x float64) *float64 {
@@ -110,7 +117,7 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		msOut(p.P50Ms), msOut(p.P99Ms), msOut(p.P999Ms),
 		p.RequestsPerCall, p.HedgeRate, p.HedgeWinRate, p.RejectedPct, p.FailedPct,
 		p.UtilisationPct, p.WastedWorkPct, p.Suppressed, p.MeanMs, p.MeanWaitMs, p.Calls, p.Events,
-		p.Replicas, p.Balancer, p.Clients,
+		p.Replicas, p.Balancer, p.Clients, p.ClientInFlight,
 	})
 }
 
@@ -126,7 +133,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		msIn(w.P50Ms), msIn(w.P99Ms), msIn(w.P999Ms),
 		w.RequestsPerCall, w.HedgeRate, w.HedgeWinRate, w.RejectedPct, w.FailedPct,
 		w.UtilisationPct, w.WastedWorkPct, w.Suppressed, w.MeanMs, w.MeanWaitMs, w.Calls, w.Events,
-		w.Replicas, w.Balancer, w.Clients,
+		w.Replicas, w.Balancer, w.Clients, w.ClientInFlight,
 	}
 	return nil
 }

@@ -49,8 +49,17 @@ type Params struct {
 
 	// Clients is how many independent clients make the calls, each with its own *hedge.Policy
 	// built from the setup (and its own view of the replicas); each call belongs to one client,
-	// at random, so each sees a Poisson share of the arrivals. 0 = 1.
+	// at random, so each sees a Poisson share of the arrivals. 0 = 1; at most 65536.
 	Clients int
+	// ClientInFlight bounds each client's calls in flight: a call that arrives while its
+	// client has that many waits in the client (first come, first served) until one ends, and
+	// its latency counts from its arrival. 1 is a sequential client (a CLI, a batch job, a
+	// request-per-goroutine worker); 0 = unbounded.
+	ClientInFlight int
+	// HeavyClientShare, with two or more Clients, is the share of the calls the first client
+	// makes; the others split the rest evenly (one heavy client among many light ones).
+	// 0 = an even split; otherwise in (0, 1).
+	HeavyClientShare float64
 	// Replicas is how many servers there are, each with Workers workers and its own FIFO queue,
 	// behind a client-side Balancer; an attempt goes to a replica its call has not used while
 	// one is left. 0 = 1, the reference model; at most 64.
@@ -119,6 +128,10 @@ func (p Params) resolve() (Params, error) {
 		return p, fmt.Errorf("sim: MaxEvents must be >= 1 (0 = 100 × Calls + 1e6), got %d", p.MaxEvents)
 	case p.Clients < 0 || p.Clients > 1<<16:
 		return p, fmt.Errorf("sim: Clients must be in [1, 65536] (0 = 1), got %d", p.Clients)
+	case p.ClientInFlight < 0:
+		return p, fmt.Errorf("sim: ClientInFlight must be >= 0 (0 = unbounded), got %d", p.ClientInFlight)
+	case !(p.HeavyClientShare >= 0 && p.HeavyClientShare < 1):
+		return p, fmt.Errorf("sim: HeavyClientShare must be in [0, 1) (0 = an even split), got %v", p.HeavyClientShare)
 	case p.Replicas < 0 || p.Replicas > 64 || p.Replicas*p.Workers > maxWorkers:
 		return p, fmt.Errorf("sim: Replicas must be in [1, 64] (0 = 1) with at most %d workers in all, got %d", maxWorkers, p.Replicas)
 	case p.TieDelay < 0:
@@ -242,27 +255,29 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		pauses = p.Replicas
 	}
 	r.s.reset(runParams{
-		replicas:   p.Replicas,
-		clients:    p.Clients,
-		choose:     choose,
-		tieDelay:   int64(p.TieDelay),
-		arrMult:    p.Arrivals.multiplier(span),
-		svcMult:    serviceMultiplier(p.Slowdowns, span),
-		pauseEvery: int64(p.Pauses.Every),
-		pauseLen:   int64(p.Pauses.Length),
-		pauses:     pauses,
-		failures:   compileFailures(p.Failures, span),
-		timeout:    int64(p.Timeout),
-		busy:       p.ClientDelay,
-		workers:    p.Workers,
-		dist:       p.Service,
-		calls:      p.Calls,
-		warm:       warm,
-		reaches:    mode == Reaches,
-		maxQueue:   p.MaxQueue,
-		maxEvents:  p.MaxEvents,
-		lambda:     lambda,
-		seed:       seed,
+		replicas:       p.Replicas,
+		clients:        p.Clients,
+		clientInFlight: p.ClientInFlight,
+		heavyShare:     p.HeavyClientShare,
+		choose:         choose,
+		tieDelay:       int64(p.TieDelay),
+		arrMult:        p.Arrivals.multiplier(span),
+		svcMult:        serviceMultiplier(p.Slowdowns, span),
+		pauseEvery:     int64(p.Pauses.Every),
+		pauseLen:       int64(p.Pauses.Length),
+		pauses:         pauses,
+		failures:       compileFailures(p.Failures, span),
+		timeout:        int64(p.Timeout),
+		busy:           p.ClientDelay,
+		workers:        p.Workers,
+		dist:           p.Service,
+		calls:          p.Calls,
+		warm:           warm,
+		reaches:        mode == Reaches,
+		maxQueue:       p.MaxQueue,
+		maxEvents:      p.MaxEvents,
+		lambda:         lambda,
+		seed:           seed,
 	}, &r.hc)
 	r.hc.reset(r.pol, r.s, user)
 	var stop func() bool
@@ -274,7 +289,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		return Point{}, err
 	}
 	pt := Point{Setup: setup.Name, LoadPct: loadPct, Cancellation: mode, Seed: seed,
-		Replicas: p.Replicas, Balancer: p.balancerName(), Clients: p.Clients}
+		Replicas: p.Replicas, Balancer: p.balancerName(), Clients: p.Clients, ClientInFlight: p.ClientInFlight}
 	r.s.measure(&pt)
 	pt.Suppressed = r.hc.suppressed()
 	r.hc.p = nil
@@ -358,11 +373,12 @@ type SweepConfig struct {
 	// Family is the scenario family whose model the sweep runs (see Families); "" = the
 	// reference model. The fields below, and Workers and Service, override the family's.
 	Family string
-	// Clients, Replicas, Balancer, TieDelay: see Params.
-	Clients  int
-	Replicas int
-	Balancer string
-	TieDelay time.Duration
+	// Clients, ClientInFlight, Replicas, Balancer, TieDelay: see Params.
+	Clients        int
+	ClientInFlight int
+	Replicas       int
+	Balancer       string
+	TieDelay       time.Duration
 	// Balancers, with Replicas > 1: run every setup under each of these balancers ("all" =
 	// every balancer). nil = {Balancer}. Whatever it says, a sweep with replicas also runs "no
 	// hedge" under random and under p2c: the baselines a hedging setup must beat.
@@ -392,7 +408,7 @@ func (c SweepConfig) plan() (plan, error) {
 	}
 	params, err := Params{
 		Workers: c.Workers, Service: c.Service, Calls: c.Calls, WarmupFraction: c.WarmupFraction,
-		Clients: c.Clients, Replicas: c.Replicas, Balancer: c.Balancer, TieDelay: c.TieDelay,
+		Clients: c.Clients, ClientInFlight: c.ClientInFlight, Replicas: c.Replicas, Balancer: c.Balancer, TieDelay: c.TieDelay,
 	}.withModel(fam.Params).resolve()
 	if err != nil {
 		return pl, err
@@ -509,21 +525,23 @@ func (c SweepConfig) plan() (plan, error) {
 		}
 	}
 	pl.model = Model{
-		Workers:        params.Workers,
-		ServiceTime:    params.Service.String(),
-		MeanServiceMs:  float64(params.Service.Mean()) / 1e6,
-		HedgeDelayMs:   float64(delay) / 1e6,
-		Calls:          params.Calls,
-		WarmupFraction: params.WarmupFraction,
-		Seeds:          slices.Clone(pl.seeds),
-		LoadsPct:       slices.Clone(pl.loads),
-		Setups:         names,
-		Cancellations:  slices.Clone(pl.modes),
-		Family:         fam.Name,
-		Replicas:       params.Replicas,
-		Balancer:       params.balancerName(),
-		Clients:        params.Clients,
-		TieDelayMs:     float64(params.TieDelay) / 1e6,
+		Workers:          params.Workers,
+		ServiceTime:      params.Service.String(),
+		MeanServiceMs:    float64(params.Service.Mean()) / 1e6,
+		HedgeDelayMs:     float64(delay) / 1e6,
+		Calls:            params.Calls,
+		WarmupFraction:   params.WarmupFraction,
+		Seeds:            slices.Clone(pl.seeds),
+		LoadsPct:         slices.Clone(pl.loads),
+		Setups:           names,
+		Cancellations:    slices.Clone(pl.modes),
+		Family:           fam.Name,
+		Replicas:         params.Replicas,
+		Balancer:         params.balancerName(),
+		Clients:          params.Clients,
+		ClientInFlight:   params.ClientInFlight,
+		HeavyClientShare: params.HeavyClientShare,
+		TieDelayMs:       float64(params.TieDelay) / 1e6,
 	}
 	return pl, nil
 }

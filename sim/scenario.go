@@ -188,6 +188,13 @@ const (
 	FamilyReplicaRefusing  = "replica-refusing"
 	FamilyReplicaBlackhole = "replica-blackhole"
 	FamilyReplicaFlapping  = "replica-flapping"
+	// Fleet families: many client processes share the dependency, each with its own policy
+	// and a thin slice of the traffic.
+	FamilyFleet           = "fleet"
+	FamilyFleetLarge      = "fleet-large"
+	FamilyFleetSequential = "fleet-sequential"
+	FamilyUnevenClients   = "uneven-clients"
+	FamilySmallReplicas   = "small-replicas"
 )
 
 // replicas4 is p on 4 replicas of 4 workers behind p2c.
@@ -247,6 +254,20 @@ func lognormal(median time.Duration, sigma float64) LogNormal {
 //   - replica-flapping: from a fifth of the run on, one replica refuses connections for 1 s
 //     in every 4 s.
 //
+// and five fleets, where each client process has its own policy and learns only from its own
+// calls:
+//
+//   - fleet: 32 clients, each making 1/32 of the calls, on the reference model.
+//   - fleet-large: 256 clients.
+//   - fleet-sequential: 32 clients, each with at most one call in flight (a CLI, a batch
+//     job, a request-per-goroutine worker): a call that arrives while its client is busy
+//     waits in the client, its latency counted from its arrival.
+//   - uneven-clients: 32 clients, one of them making half the calls, the other 31 sharing
+//     the rest.
+//   - small-replicas: 8 replicas × 2 workers behind a random balancer, 8 clients: small
+//     queues that a random balancer fills unevenly, where a replica that is merely busy
+//     looks like one in trouble.
+//
 // In these the load is a share of the capacity left (see Params.Replicas): a replica 3× slower
 // serves a third of what it did, so 95 % load still leaves the fleet 5 % of headroom.
 func Families() []Family {
@@ -303,6 +324,13 @@ func Families() []Family {
 		{Name: FamilyReplicaFlapping, MaxLoadPct: 70, About: "4 replicas × 4 workers (p2c), one refusing 1 s in every 4 s; 1 s deadline", Stragglers: 0.02, Params: replicas4(Params{
 			Failures: []Failure{{Replica: 0, Kind: FailRefuse, From: 0.2, FlapEvery: 4 * time.Second, FlapFor: time.Second}}, Timeout: time.Second,
 		})},
+		{Name: FamilyFleet, About: "32 clients, each with its own policy and 1/32 of the calls", Stragglers: 0.02, Params: Params{Clients: 32}},
+		{Name: FamilyFleetLarge, About: "256 clients, each with its own policy and 1/256 of the calls", Stragglers: 0.02, Params: Params{Clients: 256}},
+		{Name: FamilyFleetSequential, About: "32 clients, each with one call in flight at most (the rest wait in the client)", Stragglers: 0.02, Params: Params{Clients: 32, ClientInFlight: 1}},
+		{Name: FamilyUnevenClients, About: "32 clients, one making half the calls", Stragglers: 0.02, Params: Params{Clients: 32, HeavyClientShare: 0.5}},
+		{Name: FamilySmallReplicas, About: "8 replicas × 2 workers behind a random balancer, 8 clients", Stragglers: 0.02, Params: Params{
+			Replicas: 8, Workers: 2, Balancer: BalancerRandom, Clients: 8,
+		}},
 	}
 }
 
@@ -335,6 +363,12 @@ func (p Params) withModel(m Params) Params {
 	}
 	if p.Clients == 0 {
 		p.Clients = m.Clients
+	}
+	if p.ClientInFlight == 0 {
+		p.ClientInFlight = m.ClientInFlight
+	}
+	if p.HeavyClientShare == 0 {
+		p.HeavyClientShare = m.HeavyClientShare
 	}
 	if p.Replicas == 0 {
 		p.Replicas = m.Replicas

@@ -42,7 +42,7 @@ type ScorecardConfig struct {
 	Loads []float64
 	// Modes: Ignored, Reaches or "both". nil = both.
 	Modes []string
-	// Seeds. nil = 1, 2.
+	// Seeds. nil = 1, 2, 3: every point is judged on each.
 	Seeds []uint64
 	// Calls per run (each point runs the setup and no hedge). 0 = 200,000, the reference run's.
 	Calls int
@@ -273,7 +273,7 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	modes = dedup(modes)
 	seeds := cfg.Seeds
 	if len(seeds) == 0 {
-		seeds = []uint64{1, 2}
+		seeds = []uint64{1, 2, 3}
 	}
 	calls := cfg.Calls
 	if calls == 0 {

@@ -34,6 +34,7 @@ type config struct {
 
 	family     string // scenario family ("" = reference)
 	clients    int
+	inflight   int // each client's bound on calls in flight (0 = unbounded)
 	replicas   int
 	balancers  []string // with replicas: the balancers to run every setup under
 	tieDelay   time.Duration
@@ -42,6 +43,7 @@ type config struct {
 	setupSet   bool     // -setups was given
 	workersSet bool     // -workers was given (else the family's, or 16)
 	callsSet   bool     // -calls was given
+	seedsSet   bool     // -seeds was given
 }
 
 // Defaults: the reference run of SIMULATION.md (200,000 calls per point, seeds 1 and 2), so
@@ -57,6 +59,9 @@ const (
 	// The scorecard runs 64 runs per family: 100,000 calls each (90,000 measured, so a p99.9
 	// rests on the slowest 90) keeps the whole scorecard near a minute on two cores.
 	defaultScorecardCalls = 100000
+	// The scorecard judges every point on each of three seeds: a rule that holds on one seed
+	// by luck rarely holds on three.
+	defaultScorecardSeeds = "1,2,3"
 )
 
 // usageError is a bad command line: the command prints it and exits with status 2.
@@ -110,7 +115,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		}
 	}
 	calls := fs.Int("calls", defaultCalls, "calls per point (setup × load × cancellation × seed); the first 10% are not measured")
-	seeds := fs.String("seeds", defaultSeeds, "comma-separated seeds, e.g. 1,2")
+	seeds := fs.String("seeds", defaultSeeds, "comma-separated seeds, e.g. 1,2 (-scorecard: default 1,2,3)")
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setups := fs.String("setups", "all", "setups to run, separated by ';' (names as listed below), or all")
 	cancel := fs.String("cancellation", "both", "cancellation mode: ignored, reaches or both")
@@ -123,10 +128,11 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	from := fs.String("from", "", "render the report from this report.json instead of simulating (model flags are ignored)")
 	family := fs.String("family", "", "scenario family whose model to run (see the list below); default the reference model")
 	clients := fs.Int("clients", 0, "independent clients, each with its own policy, arrivals split evenly (default 1)")
+	inflight := fs.Int("client-inflight", 0, "each client's calls in flight at most; the rest wait in the client, latency counted\nfrom arrival (1: sequential clients; default 0: unbounded)")
 	replicas := fs.Int("replicas", 0, "replicas, each with -workers workers and its own FIFO queue (default 1: the reference model)")
 	balancer := fs.String("balancer", "", "client-side balancer with replicas: random, round-robin, least-outstanding or p2c (default p2c),\nor several separated by commas, or all; \"no hedge\" also runs under random and p2c")
 	tieDelay := fs.Duration("tie-delay", 0, "how long a cancellation takes to reach the server (cancellation reaches)")
-	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md and scorecard.json into -out")
+	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md, scorecard.html and scorecard.json into -out")
 	families := fs.String("families", "all", "the scorecard's scenario families, comma-separated, or all")
 
 	if err := fs.Parse(args); err != nil {
@@ -148,6 +154,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		from:       *from,
 		family:     *family,
 		clients:    *clients,
+		inflight:   *inflight,
 		replicas:   *replicas,
 		tieDelay:   *tieDelay,
 		scorecard:  *scorecard,
@@ -160,6 +167,8 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 			cfg.workersSet = true
 		case "calls":
 			cfg.callsSet = true
+		case "seeds":
+			cfg.seedsSet = true
 		}
 	})
 	if cfg.family != "" && !slices.Contains(familyNames, cfg.family) {
@@ -179,6 +188,9 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	}
 	if cfg.clients < 0 || cfg.replicas < 0 || cfg.replicas > 64 || cfg.tieDelay < 0 {
 		return config{}, usagef("-clients must be >= 1, -replicas in [1, 64], -tie-delay >= 0")
+	}
+	if cfg.inflight < 0 {
+		return config{}, usagef("-client-inflight must be >= 0 (0 = unbounded), got %d", cfg.inflight)
 	}
 	for b := range strings.SplitSeq(*balancer, ",") {
 		switch b = strings.TrimSpace(b); b {
@@ -201,6 +213,9 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	}
 	if cfg.out == "" && !cfg.tablesOnly {
 		return config{}, usagef("-out must name a directory")
+	}
+	if cfg.scorecard && !cfg.seedsSet {
+		*seeds = defaultScorecardSeeds
 	}
 	if cfg.seeds, err = sim.ParseSeeds(*seeds); err != nil {
 		return config{}, flagError("seeds", err)

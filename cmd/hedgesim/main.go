@@ -89,18 +89,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgr
 // service time apply unless -workers or -service say otherwise.
 func (c config) sweepConfig() sim.SweepConfig {
 	sc := sim.SweepConfig{
-		Workers:    c.workers,
-		HedgeDelay: c.hedgeDelay,
-		Calls:      c.calls,
-		Seeds:      c.seeds,
-		Loads:      c.loads,
-		Setups:     c.setups,
-		Modes:      c.modes,
-		Family:     c.family,
-		Clients:    c.clients,
-		Replicas:   c.replicas,
-		Balancers:  c.balancers,
-		TieDelay:   c.tieDelay,
+		Workers:        c.workers,
+		HedgeDelay:     c.hedgeDelay,
+		Calls:          c.calls,
+		Seeds:          c.seeds,
+		Loads:          c.loads,
+		Setups:         c.setups,
+		Modes:          c.modes,
+		Family:         c.family,
+		Clients:        c.clients,
+		ClientInFlight: c.inflight,
+		Replicas:       c.replicas,
+		Balancers:      c.balancers,
+		TieDelay:       c.tieDelay,
 	}
 	if c.family == "" || c.service.Kind != sim.ServiceMixture {
 		sc.Service = c.service.Distribution()
@@ -111,7 +112,8 @@ func (c config) sweepConfig() sim.SweepConfig {
 	return sc
 }
 
-// runScorecard runs the safety scorecard and writes scorecard.md and scorecard.json into -out.
+// runScorecard runs the safety scorecard and writes scorecard.md, scorecard.html and
+// scorecard.json into -out.
 func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, showProgress bool) int {
 	start := time.Now()
 	var mu sync.Mutex
@@ -152,7 +154,12 @@ func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, sho
 		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
 		return 1
 	}
-	for name, b := range map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes()} {
+	var page bytes.Buffer
+	if err := report.WriteScorecardHTML(&page, res); err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
+	}
+	for name, b := range map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes(), "scorecard.html": page.Bytes()} {
 		if err := os.WriteFile(filepath.Join(cfg.out, name), b, 0o644); err != nil {
 			fmt.Fprintf(stderr, "hedgesim: %v\n", err)
 			return 1
@@ -161,8 +168,9 @@ func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, sho
 	held, total := res.Held()
 	paid, checked := res.Paid()
 	fmt.Fprintf(stdout, "Scorecard of %s against no hedge: holds on %d of %d points; payoff on %d of %d checked points "+
-		"(%d calls per run, %.0f s).\nScorecard: %s, %s\n", res.Setup, held, total, paid, checked, cfg.calls,
-		time.Since(start).Seconds(), filepath.Join(cfg.out, "scorecard.md"), filepath.Join(cfg.out, "scorecard.json"))
+		"(%d calls per run, %.0f s).\nScorecard: %s, %s, %s\n", res.Setup, held, total, paid, checked, cfg.calls,
+		time.Since(start).Seconds(), filepath.Join(cfg.out, "scorecard.md"), filepath.Join(cfg.out, "scorecard.html"),
+		filepath.Join(cfg.out, "scorecard.json"))
 	return 0
 }
 

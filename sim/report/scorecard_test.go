@@ -56,3 +56,42 @@ func TestScorecardWriters(t *testing.T) {
 		t.Error("scorecard.md is not deterministic")
 	}
 }
+
+// TestScorecardHTML: the page draws one grid per mode, a cell per family × load, coloured by
+// the worst seed's p99 ratio; a point that does not hold is framed and says which rule it
+// broke; the page says how many points hold and lists those that do not, every text escaped.
+func TestScorecardHTML(t *testing.T) {
+	r := sampleScorecard()
+	r.Points = append(r.Points, sim.ScorecardPoint{Family: "a<b>", LoadPct: 30, Cancellation: "reaches", Seed: 1, Holds: true,
+		P99Ms: 100, NoHedgeP99Ms: 100, P999Ms: 1, NoHedgeP999Ms: 1})
+	var b bytes.Buffer
+	if err := WriteScorecardHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		"<!DOCTYPE html>", "<b>Holds on 4 of 5 points</b>",
+		"Cancellation ignored", "Cancellation reaches",
+		`<th class="mode" colspan="2">`, ">30%<", ">95%<", ">load<",
+		"<b>0.30×</b>",                      // reference at 30 %: the worst seed, 60 / 200
+		`class="c fail"`, "<b>✗ failed</b>", // reference at 95 %: seed 1 failed
+		"breaks p99",
+		"a&lt;b&gt;", // escaped
+		"Points that do not hold (1)", "reference, 95% load, cancellation ignored, seed 1",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("scorecard.html lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "a<b>") || strings.Contains(page, "<script") {
+		t.Error("scorecard.html carries unescaped text or a script")
+	}
+	if bg, _ := ratioColour(0.1); bg == "#e6e6e6" {
+		t.Error("a 0.1× cell is coloured as even")
+	}
+	if a, b := mustColour(0.2), mustColour(0.8); a == b {
+		t.Error("0.2× and 0.8× share a colour")
+	}
+}
+
+func mustColour(rt float64) string { bg, _ := ratioColour(rt); return bg }

@@ -1,0 +1,72 @@
+package hedge
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge/replica"
+)
+
+// This file holds where each attempt went, as far as the state machine needs to know it: a
+// replica in trouble of its own (one that has stopped answering while the others answer) makes
+// every call whose first attempt went to it cross its hedge threshold. That is the replica's
+// trouble, not a backlog of the dependency: the call's hedge goes to another replica, so the
+// backlog gate does not hold it back, and its crossing is not counted as evidence of a
+// backlog (docs/design.md, "The gates").
+
+// Route is where one attempt was sent: a replica of a [replica.Set]. The driver of a call
+// gives the state machine one Route per attempt ([Call.AttemptRoute]); the transport that
+// picks the attempt's replica fills it in ([Route.To]), from any goroutine. Do and DoInline
+// keep one in every attempt's context, filled with [Routed]. The zero Route says nothing.
+type Route struct {
+	set atomic.Pointer[replica.Set]
+	i   atomic.Int32
+}
+
+// To records that the attempt went to replica i of set.
+func (r *Route) To(set *replica.Set, i int) {
+	r.i.Store(int32(i))
+	r.set.Store(set)
+}
+
+// troubled reports whether the attempt went to a replica whose trouble is its own at now: one
+// in trouble (replica.Set.Troubled) or one outlier detection has since ejected.
+func (r *Route) troubled(now time.Time) bool {
+	set := r.set.Load()
+	if set == nil {
+		return false
+	}
+	i := int(r.i.Load())
+	return set.Ejected(now, i) || set.Troubled(now, i)
+}
+
+// Routed records that ctx's attempt went to replica i of set: a transport that picks replicas
+// (hedgehttp, hedgegrpc) calls it as it routes the attempt, with the context Do passed to the
+// attempt function or one derived from it. Outside an attempt it does nothing. It never
+// blocks and allocates nothing.
+func Routed(ctx context.Context, set *replica.Set, i int) {
+	if a, ok := ctx.Value(attemptKey{}).(*attemptCtx); ok {
+		a.route.To(set, i)
+	}
+}
+
+// AttemptRoute gives the state machine attempt k's Route, which the transport fills in when it
+// picks the attempt's replica. r must stay valid until the call is over. The simulator's
+// driver calls it when it starts attempt k; Do and DoInline do it themselves.
+func (c *Call) AttemptRoute(k int, r *Route) {
+	if k >= 0 && k < len(c.attempts) {
+		c.attempts[k].route = r
+	}
+}
+
+// firstTroubled reports whether the attempt a hedge would copy (the oldest one running that
+// is not itself a hedge) went to a replica whose trouble is its own.
+func (c *Call) firstTroubled(now time.Time) bool {
+	for k := range c.attempts {
+		if a := &c.attempts[k]; a.result == Running && !a.hedge {
+			return a.route != nil && a.route.troubled(now)
+		}
+	}
+	return false
+}
