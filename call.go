@@ -266,6 +266,9 @@ func (c *Call) Start(now time.Time) []Action {
 	p.bud.Deposit(now)
 	if p.brk != nil {
 		t, err := c.acquireTicket(now)
+		if c.panicked != nil {
+			return c.settle(now) // the Observer panicked on the breaker's news: no ticket was taken
+		}
 		if err != nil {
 			c.finish(now, ErrBreakerOpen)
 			return c.settle(now)

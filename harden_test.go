@@ -117,6 +117,38 @@ func TestPanickingObserverDoesNotLoseTheHalfOpenTrial(t *testing.T) {
 	}
 }
 
+// The breaker turns half-open inside the trial call's Acquire and tells the Observer there:
+// an Observer that panics on that event must not take the trial's permit with it, or the
+// breaker stays half-open with no trial out and refuses every later call.
+func TestPanickingObserverOnHalfOpenDoesNotWedgeTheBreaker(t *testing.T) {
+	var panicking atomic.Bool
+	p := hedge.MustNew(hedge.Config{Budget: noBudget,
+		Breaker: &breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Second},
+		Observer: func(e hedge.Event) {
+			if e.Kind == hedge.BreakerChanged && e.State == breaker.HalfOpen.String() && panicking.Load() {
+				panic("observer")
+			}
+		}})
+	failCall(p.NewCall(hedge.CallOptions{}), t0)
+	at := t0.Add(2 * time.Second) // past OpenFor: the next Acquire turns the breaker half-open
+	panicking.Store(true)
+	trial := p.NewCall(hedge.CallOptions{})
+	trial.Start(at)
+	var pe *hedge.PanicError
+	if !trial.Done() || !errors.As(trial.Err(), &pe) {
+		t.Fatalf("after the observer panicked: done %v, err %v; want the call ended with a *PanicError", trial.Done(), trial.Err())
+	}
+	panicking.Store(false)
+	for i := range 3 {
+		next := p.NewCall(hedge.CallOptions{})
+		now := at.Add(time.Duration(i+1) * time.Millisecond)
+		if next.Start(now); next.Err() != nil {
+			t.Fatalf("call %d after the panic got %v: the half-open trial's permit was lost", i, next.Err())
+		}
+		next.AttemptDone(now, 0, hedge.Outcome{}) // the trial succeeds: the breaker closes
+	}
+}
+
 func TestPanickingClassifyEndsTheCallAndReleasesItsPermit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{Budget: noBudget,
