@@ -63,7 +63,7 @@ var withConfig = Config{ConsecutiveFailures: 5, ConsecutiveUnreachable: 1, Conse
 // one's anchor, or an ejection made late in the old Pool's life would end late in the new's.
 func TestPoolWithKeepsTheTimeAnchor(t *testing.T) {
 	p, _ := NewPool([]string{"a", "b", "c"}, withConfig)
-	p.Set().Report(t0, 0, Success) // the old Set's clock starts at t0
+	p.Set().Ejected(t0, 0) // the old Set's clock starts at t0
 	p.Set().Report(t0.Add(10*time.Second), 1, Unreachable)
 	q, err := p.With([]string{"b", "c"})
 	if err != nil {
@@ -113,7 +113,7 @@ func TestPoolWithKeepsTheRunOfFailures(t *testing.T) {
 // not restart whenever the addresses change, nor does it date the run from the anchor.
 func TestPoolWithKeepsTheSlowStreak(t *testing.T) {
 	p, _ := NewPool([]string{"a", "b", "c"}, withConfig)
-	p.Set().Report(t0, 0, Success)
+	p.Set().Ejected(t0, 0) // the old Set's clock starts at t0
 	start := t0.Add(time.Second)
 	for k := range 4 {
 		p.Set().Report(start.Add(time.Duration(k)*100*time.Millisecond), 1, Slow)
@@ -126,5 +126,23 @@ func TestPoolWithKeepsTheSlowStreak(t *testing.T) {
 	q.Set().Report(start.Add(600*time.Millisecond), 0, Slow)
 	if !q.Set().Ejected(start.Add(600*time.Millisecond), 0) {
 		t.Fatal("b's run of Slow results did not survive With: six over 600ms did not eject it")
+	}
+}
+
+// A replica ejected in the old Pool is not picked for first attempts in the new one: first
+// attempts take a shortcut while no ejection runs, and With must tell the new Set of the
+// ejections it carried over.
+func TestPoolWithKeepsEjectedReplicasOutOfFirstPicks(t *testing.T) {
+	for _, b := range balancers {
+		p, _ := NewPool([]string{"a", "b", "c"}, Config{Balancer: b, ConsecutiveUnreachable: 1, MaxEjectedPercent: 100, Seed: 5})
+		p.Set().Report(t0, 1, Unreachable)
+		q, _ := p.With([]string{"a", "b", "c"})
+		for range 50 {
+			i := q.Set().Pick(t0, nil)
+			q.Set().Done(t0, i, Ignored)
+			if i == 1 {
+				t.Fatalf("%v: a first attempt went to b, ejected before With", b)
+			}
+		}
 	}
 }
