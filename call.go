@@ -341,6 +341,12 @@ func (c *Call) maybeHedge(now time.Time) {
 				}
 				return
 			}
+		} else if at := c.lastStart.Add(c.p.cfg.MinimumDelay); at.After(now) {
+			// No threshold yet (a cold estimator), but none could be below MinimumDelay: a
+			// hedge is due no sooner, and a call that answers before was never going to be
+			// hedged, so it is not counted as suppressed.
+			c.arm(timerHedge, at)
+			return
 		}
 		c.tryHedge(now, false)
 	}
@@ -482,8 +488,11 @@ func (c *Call) breakerState(now time.Time) (s breaker.State) {
 func (c *Call) tryHedge(now time.Time, tie bool) {
 	p := c.p
 	delay := c.threshold
-	if tie {
+	switch {
+	case tie:
 		delay = p.cfg.tieDelay
+	case !c.warm:
+		delay = p.cfg.MinimumDelay // the earliest a hedge could have been due
 	}
 	reason := c.gate(now, tie)
 	if reason == ReasonNone {

@@ -19,8 +19,9 @@ const (
 	// it had run when discarded).
 	HedgeDiscarded
 	// HedgeSuppressed: a gate refused a hedge (Delay, Reason). It comes when the threshold
-	// fires, except for ReasonCold: a cold estimator has no threshold to fire, so that
-	// suppression is reported when the call starts, with a zero Delay (see docs/design.md).
+	// fires; while the estimator is cold there is no threshold, and it comes once the call
+	// has run MinimumDelay, the lowest any threshold can be, with that Delay (see
+	// docs/design.md): a call that answers sooner was not due a hedge, and is not counted.
 	HedgeSuppressed
 	// RetryScheduled: a failed attempt will be retried after Delay (Attempt is the failed one).
 	RetryScheduled
@@ -63,8 +64,8 @@ const (
 	ReasonBreaker
 	// ReasonErrorRate: the dependency's error rate reached SuppressAt of the breaker's trip point.
 	ReasonErrorRate
-	// ReasonCold: the latency estimator has fewer than MinimumSamples samples; reported when
-	// the call starts.
+	// ReasonCold: the latency estimator has fewer than MinimumSamples samples; reported once
+	// the call has run MinimumDelay.
 	ReasonCold
 	// ReasonBacklog: the dependency is slow as a whole (Config.BacklogRatio): the recent
 	// median latency is well above its recent lowest, or far more calls than 1-q reach their
