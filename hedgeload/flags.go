@@ -80,7 +80,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN or empirical:FILE (one duration per line)")
 	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
-	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client)")
+	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind")
+	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
 	band := fs.Float64("band", defaultBand, "agreement band: a real p50/p99/p99.9 agrees within ±band % of the simulated one")
 	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -100,6 +101,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	r := &c.run
 	r.calls, r.workers, r.replicas, r.hedgeDelay = *calls, *workers, *replicas, *delay
 	r.timeScale, r.parallel, r.band, r.maxLag, r.warmup = *scale, *parallel, *band, *maxLag, 0.1
+	r.serverScale = *serverScaleF
 	switch {
 	case r.calls < 100:
 		return c, usagef("-calls must be >= 100, got %d", r.calls)
@@ -111,6 +113,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-hedge-delay must be > 0, got %v", r.hedgeDelay)
 	case !(r.timeScale >= 0.1 && r.timeScale <= 1):
 		return c, usagef("-time-scale must be in [0.1, 1], got %v", r.timeScale)
+	case !(r.serverScale >= 0.5 && r.serverScale <= 2):
+		return c, usagef("-server-scale must be in [0.5, 2], got %v", r.serverScale)
 	case r.parallel <= 0:
 		return c, usagef("-parallel must be >= 1, got %d", r.parallel)
 	case !(r.band > 0) || math.IsInf(r.band, 0):

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -40,6 +43,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-replicas", "65"},
 		{"-replicas", "2", "-balancer", "nearest"},
 		{"-band", "0"},
+		{"-server-scale", "0"},
+		{"-server-scale", "3"},
 		{"stray"},
 	} {
 		if _, err := parseArgs(args, &bytes.Buffer{}); err == nil {
@@ -52,6 +57,29 @@ func TestParseArgsErrors(t *testing.T) {
 	}
 	if strings.Join(c.run.setups, ";") != "recommended;no hedge" || len(c.run.protocols) != 2 || c.run.modes[0] != "reaches" || c.run.timeScale != 0.5 {
 		t.Errorf("parsed %+v", c.run)
+	}
+	if c.run.serverScale != 1 {
+		t.Errorf("-server-scale defaults to %v, want 1", c.run.serverScale)
+	}
+	if c, err := parseArgs([]string{"-server-scale", "1.1"}, &bytes.Buffer{}); err != nil || c.run.serverScale != 1.1 {
+		t.Errorf("-server-scale 1.1: %v, %v", c.run.serverScale, err)
+	}
+}
+
+// A run that falls behind is told to run fewer points at once; other errors get no hint.
+func TestBehindHint(t *testing.T) {
+	behind := fmt.Errorf("point: %w", &BehindError{Call: 7, Lag: time.Second, MaxLag: 100 * time.Millisecond})
+	if h := behindHint(behind, 4); !strings.Contains(h, "-parallel 2") {
+		t.Errorf("hint at -parallel 4: %q, want it to suggest -parallel 2", h)
+	}
+	if h := behindHint(behind, 2); !strings.Contains(h, "-parallel 1;") {
+		t.Errorf("hint at -parallel 2: %q, want it to suggest -parallel 1", h)
+	}
+	if h := behindHint(behind, 1); strings.Contains(h, "-parallel") || !strings.Contains(h, "quieter machine") {
+		t.Errorf("hint at -parallel 1: %q", h)
+	}
+	if h := behindHint(errors.New("connection refused"), 4); h != "" {
+		t.Errorf("hint for another error: %q", h)
 	}
 }
 

@@ -32,8 +32,12 @@ type pointConfig struct {
 	balancer string           // sim's balancer name; "" = p2c
 	service  sim.Distribution // wire time
 	slack    time.Duration    // the measured timer slack each server sleep is shortened by
-	calls    int              // calls whose arrival is measured or warms up; more arrive until they end
-	warmup   float64          // fraction of calls not measured
+	// serverScale multiplies every service time the servers draw (-server-scale): 1 serves
+	// the model; anything else serves a model the simulator was not told of, to show that the
+	// comparison notices.
+	serverScale float64
+	calls       int     // calls whose arrival is measured or warms up; more arrive until they end
+	warmup      float64 // fraction of calls not measured
 
 	maxLag      time.Duration // a call sent later than this after it was due stops the run
 	maxInFlight int           // 0 = 200 × workers × replicas
@@ -102,6 +106,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			protocol: pc.protocol,
 			maxQueue: 2000 * pc.workers,
 			slack:    pc.slack,
+			scale:    pc.serverScale,
 		}, acct)
 		if err != nil {
 			return sim.Point{}, diag, err
@@ -203,8 +208,10 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	}
 
 	lambda := rate(pc.loadPct, pc.workers, pc.replicas, pc.service)
+	offsets := poissonOffsets(total, lambda, pc.seed)
+	normalise(offsets, lambda, warm, pc.calls) // offer the model's load over the measured calls
 	p := &pacer{
-		offsets:     poissonOffsets(total, lambda, pc.seed),
+		offsets:     offsets,
 		maxLag:      pc.maxLag,
 		maxInFlight: pc.maxInFlight,
 		send:        send,

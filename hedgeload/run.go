@@ -27,11 +27,14 @@ type runConfig struct {
 	service    sim.Distribution // model time
 	hedgeDelay time.Duration
 	timeScale  float64
-	parallel   int
-	band       float64       // agreement band, %
-	maxLag     time.Duration // wire
-	calibrateN int           // calls and sleeps of the calibration; 0 = 2000
-	simSeeds   int           // simulated seeds per point; 0 = 10
+	// serverScale multiplies every service time the real servers draw (-server-scale); 0
+	// means 1. The simulator is not told: a diagnostic that the comparison can fail.
+	serverScale float64
+	parallel    int
+	band        float64       // agreement band, %
+	maxLag      time.Duration // wire
+	calibrateN  int           // calls and sleeps of the calibration; 0 = 2000
+	simSeeds    int           // simulated seeds per point; 0 = 10
 }
 
 // Model is the parameters of the run, as report.json's "model".
@@ -51,8 +54,11 @@ type Model struct {
 	Cancellations  []string  `json:"cancellations"`
 	Protocols      []string  `json:"protocols"`
 	TimeScale      float64   `json:"time_scale"` // wire time = model time × time_scale
-	BandPct        float64   `json:"band_pct"`
-	MaxLagMs       float64   `json:"max_lag_ms"` // wire
+	// ServerScale is -server-scale: the real servers drew every service time this many times
+	// longer than the model's (1: the model; the simulator is never told).
+	ServerScale float64 `json:"server_scale"`
+	BandPct     float64 `json:"band_pct"`
+	MaxLagMs    float64 `json:"max_lag_ms"` // wire
 }
 
 // Result is one point: the real run and its simulated twin, side by side. Every time is in the
@@ -130,6 +136,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		Cancellations:  cfg.modes,
 		Protocols:      cfg.protocols,
 		TimeScale:      s,
+		ServerScale:    serverScale(cfg),
 		BandPct:        cfg.band,
 		MaxLagMs:       float64(cfg.maxLag) / 1e6,
 	}}
@@ -259,6 +266,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		balancer:    cfg.balancer,
 		service:     wireSvc,
 		slack:       slack,
+		serverScale: serverScale(cfg),
 		calls:       cfg.calls,
 		warmup:      cfg.warmup,
 		maxLag:      cfg.maxLag,
@@ -300,6 +308,14 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Agreement:    compare(real, sims, overheadMs, cfg.band),
 		Generator:    diag,
 	}, nil
+}
+
+// serverScale is cfg's -server-scale, 1 when unset.
+func serverScale(cfg runConfig) float64 {
+	if cfg.serverScale > 0 {
+		return cfg.serverScale
+	}
+	return 1
 }
 
 // simulate runs the point's twin in the simulator, with the given seed: the same model, the
