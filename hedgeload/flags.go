@@ -49,7 +49,7 @@ Latency is measured from each call's due time. A run whose generator falls behin
 point agrees within -band, 1 when one does not or the run stopped, 2 for a bad command line.
 
 Examples:
-  hedgeload                                   # the standard comparison (about 3 minutes)
+  hedgeload                                   # the standard comparison (about 2.5 minutes)
   hedgeload -calls 3000 -loads 50 -time-scale 0.5
   hedgeload -protocol both -cancellation ignored
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +93,37 @@ func TestRunMainUsage(t *testing.T) {
 	}
 	if code := runMain(t.Context(), []string{"-h"}, &out, &errb, false); code != 0 || !strings.Contains(errb.String(), "-time-scale") {
 		t.Errorf("-h: exit %d", code)
+	}
+}
+
+// The README's commands for hedgeload work as written (from this directory), and it states
+// the standard comparison's duration as -h does.
+func TestReadmeCommands(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds [][]string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if rest, ok := strings.CutPrefix(l, "go run . "); ok && strings.Contains(string(readme), "cd hedgeload") {
+			cmds = append(cmds, strings.Fields(rest))
+		}
+	}
+	if len(cmds) < 2 {
+		t.Fatalf("found %d hedgeload commands in the README, want its two", len(cmds))
+	}
+	for _, args := range cmds {
+		if _, err := parseArgs(args, &bytes.Buffer{}); err != nil {
+			t.Errorf("README command %q: %v", args, err)
+		}
+	}
+	minutes := regexp.MustCompile(`standard comparison.*\(about ([0-9.]+) minutes`)
+	want := minutes.FindStringSubmatch(usageText)
+	if want == nil {
+		t.Fatal("-h does not say how long the standard comparison takes")
+	}
+	re := regexp.MustCompile(`about ([0-9.]+) minutes; results in BENCHMARKS.md`)
+	if got := re.FindStringSubmatch(string(readme)); got == nil || got[1] != want[1] {
+		t.Errorf("the README gives the standard comparison %v minutes, -h %s", got, want[1])
 	}
 }
