@@ -53,6 +53,9 @@ type diagnostics struct {
 	MaxInFlight  int     `json:"max_in_flight"` // the most calls in flight at a send
 	DurationSecs float64 `json:"duration_s"`    // wall time of the point
 	Sent         int     `json:"sent"`          // calls sent, measured or not
+	// OfferedPct is the measured calls' arrival rate as scheduled, in % of the model's: 100
+	// once the schedule is normalised (see normalise).
+	OfferedPct float64 `json:"offered_pct"`
 
 	// arrived is how many requests of measured calls (first attempts and hedges) the servers
 	// received; reached, how many of them a worker started. When the server finishes every
@@ -210,6 +213,9 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	lambda := rate(pc.loadPct, pc.workers, pc.replicas, pc.service)
 	offsets := poissonOffsets(total, lambda, pc.seed)
 	normalise(offsets, lambda, warm, pc.calls) // offer the model's load over the measured calls
+	if warm > 0 && pc.calls > warm+1 {
+		diag.OfferedPct = 100 * float64(pc.calls-warm) / (offsets[pc.calls-1] - offsets[warm-1]).Seconds() / lambda
+	}
 	p := &pacer{
 		offsets:     offsets,
 		maxLag:      pc.maxLag,
