@@ -46,7 +46,9 @@ report.html and report.json into -out with the real and simulated figures side b
 
 Latency is measured from each call's due time. A run whose generator falls behind its schedule
 (-max-lag) or whose client cannot keep up stops and says so. The exit status is 0 when every
-point agrees within -band, 1 when one does not or the run stopped, 2 for a bad command line.
+point agrees (p99 and p99.9 within -band, p50 and utilisation within 5 %), 1 when one does not
+or the run stopped, 2 for a bad command line. -server-scale 1.1 runs servers 10 % slower than
+the model without telling the simulator: its points should disagree.
 
 Examples:
   hedgeload                                   # the standard comparison (about 2.5 minutes)
@@ -82,7 +84,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind")
 	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
-	band := fs.Float64("band", defaultBand, "agreement band: a real p50/p99/p99.9 agrees within ±band % of the simulated one")
+	band := fs.Float64("band", defaultBand, "agreement band: a real p99/p99.9 agrees within ±band % of the simulated one (the p50 and the utilisation within ±5 %, or band if smaller)")
 	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
