@@ -117,8 +117,6 @@ func TestAgreement(t *testing.T) {
 			t.Errorf("%s, %s: %.3f requests per call, hedge rate %.3f", p.Setup, p.Cancellation, p.Real.RequestsPerCall, p.Real.HedgeRate)
 		}
 	}
-	overhead := rep.Calibration[0].OverheadUs / 1e3 / cfg.timeScale
-
 	// The same real points against a simulator told the wrong model: it must not agree.
 	s := cfg.timeScale
 	for _, wrong := range []struct {
@@ -158,7 +156,7 @@ func TestAgreement(t *testing.T) {
 				}
 				sims = append(sims, inModel(sp, s))
 			}
-			a := compare(p.Real, sims, overhead, cfg.band)
+			a := compare(p.Real, sims, p.OverheadMs, cfg.band)
 			if a.OK && (wrong.all || p.Setup == sim.SetupNoHedge) {
 				t.Errorf("%s: %s, %s agrees with the real servers (sim p99 %s, real %s); the comparison cannot tell a wrong model",
 					wrong.name, p.Setup, p.Cancellation, fmtMs(sims[0].P99Ms), fmtMs(p.Real.P99Ms))

@@ -26,6 +26,10 @@ type Calibration struct {
 	// generator's lag, the client, the loopback network, the server and the queue.
 	RoundTripP50Us float64 `json:"round_trip_p50_us"`
 	RoundTripP99Us float64 `json:"round_trip_p99_us"`
+	// LagP50Us is the part of the round trip that is the generator's own lateness (how late
+	// the pacer sent the calls, at the median). It changes with what else the machine does,
+	// so each point's overhead trades it for the point's own lag p50 (see pointOverheadMs).
+	LagP50Us float64 `json:"lag_p50_us"`
 	// Sleep*: how much longer than asked a worker holds its slot when it sleeps for a service
 	// time drawn from the model (timer slack), W sleepers at once.
 	SleepP50Us float64 `json:"sleep_p50_us"`
@@ -42,11 +46,12 @@ type Calibration struct {
 // by workers sleepers at once.
 func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64) (Calibration, error) {
 	c := Calibration{Protocol: protocol}
-	rt, err := roundTrips(ctx, protocol, workers, n, callRate)
+	rt, lags, err := roundTrips(ctx, protocol, workers, n, callRate)
 	if err != nil {
 		return c, err
 	}
 	c.RoundTripP50Us, c.RoundTripP99Us = pctUs(rt, 0.50), pctUs(rt, 0.99)
+	c.LagP50Us = pctUs(lags, 0.50)
 	sl := sleepSlack(svc, workers, n)
 	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
 	c.OverheadUs = c.RoundTripP50Us
@@ -61,21 +66,21 @@ func (zero) Mean() time.Duration             { return 0 }
 func (zero) String() string                  { return "zero" }
 
 // roundTrips sends n calls, open loop at callRate per second, to a server that answers at
-// once, and returns their latencies from their due times.
-func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64) ([]time.Duration, error) {
+// once, and returns their latencies from their due times and how late each was sent.
+func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64) (lat, lags []time.Duration, err error) {
 	acct := newAccounts(n, 0, n, workers)
 	rp, err := startReplica(serverConfig{workers: workers, service: zero{}, reaches: true, protocol: protocol, maxQueue: 1000 * workers}, acct)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rp.close()
 	client, closeClient, err := newClient(protocol, hedge.Config{}, nil, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer closeClient()
 	url := "http://" + rp.addr + "/"
-	lat := make([]time.Duration, n)
+	lat = make([]time.Duration, n)
 	failed := make([]bool, n)
 	p := &pacer{
 		offsets:     poissonOffsets(n, callRate, 42),
@@ -99,12 +104,12 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		},
 	}
 	if err := p.run(ctx, time.Now().Add(time.Millisecond)); err != nil {
-		return nil, fmt.Errorf("calibration: %w", err)
+		return nil, nil, fmt.Errorf("calibration: %w", err)
 	}
 	if slices.Contains(failed, true) {
-		return nil, fmt.Errorf("calibration: a call to the loopback server failed")
+		return nil, nil, fmt.Errorf("calibration: a call to the loopback server failed")
 	}
-	return lat, nil
+	return lat, p.lags, nil
 }
 
 // sleepSlack sleeps n service times drawn from svc, on workers goroutines at once, and

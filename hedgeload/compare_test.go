@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -29,8 +30,13 @@ func TestCompare(t *testing.T) {
 		{"p50 10 % slow", pt(11, 200, 290), ref, 0, false, "", "p50_ms real 11.0"},
 		{"p50 10 % fast", pt(9, 200, 290), ref, 0, false, "", "p50_ms real 9.0"},
 		{"p99 outside", pt(10, 240, 290), ref, 0, false, "", "p99_ms real 240.0, simulated 200.0"},
-		{"explained by the overhead", pt(11.3, 200, 290), ref, 1, true, "overhead", ""},
+		{"explained by the overhead", pt(11.3, 200, 290), ref, 1, true, "band", ""},
+		{"p99 explained by the overhead", pt(11, 231, 290), ref, 1, true, "band", ""},
 		{"10 % slow after the overhead", pt(12, 200, 290), ref, 1, false, "", "p50_ms real 12.0"},
+		// A server 10 % slower than the model: its raw p50 (the model's 10 ms × 1.1, plus the
+		// overhead) is near a 10 %-slower simulator's 11 ms, but less the overhead it is not.
+		{"raw p50 near, less the overhead not", pt(11.0, 200, 290), []sim.Point{pt(11.1, 200, 290)}, 0.8, false, "", "p50_ms real 11.0"},
+		{"p50 outside the seeds' median, inside their range", pt(10.6, 200, 290), []sim.Point{pt(9.5, 200, 290), pt(10, 200, 290), pt(11, 200, 290)}, 0, false, "", "p50_ms"},
 		{"not explained by the overhead", pt(13, 200, 290), ref, 1, false, "", "p50_ms"},
 		{"overhead only subtracts", pt(8, 200, 290), ref, 1, false, "", "p50_ms real 8.0"},
 		{"within one seed of the spread", pt(10, 80, 170), bursty, 0, true, "band", ""},
@@ -100,5 +106,23 @@ func TestCompare(t *testing.T) {
 	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
 	if !a.OK || a.Checks[1].By != "spread" {
 		t.Errorf("p99 80 against seeds 26, 26, 90, 300: %+v, want agreement by spread", a.Checks[1])
+	}
+	if a := compare(pt(11, 231, 290), ref, 1, 15); !a.OK || a.Checks[1].By != "overhead" {
+		t.Errorf("p99 231 against 200 with 1 ms of overhead: %+v, want agreement by overhead", a.Checks[1])
+	}
+}
+
+// A point's overhead is the calibrated round trip with the calibration's generator lag
+// traded for the point's own, in the model's ms; never below zero.
+func TestPointOverhead(t *testing.T) {
+	for _, tc := range []struct{ ovh, calLag, lag, scale, want float64 }{
+		{0.75, 300, 300, 1, 0.75},
+		{0.75, 300, 800, 1, 1.25}, // the generator was half a millisecond later in the point
+		{1.5, 300, 800, 0.5, 2.5}, // the same in wire time, at half the model's time
+		{0.75, 900, 100, 1, 0},    // cannot go below nothing
+	} {
+		if got := pointOverheadMs(tc.ovh, tc.calLag, tc.lag, tc.scale); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("pointOverheadMs(%v, %v, %v, %v) = %v, want %v", tc.ovh, tc.calLag, tc.lag, tc.scale, got, tc.want)
+		}
 	}
 }

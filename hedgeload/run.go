@@ -64,16 +64,19 @@ type Model struct {
 // Result is one point: the real run and its simulated twin, side by side. Every time is in the
 // model's milliseconds (wire time divided by the time scale).
 type Result struct {
-	Setup        string      `json:"setup"`
-	LoadPct      float64     `json:"load_pct"`
-	Cancellation string      `json:"cancellation"`
-	Protocol     string      `json:"protocol"`
-	Seed         uint64      `json:"seed"`
-	Real         sim.Point   `json:"real"`
-	Sim          sim.Point   `json:"sim"`       // the simulated run with the same seed
-	SimSeeds     []uint64    `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
-	Agreement    Agreement   `json:"agreement"`
-	Generator    diagnostics `json:"generator"`
+	Setup        string    `json:"setup"`
+	LoadPct      float64   `json:"load_pct"`
+	Cancellation string    `json:"cancellation"`
+	Protocol     string    `json:"protocol"`
+	Seed         uint64    `json:"seed"`
+	Real         sim.Point `json:"real"`
+	Sim          sim.Point `json:"sim"`       // the simulated run with the same seed
+	SimSeeds     []uint64  `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
+	// OverheadMs is the measured overhead the comparison subtracts, in model ms: the
+	// calibrated round trip, with the generator's lag at calibration traded for this point's.
+	OverheadMs float64     `json:"overhead_ms"`
+	Agreement  Agreement   `json:"agreement"`
+	Generator  diagnostics `json:"generator"`
 }
 
 // Report is everything a run produced; report.json is this, encoded.
@@ -147,6 +150,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		n = 2000
 	}
 	overhead := map[string]float64{}    // model ms
+	calLag := map[string]float64{}      // wire µs
 	slack := map[string]time.Duration{} // wire time
 	for _, proto := range cfg.protocols {
 		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc))
@@ -155,6 +159,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		}
 		rep.Calibration = append(rep.Calibration, c)
 		overhead[proto] = c.OverheadUs / 1e3 / s
+		calLag[proto] = c.LagP50Us
 		slack[proto] = time.Duration(c.SleepP50Us * 1e3)
 	}
 
@@ -208,7 +213,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 				i := order[next]
 				next++
 				mu.Unlock()
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], slack[jobs[i].protocol])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], calLag[jobs[i].protocol], slack[jobs[i].protocol])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -250,8 +255,17 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	return rep, nil
 }
 
+// pointOverheadMs is the overhead a point's calls pay beyond the model, in model ms: the
+// calibrated round trip (overheadMs), with the generator's lateness at calibration time
+// (calLagUs, wire µs) traded for the point's own (lagUs): the generator's timer wakes later
+// when the machine is busier, and a call's latency, measured from its due time, counts it.
+// Both lags are measured; nothing is fitted to the simulator.
+func pointOverheadMs(overheadMs, calLagUs, lagUs, timeScale float64) float64 {
+	return max(overheadMs+(lagUs-calLagUs)/1e3/timeScale, 0)
+}
+
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64, slack time.Duration) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs, calLagUs float64, slack time.Duration) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -296,6 +310,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		seeds = append(seeds, seed)
 	}
 	real = inModel(real, s)
+	overheadMs = pointOverheadMs(overheadMs, calLagUs, diag.LagP50Us, s)
 	return Result{
 		Setup:        j.setup.Name,
 		LoadPct:      j.load,
@@ -305,6 +320,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Real:         real,
 		Sim:          sims[0],
 		SimSeeds:     seeds,
+		OverheadMs:   overheadMs,
 		Agreement:    compare(real, sims, overheadMs, cfg.band),
 		Generator:    diag,
 	}, nil
