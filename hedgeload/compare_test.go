@@ -113,16 +113,18 @@ func TestCompare(t *testing.T) {
 }
 
 // A point's overhead is the calibrated round trip with the calibration's generator lag
-// traded for the point's own, in the model's ms; never below zero.
+// traded for the point's own, plus its workers' excess hold, in the model's ms; never below
+// zero.
 func TestPointOverhead(t *testing.T) {
-	for _, tc := range []struct{ ovh, calLag, lag, scale, want float64 }{
-		{0.75, 300, 300, 1, 0.75},
-		{0.75, 300, 800, 1, 1.25}, // the generator was half a millisecond later in the point
-		{1.5, 300, 800, 0.5, 2.5}, // the same in wire time, at half the model's time
-		{0.75, 900, 100, 1, 0},    // cannot go below nothing
+	for _, tc := range []struct{ ovh, calLag, lag, excess, scale, want float64 }{
+		{0.75, 300, 300, 0, 1, 0.75},
+		{0.75, 300, 800, 0, 1, 1.25},   // the generator was half a millisecond later in the point
+		{1.5, 300, 800, 0, 0.5, 2.5},   // the same in wire time, at half the model's time
+		{0.75, 300, 300, 200, 1, 0.95}, // the workers overslept by 0.2 ms more than calibrated
+		{0.75, 900, 100, 0, 1, 0},      // cannot go below nothing
 	} {
-		if got := pointOverheadMs(tc.ovh, tc.calLag, tc.lag, tc.scale); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("pointOverheadMs(%v, %v, %v, %v) = %v, want %v", tc.ovh, tc.calLag, tc.lag, tc.scale, got, tc.want)
+		if got := pointOverheadMs(tc.ovh, tc.calLag, tc.lag, tc.excess, tc.scale); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("pointOverheadMs(%v, %v, %v, %v, %v) = %v, want %v", tc.ovh, tc.calLag, tc.lag, tc.excess, tc.scale, got, tc.want)
 		}
 	}
 }

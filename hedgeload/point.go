@@ -56,6 +56,11 @@ type diagnostics struct {
 	// OfferedPct is the measured calls' arrival rate as scheduled, in % of the model's: 100
 	// once the schedule is normalised (see normalise).
 	OfferedPct float64 `json:"offered_pct"`
+	// HoldExcessP50Us is how much longer than its drawn service time a worker held a
+	// measured call's winning attempt, at the median, in wire µs: the timer slack the
+	// servers' shortened sleeps did not absorb while this point ran (the calibration measured
+	// it with nothing else running).
+	HoldExcessP50Us float64 `json:"hold_excess_p50_us"`
 
 	// arrived is how many requests of measured calls (first attempts and hedges) the servers
 	// received; reached, how many of them a worker started. When the server finishes every
@@ -313,6 +318,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			}
 		}
 	}
+	diag.HoldExcessP50Us = holdExcessP50Us(pc, recs, warm, acct)
 	slices.Sort(lat)
 	pt.P50Ms = quantileMs(lat, n, 0.50)
 	pt.P99Ms = quantileMs(lat, n, 0.99)
@@ -350,6 +356,29 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		pt.WastedWorkPct = 100 * float64(wasted) / float64(served)
 	}
 	return pt, diag, nil
+}
+
+// holdExcessP50Us is the median, over the measured calls' winning attempts, of how much
+// longer the worker held the attempt than its drawn service time (times -server-scale: what
+// the server meant to hold it for), in µs. It is 0 without winners.
+func holdExcessP50Us(pc pointConfig, recs []callRecord, warm int, acct *accounts) float64 {
+	scale := pc.serverScale
+	if scale <= 0 {
+		scale = 1
+	}
+	var ex []time.Duration
+	for i := warm; i < pc.calls; i++ {
+		w := int(recs[i].winner)
+		if w < 0 || w >= maxAttempts {
+			continue
+		}
+		d := time.Duration(float64(serviceTime(pc.service, pc.seed, i, w)) * scale)
+		ex = append(ex, time.Duration(acct.served[i*maxAttempts+w].Load())-d)
+	}
+	if len(ex) == 0 {
+		return 0
+	}
+	return pctUs(ex, 0.5)
 }
 
 // quantileMs is the q-quantile (nearest rank) of n calls, of which sorted are the successes'

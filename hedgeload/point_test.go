@@ -90,10 +90,12 @@ func TestServerScale(t *testing.T) {
 	util := map[float64]Result{}
 	for _, f := range []float64{1, 1.5} {
 		cfg := runConfig{
-			calls: 400, warmup: 0.1, seeds: []uint64{5}, loads: []float64{30},
+			calls: 300, warmup: 0.1, seeds: []uint64{5}, loads: []float64{30},
 			setups: []string{sim.SetupNoHedge}, modes: []string{sim.Reaches}, protocols: []string{HTTP2},
 			workers: 8, replicas: 1, service: sim.ReferenceMixture(), hedgeDelay: 20 * time.Millisecond,
-			timeScale: 0.25, serverScale: f, parallel: 1, band: 15, maxLag: time.Hour,
+			// At the model's own time the timer slack (about 0.5 ms) is small beside the
+			// service times, and does not blur the ratio.
+			timeScale: 1, serverScale: f, parallel: 1, band: 15, maxLag: time.Hour,
 			calibrateN: 200, simSeeds: 2,
 		}
 		rep, err := run(context.Background(), cfg, nil)
@@ -106,7 +108,9 @@ func TestServerScale(t *testing.T) {
 		util[f] = rep.Points[0]
 	}
 	a, b := util[1], util[1.5]
-	if r := b.Real.UtilisationPct / a.Real.UtilisationPct; r < 1.3 || r > 1.7 {
+	r := b.Real.UtilisationPct / a.Real.UtilisationPct
+	t.Logf("utilisation %.1f %% at -server-scale 1, %.1f %% at 1.5: ratio %.2f", a.Real.UtilisationPct, b.Real.UtilisationPct, r)
+	if r < 1.3 || r > 1.75 {
 		t.Errorf("utilisation %.1f %% at -server-scale 1, %.1f %% at 1.5: ratio %.2f, want about 1.5", a.Real.UtilisationPct, b.Real.UtilisationPct, r)
 	}
 	if a.Sim.UtilisationPct != b.Sim.UtilisationPct {

@@ -73,7 +73,8 @@ type Result struct {
 	Sim          sim.Point `json:"sim"`       // the simulated run with the same seed
 	SimSeeds     []uint64  `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
 	// OverheadMs is the measured overhead the comparison subtracts, in model ms: the
-	// calibrated round trip, with the generator's lag at calibration traded for this point's.
+	// calibrated round trip, with the generator's lag at calibration traded for this point's,
+	// plus the point's workers' excess hold (see pointOverheadMs).
 	OverheadMs float64     `json:"overhead_ms"`
 	Agreement  Agreement   `json:"agreement"`
 	Generator  diagnostics `json:"generator"`
@@ -257,11 +258,15 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 
 // pointOverheadMs is the overhead a point's calls pay beyond the model, in model ms: the
 // calibrated round trip (overheadMs), with the generator's lateness at calibration time
-// (calLagUs, wire µs) traded for the point's own (lagUs): the generator's timer wakes later
-// when the machine is busier, and a call's latency, measured from its due time, counts it.
-// Both lags are measured; nothing is fitted to the simulator.
-func pointOverheadMs(overheadMs, calLagUs, lagUs, timeScale float64) float64 {
-	return max(overheadMs+(lagUs-calLagUs)/1e3/timeScale, 0)
+// (calLagUs, wire µs) traded for the point's own (lagUs), plus the time the point's workers
+// held an attempt beyond its drawn service time (excessUs, wire µs, at the median). The
+// generator's timer and the workers' sleeps wake later when the machine is busier than when
+// it was calibrated (two points at once, other processes), and a call's latency, measured
+// from its due time, counts both. Every term is measured on this machine during the run;
+// nothing is fitted to the simulator, and a server slower than the model (-server-scale) is
+// not absorbed: its excess is over the time it meant to hold the worker.
+func pointOverheadMs(overheadMs, calLagUs, lagUs, excessUs, timeScale float64) float64 {
+	return max(overheadMs+(lagUs-calLagUs+excessUs)/1e3/timeScale, 0)
 }
 
 // runPoint runs one point for real, then simulates it, and compares them.
@@ -310,7 +315,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		seeds = append(seeds, seed)
 	}
 	real = inModel(real, s)
-	overheadMs = pointOverheadMs(overheadMs, calLagUs, diag.LagP50Us, s)
+	overheadMs = pointOverheadMs(overheadMs, calLagUs, diag.LagP50Us, diag.HoldExcessP50Us, s)
 	return Result{
 		Setup:        j.setup.Name,
 		LoadPct:      j.load,
