@@ -105,7 +105,16 @@ func TestServerScale(t *testing.T) {
 		if rep.Model.ServerScale != f || len(rep.Points) != 1 {
 			t.Fatalf("-server-scale %v: model says %v, %d points", f, rep.Model.ServerScale, len(rep.Points))
 		}
-		util[f] = rep.Points[0]
+		p, c := rep.Points[0], rep.Calibration[0]
+		if want := pointOverheadMs(c.OverheadUs/1e3, c.LagP50Us, p.Generator.LagP50Us, p.Generator.HoldExcessP50Us, 1); p.OverheadMs != want || c.LagP50Us <= 0 {
+			t.Errorf("overhead %v ms, want the calibration's with this point's lag and excess hold, %v ms (calibration lag %v µs)", p.OverheadMs, want, c.LagP50Us)
+		}
+		// The workers hold an attempt for its drawn time (times the scale) give or take the
+		// timer's slack: never exactly, never by the half of a 14 ms mean that 1.5 adds.
+		if x := p.Generator.HoldExcessP50Us; x == 0 || math.Abs(x) > 2000 {
+			t.Errorf("-server-scale %v: workers' excess hold %v µs at the median, want a measured slack under 2 ms", f, x)
+		}
+		util[f] = p
 	}
 	a, b := util[1], util[1.5]
 	r := b.Real.UtilisationPct / a.Real.UtilisationPct
