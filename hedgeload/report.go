@@ -82,8 +82,8 @@ func writeMarkdown(w io.Writer, rep Report) error {
 	for _, c := range rep.Calibration {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", c.Protocol, c.RoundTripP50Us, c.RoundTripP99Us, c.SleepP50Us, c.SleepP99Us, c.OverheadUs)
 	}
-	b.WriteString("\nRound trip: a call to a server with no service time, from its due time (generator, client, loopback, queue). " +
-		"Sleep slack: how much longer than asked a worker sleeps; every server sleep is shortened by its p50, so a worker holds its slot for the drawn service time. Overhead = round trip p50.\n")
+	b.WriteString("\nRound trip: a call to a server whose every service time is the model's median, from its due time (generator, client, loopback, queue, the worker waking from its sleep). " +
+		"Sleep slack: how much longer than asked a worker sleeps; every server sleep is shortened by its p50, so a worker holds its slot for the drawn service time. Overhead = round trip p50 less that service time.\n")
 
 	for _, proto := range m.Protocols {
 		for _, mode := range m.Cancellations {
