@@ -268,6 +268,9 @@ func (c *Call) Start(now time.Time) []Action {
 	p.bud.Deposit(now)
 	if p.brk != nil {
 		t, err := c.acquireTicket(now)
+		if c.panicked != nil {
+			return c.settle(now) // the Observer panicked on the breaker's news: no ticket was taken
+		}
 		if err != nil {
 			c.finish(now, ErrBreakerOpen)
 			return c.settle(now)
@@ -346,6 +349,12 @@ func (c *Call) maybeHedge(now time.Time) {
 				}
 				return
 			}
+		} else if at := c.lastStart.Add(c.p.cfg.MinimumDelay); at.After(now) {
+			// No threshold yet (a cold estimator), but none could be below MinimumDelay: a
+			// hedge is due no sooner, and a call that answers before was never going to be
+			// hedged, so it is not counted as suppressed.
+			c.arm(timerHedge, at)
+			return
 		}
 		c.tryHedge(now, false)
 	}
@@ -499,8 +508,11 @@ func (c *Call) breakerState(now time.Time) (s breaker.State) {
 func (c *Call) tryHedge(now time.Time, tie bool) {
 	p := c.p
 	delay := c.threshold
-	if tie {
+	switch {
+	case tie:
 		delay = p.cfg.tieDelay
+	case !c.warm:
+		delay = p.cfg.MinimumDelay // the earliest a hedge could have been due
 	}
 	reason := c.gate(now, tie)
 	if reason == ReasonNone {

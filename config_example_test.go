@@ -34,7 +34,7 @@ func ExampleConfig_Validate() {
 	}
 	// Output:
 	// <nil>
-	// hedge: invalid config: Trigger: Adaptive.BacklogRatio must be > 1 (0 = 1.3, Off = no gate), got 0.9
+	// hedge: invalid config: Trigger: Adaptive.BacklogRatio must be a finite number > 1 (0 = 1.3, Off = no gate), got 0.9
 	// hedge: invalid config: Trigger: Adaptive.MinimumInService, BacklogRatio and WinRate are read by AtQuantile and StartAware, not by Tied
 	// hedge: invalid config: Attempts must be >= 2 to hedge (Trigger is after 20ms), got 1
 }

@@ -21,8 +21,9 @@ const (
 	// (It was named HedgeDiscarded; the event and its meaning are unchanged.)
 	AttemptDiscarded
 	// HedgeSuppressed: a gate refused a hedge (Delay, Reason). It comes when the threshold
-	// fires, except for ReasonCold: a cold estimator has no threshold to fire, so that
-	// suppression is reported when the call starts, with a zero Delay (docs/design.md, "The gates").
+	// fires; while the estimator is cold there is no threshold, and it comes once the call
+	// has run MinimumDelay, the lowest any threshold can be, with that Delay (docs/design.md,
+	// "The gates"): a call that answers sooner was not due a hedge, and is not counted.
 	HedgeSuppressed
 	// RetryScheduled: a failed attempt will be retried after Delay (Attempt is the failed one).
 	RetryScheduled
@@ -67,8 +68,8 @@ const (
 	// ReasonErrorRate: the breaker is closed but degraded: the dependency's error rate reached
 	// breaker.Config.DegradedAt of the breaker's trip point.
 	ReasonErrorRate
-	// ReasonCold: the latency estimator has fewer than Adaptive.MinimumSamples samples;
-	// reported when the call starts.
+	// ReasonCold: the latency estimator has fewer than Adaptive.MinimumSamples samples; reported once
+	// the call has run MinimumDelay.
 	ReasonCold
 	// ReasonBacklog: the dependency is slow as a whole (Adaptive.BacklogRatio): the recent
 	// median latency is well above its recent lowest, or far more calls than 1-q reach their

@@ -313,11 +313,13 @@ func TestGatesAreAskedInOrder(t *testing.T) {
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), NeverHedgeSheddable: true, Observer: s.observe})
 	c := p.NewCall(hedge.CallOptions{Repeatable: hedge.NotRepeatable, Criticality: hedge.Sheddable})
 	c.Start(t0)
+	c.TimerFired(ms(10)) // a cold policy: the hedge is due at MinimumDelay
 	if s.last() != hedge.ReasonNotRepeatable {
 		t.Errorf("reported %v, want not repeatable", s.last())
 	}
 	c = p.NewCall(hedge.CallOptions{Criticality: hedge.Sheddable})
 	c.Start(t0)
+	c.TimerFired(ms(10))
 	if s.last() != hedge.ReasonCold {
 		t.Errorf("reported %v, want cold (before sheddable)", s.last())
 	}

@@ -117,6 +117,38 @@ func TestPanickingObserverDoesNotLoseTheHalfOpenTrial(t *testing.T) {
 	}
 }
 
+// The breaker turns half-open inside the trial call's Acquire and tells the Observer there:
+// an Observer that panics on that event must not take the trial's permit with it, or the
+// breaker stays half-open with no trial out and refuses every later call.
+func TestPanickingObserverOnHalfOpenDoesNotWedgeTheBreaker(t *testing.T) {
+	var panicking atomic.Bool
+	p := hedge.MustNew(hedge.Config{Budget: noBudget,
+		Breaker: &breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Second},
+		Observer: func(e hedge.Event) {
+			if e.Kind == hedge.BreakerChanged && e.State == breaker.HalfOpen.String() && panicking.Load() {
+				panic("observer")
+			}
+		}})
+	failCall(p.NewCall(hedge.CallOptions{}), t0)
+	at := t0.Add(2 * time.Second) // past OpenFor: the next Acquire turns the breaker half-open
+	panicking.Store(true)
+	trial := p.NewCall(hedge.CallOptions{})
+	trial.Start(at)
+	var pe *hedge.PanicError
+	if !trial.Done() || !errors.As(trial.Err(), &pe) {
+		t.Fatalf("after the observer panicked: done %v, err %v; want the call ended with a *PanicError", trial.Done(), trial.Err())
+	}
+	panicking.Store(false)
+	for i := range 3 {
+		next := p.NewCall(hedge.CallOptions{})
+		now := at.Add(time.Duration(i+1) * time.Millisecond)
+		if next.Start(now); next.Err() != nil {
+			t.Fatalf("call %d after the panic got %v: the half-open trial's permit was lost", i, next.Err())
+		}
+		next.AttemptDone(now, 0, hedge.Outcome{}) // the trial succeeds: the breaker closes
+	}
+}
+
 func TestPanickingClassifyEndsTheCallAndReleasesItsPermit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{Budget: noBudget,
@@ -353,16 +385,33 @@ func TestSentinelsMatchTheirSubPackagesAndConfigErrorsWrapBoth(t *testing.T) {
 	}
 }
 
-func TestColdSuppressionIsReportedAtTheStartWithNoDelay(t *testing.T) {
+// A cold policy has no threshold, but none could be below MinimumDelay: the cold suppression
+// is reported when a call has run that long, with that delay, and a call that answers sooner
+// (which no threshold would have hedged) is not counted as suppressed.
+func TestColdSuppressionIsReportedWhenAHedgeCouldBeDue(t *testing.T) {
 	var got []hedge.Event
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: func(e hedge.Event) {
 		if e.Kind == hedge.HedgeSuppressed {
 			got = append(got, e)
 		}
 	}})
-	c := p.NewCall(hedge.CallOptions{})
-	c.Start(t0)
-	if len(got) != 1 || got[0].Reason != hedge.ReasonCold || got[0].Delay != 0 || !got[0].Time.Equal(t0) {
-		t.Fatalf("suppressions at start = %+v; want one, cold, at the start, with no delay", got)
+	fast := p.NewCall(hedge.CallOptions{})
+	if a := actions(fast.Start(t0)); a != "start 0, timer 10ms" {
+		t.Fatalf("a cold call starts with %q; want its first attempt and a timer at MinimumDelay", a)
+	}
+	fast.AttemptDone(t0.Add(5*time.Millisecond), 0, hedge.Outcome{})
+	if len(got) != 0 || p.MeasuredAt(t0.Add(5 * time.Millisecond)).Suppressed[hedge.ReasonCold] != 0 {
+		t.Fatalf("a cold call that answered in 5ms was counted as suppressed: %+v", got)
+	}
+	slow := p.NewCall(hedge.CallOptions{})
+	slow.Start(ms(20))
+	if a := actions(slow.TimerFired(ms(30))); a != "" {
+		t.Fatalf("a cold call at MinimumDelay did %q; want nothing", a)
+	}
+	if len(got) != 1 || got[0].Reason != hedge.ReasonCold || got[0].Delay != 10*time.Millisecond || !got[0].Time.Equal(ms(30)) {
+		t.Fatalf("suppressions = %+v; want one, cold, 10ms into the call, with delay 10ms", got)
+	}
+	if n := p.MeasuredAt(ms(30)).Suppressed[hedge.ReasonCold]; n != 1 {
+		t.Fatalf("Measured counts %d cold suppressions, want 1", n)
 	}
 }

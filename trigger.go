@@ -222,8 +222,8 @@ func (r *resolved) resolveGates(a Adaptive) error {
 		return configError("Trigger: Adaptive.MinimumInService must be >= 0 (0 = 10ms, Off = none), got %v", a.MinimumInService)
 	}
 	r.inService = offOrDefault(a.MinimumInService, 10*time.Millisecond)
-	if b := a.BacklogRatio; math.IsNaN(b) || (b != 0 && b != Off && !(b > 1)) {
-		return configError("Trigger: Adaptive.BacklogRatio must be > 1 (0 = 1.3, Off = no gate), got %v", b)
+	if b := a.BacklogRatio; math.IsNaN(b) || math.IsInf(b, 0) || (b != 0 && b != Off && !(b > 1)) {
+		return configError("Trigger: Adaptive.BacklogRatio must be a finite number > 1 (0 = 1.3, Off = no gate), got %v", b)
 	}
 	r.backlogRatio = offOrDefault(a.BacklogRatio, 1.3)
 	w := a.WinRate

@@ -309,7 +309,9 @@ func (b *Breaker) notify(tr transition) {
 // is open, or half-open with every trial permit taken. Otherwise the call
 // may go ahead and its ticket must be given back with [Breaker.Release].
 //
-// An open breaker whose OpenFor has passed turns half-open here.
+// An open breaker whose OpenFor has passed turns half-open here, and
+// [Config.OnStateChange] hears of it before Acquire returns; if it panics, the
+// panic leaves Acquire with no ticket taken.
 func (b *Breaker) Acquire(now time.Time) (Ticket, error) {
 	w := b.state.Load()
 	if stateOf(w) == Closed {
@@ -338,6 +340,21 @@ func (b *Breaker) acquireSlow(now time.Time, w uint64) (Ticket, error) {
 		}
 	}
 	b.mu.Unlock()
+	if t.trial {
+		// OnStateChange runs user code: should it panic, the panic leaves Acquire and the
+		// caller never holds the ticket, so its trial permit is given back on the way out.
+		// Otherwise the breaker would stay half-open with its permits taken by no one,
+		// refusing every call for good.
+		notified := false
+		defer func() {
+			if !notified {
+				b.releaseTrial(now, t, Ignored)
+			}
+		}()
+		b.notify(tr)
+		notified = true
+		return t, err
+	}
 	b.notify(tr)
 	return t, err
 }

@@ -590,3 +590,30 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestPanickingOnStateChangeDoesNotKeepTheTrialPermit(t *testing.T) {
+	panicking := true
+	b := mustNew(t, Config{OnStateChange: func(from, to State, now time.Time) {
+		if to == HalfOpen && panicking {
+			panic("on state change")
+		}
+	}})
+	trip(t, b, 0)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Acquire did not pass OnStateChange's panic on")
+			}
+		}()
+		b.Acquire(at(5 * time.Second))
+	}()
+	panicking = false
+	tk, err := b.Acquire(at(5*time.Second + 1))
+	if err != nil || !tk.Trial() {
+		t.Fatalf("after the panic Acquire = %+v, %v; want the trial the panic did not take", tk, err)
+	}
+	b.Release(at(5*time.Second+1), tk, Success)
+	if s := b.State(at(5*time.Second + 1)); s != Closed {
+		t.Fatalf("after a healthy trial state = %v, want closed", s)
+	}
+}

@@ -42,12 +42,15 @@ func Parse(name string, data []byte) (f *File, err error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, syntaxError(name, err)
+		return nil, syntaxError(name, data, err)
 	}
 	d := decoder{file: name}
 	f = &File{Defaults: Operation{Name: DefaultsName}}
-	if doc.Kind == 0 { // an empty file
-		return f, nil
+	if doc.Kind == 0 {
+		// Nothing but white space, comments or document markers: a truncated or
+		// half-written deployment, not a policy (one that wants the defaults alone says so
+		// with "defaults: {}"), and loading it would silently drop every breaker and limit.
+		return nil, &Error{File: name, Err: errEmpty}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
@@ -55,7 +58,10 @@ func Parse(name string, data []byte) (f *File, err error) {
 	}
 	root = resolve(root)
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		return f, nil
+		if root.Value != "" { // null or ~, written out
+			return nil, d.errorf(root, "", "the file holds only %s: want a mapping with the keys defaults and operations (defaults: {} for the defaults alone)", root.Value)
+		}
+		return nil, d.wrap(root, "", errEmpty)
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, d.errorf(root, "", "the file must be a mapping with the keys defaults and operations")
@@ -91,12 +97,19 @@ func Parse(name string, data []byte) (f *File, err error) {
 	if opsNode.Kind != yaml.MappingNode {
 		return nil, d.errorf(opsNode, "operations", "must be a mapping from operation names to policies")
 	}
+	first := map[matcher]*yaml.Node{} // each operation's key, by what it matches
 	err = d.eachKey(opsNode, "operations", func(key string, k, v *yaml.Node) error {
-		path := "operations[" + strconv.Quote(key) + "]"
+		path := child("operations", key)
 		m, err := parseName(key)
 		if err != nil {
 			return d.wrap(k, path, err)
 		}
+		if prev, ok := first[m]; ok {
+			// Two names the transports cannot tell apart: the second could never match.
+			return d.errorf(k, path, "the same operation as %s at %s (hosts match in any case, paths in their clean form without a trailing slash)",
+				child("operations", prev.Value), position(prev))
+		}
+		first[m] = k
 		op := Operation{Name: key, Policy: clone(f.Defaults.Policy), Repeatable: f.Defaults.Repeatable, match: m}
 		if err := d.operation(v, path, &op); err != nil {
 			return err
@@ -113,8 +126,13 @@ func Parse(name string, data []byte) (f *File, err error) {
 	return f, nil
 }
 
-// syntaxError turns the YAML parser's error ("yaml: line 3: ...") into an *Error.
-func syntaxError(name string, err error) error {
+// errEmpty is the error of a file with nothing in it.
+var errEmpty = errors.New("the file is empty: want a mapping with the keys defaults and operations (defaults: {} for the defaults alone)")
+
+// syntaxError turns the YAML parser's error ("yaml: line 3: ...") into an *Error. Some of
+// the parser's errors name no line (invalid UTF-8, an unknown anchor, nesting too deep on
+// the first line): the line and column are then found in data.
+func syntaxError(name string, data []byte, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	e := &Error{File: name, Err: errors.New(msg)}
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
@@ -123,6 +141,12 @@ func syntaxError(name string, err error) error {
 				e.Line, e.Err = line, errors.New(after)
 			}
 		}
+	}
+	if e.Line == 0 {
+		e.Line, e.Column = locate(data, msg)
+	}
+	if e.Line == 0 {
+		e.Line = 1 // the parser leaves out the line of a problem on the first one
 	}
 	return e
 }
@@ -150,16 +174,16 @@ func resolve(n *yaml.Node) *yaml.Node {
 // eachKey calls fn for each key of mapping n, in order, refusing duplicate and non-string
 // keys.
 func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, k, v *yaml.Node) error) error {
-	seen := map[string]bool{}
+	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
 		if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!int" && k.Tag != "!!float") {
 			return d.errorf(k, path, "keys must be names")
 		}
-		if seen[k.Value] {
-			return d.errorf(k, join(path, k.Value), "repeated key")
+		if prev, ok := seen[k.Value]; ok {
+			return d.errorf(k, child(path, k.Value), "repeated key (first at %s)", position(prev))
 		}
-		seen[k.Value] = true
+		seen[k.Value] = k
 		if err := fn(k.Value, k, v); err != nil {
 			return err
 		}
@@ -167,11 +191,26 @@ func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, k, v *y
 	return nil
 }
 
+// child is the path of key under path, in the one form every error uses: an operation's
+// name quoted in brackets (operations["api.example.com"], whose dots are not fields), a
+// field's key after a dot (defaults.budget.ratio).
+func child(path, key string) string {
+	if path == "operations" {
+		return "operations[" + strconv.Quote(key) + "]"
+	}
+	return join(path, key)
+}
+
 func join(path, key string) string {
 	if path == "" {
 		return key
 	}
 	return path + "." + key
+}
+
+// position is where node n is, as errors write it: "line 3:5".
+func position(n *yaml.Node) string {
+	return fmt.Sprintf("line %d:%d", n.Line, n.Column)
 }
 
 // operation decodes an operation's mapping onto op, whose Policy already holds the
@@ -264,6 +303,10 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 		b, _ := strconv.ParseBool(n.Value)
 		v.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && isDigits(n.Value) {
+			// The parser reads a whole number too long for 64 bits as a float.
+			return d.errorf(n, path, "must be a whole number that fits in %d bits, got %s", t.Bits(), n.Value)
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			return d.errorf(n, path, "must be a whole number, got %s", describe(n))
 		}
@@ -273,6 +316,9 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 		}
 		v.SetInt(i)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && isDigits(n.Value) {
+			return d.errorf(n, path, "must be a whole number >= 0 that fits in %d bits, got %s", t.Bits(), n.Value)
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			return d.errorf(n, path, "must be a whole number, got %s", describe(n))
 		}
@@ -347,6 +393,12 @@ func isOff(n *yaml.Node) bool {
 // isNumber reports whether k is a signed integer or a float (the kinds hedge.Off fits).
 func isNumber(k reflect.Kind) bool {
 	return (k >= reflect.Int && k <= reflect.Int64) || k == reflect.Float32 || k == reflect.Float64
+}
+
+// isDigits reports whether s is a whole number in decimal, with an optional sign.
+func isDigits(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	return s != "" && strings.Trim(s, "0123456789_") == ""
 }
 
 // describe names a node's type for an error message.

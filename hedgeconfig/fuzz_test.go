@@ -3,12 +3,14 @@ package hedgeconfig_test
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/hedgekit/hedge/hedgeconfig"
 )
 
-// FuzzParse: no input makes Parse panic; every error is an *Error wrapping ErrInvalid; and
+// FuzzParse: no input makes Parse panic; every error is an *Error wrapping ErrInvalid, with a
+// line unless the file is empty; and
 // every file that loads marshals to one that loads back the same.
 func FuzzParse(f *testing.F) {
 	example, err := os.ReadFile("testdata/policy.yaml")
@@ -35,6 +37,9 @@ func FuzzParse(f *testing.F) {
 			var e *hedgeconfig.Error
 			if !errors.As(err, &e) || !errors.Is(err, hedgeconfig.ErrInvalid) {
 				t.Fatalf("error %v is not an *Error wrapping ErrInvalid", err)
+			}
+			if e.Line == 0 && !strings.Contains(e.Err.Error(), "the file is empty") {
+				t.Fatalf("error %v names no line", err)
 			}
 			return
 		}

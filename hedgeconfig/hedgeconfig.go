@@ -33,8 +33,17 @@
 // makes every request of the operation repeatable (a POST may be hedged), false none of them
 // (not even a GET), null or absent leaves it to the method.
 //
-// Unknown keys, values of the wrong type and values a policy would refuse are errors; each
-// error is an [*Error] naming the file, line, column and field.
+// Operation names are compared as the transports match requests: hosts in any case, paths
+// in their clean form without a trailing slash (x/v1, x/v1/ and x//v1 are one operation), so
+// two names that would match the same requests are an error, not a second operation that
+// never matches.
+//
+// A file with nothing in it (empty, blank, comments only, a lone ---) is an error: a policy
+// file that lost its content would otherwise load as the defaults and silently drop every
+// breaker and limit; write "defaults: {}" for the defaults alone. Unknown keys, values of the
+// wrong type (a whole number too long for its field included) and values a policy would
+// refuse are errors too; each error is an [*Error] naming the file, the line (whenever the
+// input has one), the column and the field.
 package hedgeconfig
 
 import (
@@ -42,6 +51,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	pathpkg "path"
 	"strings"
 
 	"github.com/hedgekit/hedge"
@@ -273,7 +283,12 @@ func parseName(name string) (matcher, error) {
 	if host == "" || strings.ContainsAny(host, " \t?#@") {
 		return matcher{}, fmt.Errorf("operation name %q: want a host such as api.example.com[:port][/path]", name)
 	}
-	m := matcher{host: strings.ToLower(host), port: port, path: strings.TrimSuffix(path, "/")}
+	if path != "" {
+		// One form for each prefix, so that names the transports would match alike are
+		// seen to be the same (x/v1, x/v1/ and x//v1 are one operation).
+		path = strings.TrimSuffix(pathpkg.Clean(path), "/")
+	}
+	m := matcher{host: strings.ToLower(host), port: port, path: path}
 	if port != "" {
 		m.portSpecificty = 1
 	}

@@ -163,7 +163,41 @@ func TestErrors(t *testing.T) {
 		{"nested policy rule", "operations:\n  a.example:\n    breaker:\n      failure_ratio: 2\n",
 			`policy.yaml:4:22: operations["a.example"].breaker.failure_ratio: hedge: invalid config: Breaker: breaker: Config.FailureRatio must be in [0, 1] or negative (rule off), got 2`},
 		{"repeated key", "defaults:\n  attempts: 2\n  attempts: 3\n",
-			"policy.yaml:3:3: defaults.attempts: repeated key"},
+			"policy.yaml:3:3: defaults.attempts: repeated key (first at line 2:3)"},
+		{"repeated operation", "operations:\n  api.example.com: {}\n  api.example.com: {}\n",
+			`policy.yaml:3:3: operations["api.example.com"]: repeated key (first at line 2:3)`},
+		{"repeated field of an operation", "operations:\n  api.example.com:\n    attempts: 2\n    attempts: 3\n",
+			`policy.yaml:4:5: operations["api.example.com"].attempts: repeated key (first at line 3:5)`},
+		{"host in another case", "operations:\n  api.example.com: {}\n  API.Example.com: {}\n",
+			`policy.yaml:3:3: operations["API.Example.com"]: the same operation as operations["api.example.com"] at line 2:3`},
+		{"path with a trailing slash", "operations:\n  x.example/v1: {}\n  x.example/v1/: {}\n",
+			`policy.yaml:3:3: operations["x.example/v1/"]: the same operation as operations["x.example/v1"] at line 2:3`},
+		{"path not clean", "operations:\n  x.example:80/a/../v1: {}\n  X.example:80//v1: {}\n",
+			`policy.yaml:3:3: operations["X.example:80//v1"]: the same operation as operations["x.example:80/a/../v1"] at line 2:3`},
+		{"host and host/", "operations:\n  x.example: {}\n  x.example/: {}\n",
+			`policy.yaml:3:3: operations["x.example/"]: the same operation as operations["x.example"] at line 2:3`},
+		{"+Inf", "defaults:\n  backoff:\n    multiplier: .inf\n",
+			"policy.yaml:3:17: defaults.backoff.multiplier: must be a finite number, got .inf"},
+		{"-Inf", "operations:\n  a.example:\n    trigger: quantile 0.95 backlog_ratio=-inf\n",
+			`policy.yaml:3:14: operations["a.example"].trigger: hedge: invalid config: trigger "quantile 0.95 backlog_ratio=-inf": backlog_ratio: want a number, or off, got "-inf"`},
+		{"integer over 64 bits", "defaults:\n  attempts: 99999999999999999999\n",
+			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in 64 bits, got 99999999999999999999"},
+		{"integer just over int64", "defaults:\n  attempts: 9223372036854775808\n",
+			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in 64 bits, got 9223372036854775808"},
+		{"negative integer over 64 bits", "defaults:\n  attempts: -99999999999999999999\n",
+			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in 64 bits, got -99999999999999999999"},
+		{"invalid UTF-8", "defaults:\n  attempts: 2\n  trigger: \"after \xff\"\n",
+			"policy.yaml:3:19: invalid leading UTF-8 octet"},
+		{"invalid UTF-8 in a comment", "defaults:\n  attempts: 2 # \xc3\n",
+			"policy.yaml:2:17: "},
+		{"unknown anchor", "defaults:\n  attempts: 2\noperations:\n  a.example: *base\n",
+			"policy.yaml:4:14: unknown anchor 'base' referenced"},
+		{"nesting too deep on line one", strings.Repeat("[", 10001),
+			"policy.yaml:1:10001: exceeded max depth of 10000"},
+		{"unclosed deep nesting", "defaults:\n  attempts: " + strings.Repeat("{a: ", 10001),
+			"policy.yaml:2: exceeded max depth of 10000"},
+		{"control character", "defaults:\n  trigger: \x01\n",
+			"policy.yaml:2:12: control characters are not allowed"},
 		{"scheme in name", "operations:\n  https://a.example:\n    attempts: 2\n",
 			`policy.yaml:2:3: operations["https://a.example"]: operation name "https://a.example": write the host without a scheme`},
 		{"bad gRPC name", "operations:\n  /a/b/c:\n    attempts: 2\n",
@@ -200,11 +234,27 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// A file with nothing in it is a mistake (a truncated deployment would silently drop every
+// breaker and limit); one that asks for the defaults alone says so.
 func TestEmptyFile(t *testing.T) {
-	for _, src := range []string{"", "# nothing\n", "defaults:\noperations:\n", "{}"} {
-		f, err := hedgeconfig.Parse("empty.yaml", []byte(src))
+	for _, tc := range []struct {
+		src  string
+		line int
+	}{{"", 0}, {"   \n\n", 0}, {"# nothing\n# still nothing\n", 0}, {"---\n", 2}, {"---\n# x\n...\n", 3}, {"null\n", 1}, {"\n~\n", 2}} {
+		f, err := hedgeconfig.Parse("empty.yaml", []byte(tc.src))
+		var e *hedgeconfig.Error
+		if f != nil || !errors.As(err, &e) || !errors.Is(err, hedgeconfig.ErrInvalid) || e.Line != tc.line {
+			t.Errorf("Parse(%q) = %v, %v; want an *Error wrapping ErrInvalid at line %d", tc.src, f, err, tc.line)
+			continue
+		}
+		if !strings.Contains(err.Error(), "defaults: {} for the defaults alone") {
+			t.Errorf("Parse(%q): %v; want it to say how to ask for the defaults alone", tc.src, err)
+		}
+	}
+	for _, src := range []string{"defaults: {}\n", "defaults:\noperations:\n", "{}"} {
+		f, err := hedgeconfig.Parse("defaults.yaml", []byte(src))
 		if err != nil || len(f.Operations) != 0 || !reflect.DeepEqual(f.Defaults.Policy, hedge.Config{}) {
-			t.Errorf("Parse(%q) = %+v, %v", src, f, err)
+			t.Errorf("Parse(%q) = %+v, %v; want the defaults alone", src, f, err)
 		}
 	}
 }
@@ -232,6 +282,25 @@ func TestForHTTPMostSpecificWins(t *testing.T) {
 	} {
 		if got := f.ForMethod(method).Name; got != want {
 			t.Errorf("ForMethod(%s) = %s, want %s", method, got, want)
+		}
+	}
+}
+
+// An operation's path is matched in its clean form, however the file writes it.
+func TestOperationPathsMatchInTheirCleanForm(t *testing.T) {
+	f, err := hedgeconfig.Parse("p.yaml", []byte("operations:\n  X.example/v1//: {attempts: 3}\n  x.example/a/./b/: {attempts: 4}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for url, want := range map[string]string{
+		"http://x.example/v1/users": "X.example/v1//",
+		"http://x.example/v1":       "X.example/v1//",
+		"http://x.example/a/b/c":    "x.example/a/./b/",
+		"http://x.example/v2":       "defaults",
+	} {
+		r, _ := http.NewRequest("GET", url, nil)
+		if got := f.ForHTTP(r).Name; got != want {
+			t.Errorf("ForHTTP(%s) = %s, want %s", url, got, want)
 		}
 	}
 }

@@ -208,15 +208,18 @@ func (h *host) gotConn(info httptrace.GotConnInfo) {
 
 // poolFor returns the host's replicas for addrs: the current pool when the addresses have
 // not changed, a new one that keeps the health of the addresses that stayed when they have.
-func (h *host) poolFor(addrs []string, cfg replica.Config) *replica.Pool {
+// NewTransport checked cfg on a one-replica Set; should the replica package still refuse it
+// for this many addresses, the error fails the request (wrapping ErrConfig) rather than
+// panicking in the caller's goroutine.
+func (h *host) poolFor(addrs []string, cfg replica.Config) (*replica.Pool, error) {
 	if p := h.pool.Load(); p != nil && p.Same(addrs) {
-		return p
+		return p, nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := h.pool.Load()
 	if p != nil && p.Same(addrs) {
-		return p
+		return p, nil
 	}
 	var err error
 	if p == nil {
@@ -225,10 +228,10 @@ func (h *host) poolFor(addrs []string, cfg replica.Config) *replica.Pool {
 		p, err = p.With(addrs)
 	}
 	if err != nil {
-		panic("hedgehttp: " + err.Error()) // cannot happen: NewTransport checked cfg, addrs is not empty
+		return nil, fmt.Errorf("%w: Config.Replica for %d replicas of %s: %w", ErrConfig, len(addrs), h.name, err)
 	}
 	h.pool.Store(p)
-	return p
+	return p, nil
 }
 
 // NewTransport returns a [Transport] for cfg. It returns an error wrapping [ErrConfig] that
@@ -418,7 +421,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := &call{t: t, h: h, req: req}
 	if t.cfg.Replicas != nil {
 		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
-			c.pool = h.poolFor(addrs, t.cfg.Replica)
+			if c.pool, err = h.poolFor(addrs, t.cfg.Replica); err != nil {
+				closeBody(req)
+				return nil, err
+			}
 			c.used = c.usedBuf[:0]
 		}
 	}

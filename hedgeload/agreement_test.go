@@ -45,6 +45,29 @@ func shortRun() runConfig {
 	}
 }
 
+// quietEnv names a file that scripts/test-all reads for its summary: a test that cannot
+// measure on a busy machine appends a line to it before it skips, so that a CI run says
+// which checks did not run instead of printing "ok".
+const quietEnv = "HEDGE_QUIET_SKIPS"
+
+// skipNotQuiet skips t for lack of a quiet machine, and says so where scripts/test-all
+// reports it.
+func skipNotQuiet(t *testing.T, why string) {
+	t.Helper()
+	if name := os.Getenv(quietEnv); name != "" {
+		if f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintf(f, "hedgeload %s: %s\n", t.Name(), why)
+			f.Close()
+		}
+	}
+	t.Skipf("not a quiet enough machine to measure: %s", why)
+}
+
+// paces are the attempts TestAgreement makes: the short comparison as CI runs it, then, if
+// the machine could not offer the load evenly, once more one point at a time, which leaves
+// the generator most of the machine.
+var paces = []int{4, 1}
+
 // The real servers agree with the simulator, and a simulator run with a wrong parameter does
 // not: the comparison can fail.
 func TestAgreement(t *testing.T) {
@@ -56,43 +79,44 @@ func TestAgreement(t *testing.T) {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	cfg := shortRun()
-	rep, err := run(context.Background(), cfg, nil)
-	if errors.Is(err, ErrBehind) {
-		// The machine could not offer the load (another heavy process ran): nothing was
-		// measured, so nothing can be said about agreement.
-		t.Skipf("the machine is too busy to offer the load: %v", err)
+	var rep Report
+	var why []string // each attempt's reason for not being able to judge
+	for _, parallel := range paces {
+		cfg.parallel = parallel
+		r, err := run(context.Background(), cfg, nil)
+		if errors.Is(err, ErrBehind) {
+			// The machine could not offer the load (another heavy process ran): nothing was
+			// measured, so nothing can be said about agreement.
+			why = append(why, fmt.Sprintf("at -parallel %d: %v", parallel, err))
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Points) != 4 {
+			t.Fatalf("%d points, want 4", len(r.Points))
+		}
+		if busy := busyPoints(t, r, cfg); len(busy) > 0 {
+			why = append(why, fmt.Sprintf("at -parallel %d, the generator itself was late by more than the band allows: %s", parallel, strings.Join(busy, "; ")))
+			continue
+		}
+		rep = r
+		break
 	}
-	if err != nil {
-		t.Fatal(err)
+	if rep.Points == nil {
+		skipNotQuiet(t, strings.Join(why, "; then "))
 	}
-	if len(rep.Points) != 4 {
-		t.Fatalf("%d points, want 4", len(rep.Points))
-	}
-	var busy []string // disagreements the generator's own lateness accounts for
 	for _, p := range rep.Points {
-		t.Logf("%s, %s: real p50 %.1f p99 %.1f p99.9 %.1f, sim %.1f %.1f %.1f ms; lag p50 %.0f p99 %.0f max %.0fµs",
-			p.Setup, p.Cancellation, p.Real.P50Ms, p.Real.P99Ms, p.Real.P999Ms, p.Sim.P50Ms, p.Sim.P99Ms, p.Sim.P999Ms,
+		t.Logf("%s, %s: real p50 %.1f p99 %.1f p99.9 %.1f util %.1f %%, sim %.1f %.1f %.1f ms %.1f %%; lag p50 %.0f p99 %.0f max %.0fµs",
+			p.Setup, p.Cancellation, p.Real.P50Ms, p.Real.P99Ms, p.Real.P999Ms, p.Real.UtilisationPct, p.Sim.P50Ms, p.Sim.P99Ms, p.Sim.P999Ms, p.Sim.UtilisationPct,
 			p.Generator.LagP50Us, p.Generator.LagP99Us, p.Generator.LagMaxUs)
 		if !p.Agreement.OK {
-			if why, ok := behind(p, cfg.timeScale, cfg.band); ok {
-				busy = append(busy, fmt.Sprintf("%s, %s: %s (%s)", p.Setup, p.Cancellation, p.Agreement.Why, why))
-			} else {
-				t.Errorf("%s, %v%% load, %s: real and simulated disagree: %s", p.Setup, p.LoadPct, p.Cancellation, p.Agreement.Why)
-			}
+			t.Errorf("%s, %v%% load, %s: real and simulated disagree: %s", p.Setup, p.LoadPct, p.Cancellation, p.Agreement.Why)
 		}
 		if p.Real.RequestsPerCall < 1 || (p.Setup == sim.SetupRecommended) != (p.Real.HedgeRate > 0) {
 			t.Errorf("%s, %s: %.3f requests per call, hedge rate %.3f", p.Setup, p.Cancellation, p.Real.RequestsPerCall, p.Real.HedgeRate)
 		}
 	}
-	if len(busy) > 0 {
-		if !t.Failed() {
-			t.Skipf("the machine could not keep up with the load (the generator itself was late by more than the band allows), so agreement cannot be judged: %s",
-				strings.Join(busy, "; "))
-		}
-		t.Logf("besides, the machine could not keep up at: %s", strings.Join(busy, "; "))
-	}
-	overhead := rep.Calibration[0].OverheadUs / 1e3 / cfg.timeScale
-
 	// The same real points against a simulator told the wrong model: it must not agree.
 	s := cfg.timeScale
 	for _, wrong := range []struct {
@@ -107,6 +131,12 @@ func TestAgreement(t *testing.T) {
 		{"8 workers", sim.Params{Workers: 8, Service: scaleDist(sim.ReferenceMixture(), s)}, 2, true},
 		// The right mean, the wrong shape: no 100-300ms hiccups in the tail.
 		{"exponential service", sim.Params{Workers: 16, Service: scaleDist(sim.Exponential{MeanTime: sim.ReferenceMixture().Mean()}, s)}, 1, false},
+		// Every service time 10 % longer, at the same arrival rate: the p50 and the
+		// utilisation move by 10 %, past their ±5 %, though no p99 leaves a loose band.
+		{"service 10 % slower", sim.Params{Workers: 16, Service: scaleDist(scaleDist(sim.ReferenceMixture(), 1.1), s)}, 1.1, true},
+		// 12 workers instead of 16 at the same arrival rate: the queue stays short, and only
+		// the utilisation (a third higher) tells.
+		{"12 workers", sim.Params{Workers: 12, Service: scaleDist(sim.ReferenceMixture(), s)}, 16.0 / 12, true},
 	} {
 		sets, err := setups(cfg.setups, cfg.hedgeDelay, s)
 		if err != nil {
@@ -126,13 +156,29 @@ func TestAgreement(t *testing.T) {
 				}
 				sims = append(sims, inModel(sp, s))
 			}
-			a := compare(p.Real, sims, overhead, cfg.band)
+			a := compare(p.Real, sims, p.OverheadMs, cfg.band)
 			if a.OK && (wrong.all || p.Setup == sim.SetupNoHedge) {
 				t.Errorf("%s: %s, %s agrees with the real servers (sim p99 %s, real %s); the comparison cannot tell a wrong model",
 					wrong.name, p.Setup, p.Cancellation, fmtMs(sims[0].P99Ms), fmtMs(p.Real.P99Ms))
 			}
 		}
 	}
+}
+
+// busyPoints lists the points of rep that disagree in a way the generator's own lateness
+// accounts for (see behind); a run with any cannot judge agreement.
+func busyPoints(t *testing.T, rep Report, cfg runConfig) []string {
+	t.Helper()
+	var busy []string
+	for _, p := range rep.Points {
+		if p.Agreement.OK {
+			continue
+		}
+		if why, ok := behind(p, cfg.timeScale, cfg.band); ok {
+			busy = append(busy, fmt.Sprintf("%s, %s: %s (%s)", p.Setup, p.Cancellation, p.Agreement.Why, why))
+		}
+	}
+	return busy
 }
 
 // behind reports whether a point that disagrees says the machine could not keep up rather than
@@ -157,10 +203,14 @@ func behind(p Result, timeScale, band float64) (string, bool) {
 		if !known || c.Sim.Median == nil || c.Real != nil && *c.Real < *c.Sim.Median {
 			return "", false
 		}
-		if allowed := band / 100 * *c.Sim.Median; l <= allowed {
+		tol := band
+		if c.Figure == "p50_ms" {
+			tol = min(band, tightPct)
+		}
+		if allowed := tol / 100 * *c.Sim.Median; l <= allowed {
 			return "", false
 		}
-		why = append(why, fmt.Sprintf("%s: generator late by %.1f ms, the band allows %.1f ms", c.Figure, l, band/100**c.Sim.Median))
+		why = append(why, fmt.Sprintf("%s: generator late by %.1f ms, the band allows %.1f ms", c.Figure, l, tol/100**c.Sim.Median))
 	}
 	return strings.Join(why, ", "), len(why) > 0
 }
@@ -184,11 +234,17 @@ func TestBehind(t *testing.T) {
 		timeScale float64
 		want      bool
 	}{
-		{"too slow, generator late", point(20, 3000), 1, true},
-		{"too slow, generator late in wire time only", point(20, 3000), 2, false}, // 1.5 ms of model time
-		{"too slow, generator on time", point(20, 2000), 1, false},
-		{"too fast, generator late", point(5, 3000), 1, false},
-		{"a failed percentile, generator late", func() Result { p := point(0, 3000); p.Agreement.Checks[0].Real = nil; return p }(), 1, true},
+		// The p50's tolerance is ±5 %: 0.5 ms of its 10 ms.
+		{"too slow, generator late", point(20, 800), 1, true},
+		{"too slow, generator late in wire time only", point(20, 800), 2, false}, // 0.4 ms of model time
+		{"too slow, generator on time", point(20, 400), 1, false},
+		{"too fast, generator late", point(5, 800), 1, false},
+		{"a failed percentile, generator late", func() Result { p := point(0, 800); p.Agreement.Checks[0].Real = nil; return p }(), 1, true},
+		{"the utilisation disagrees: not the generator's doing", func() Result {
+			p := point(20, 800)
+			p.Agreement.Checks = append(p.Agreement.Checks, Check{Figure: "utilisation_pct", Real: f(40), Sim: Spread{f(29), f(30), f(31)}})
+			return p
+		}(), 1, false},
 	} {
 		if _, got := behind(tc.p, tc.timeScale, 25); got != tc.want {
 			t.Errorf("%s: behind = %v, want %v", tc.name, got, tc.want)

@@ -21,63 +21,96 @@ import (
 // fits anything to the simulator's figures.
 type Calibration struct {
 	Protocol string `json:"protocol"`
-	// RoundTrip*: latency of a call to a server whose service time is 0, through the same
-	// pacer, transport and queue as the points, measured from the call's due time: the
-	// generator's lag, the client, the loopback network, the server and the queue.
+	// RoundTrip*: latency of a call to a server whose every service time is ServiceUs (the
+	// model's median service time, held as the points' servers hold theirs: the sleep
+	// shortened by the measured slack), through the same pacer, transport and queue as the
+	// points, measured from the call's due time: the generator's lag, the client, the
+	// loopback network, the server, the queue, the worker waking from its sleep, and the
+	// service time itself.
 	RoundTripP50Us float64 `json:"round_trip_p50_us"`
 	RoundTripP99Us float64 `json:"round_trip_p99_us"`
+	// LagP50Us is the part of the round trip that is the generator's own lateness (how late
+	// the pacer sent the calls, at the median). It changes with what else the machine does,
+	// so each point's overhead trades it for the point's own lag p50 (see pointOverheadMs).
+	LagP50Us float64 `json:"lag_p50_us"`
 	// Sleep*: how much longer than asked a worker holds its slot when it sleeps for a service
 	// time drawn from the model (timer slack), W sleepers at once.
 	SleepP50Us float64 `json:"sleep_p50_us"`
 	SleepP99Us float64 `json:"sleep_p99_us"`
-	// OverheadUs = RoundTripP50Us: the constant a real call pays beyond its simulated
-	// latency when it does not wait in the queue. The sleep slack is not part of it: the
-	// servers shorten every sleep by SleepP50Us, so a worker holds its slot for the drawn
-	// service time, and the servers carry the model's load, not 4 % more.
+	// ServiceUs is the calibration server's service time: the model's median.
+	ServiceUs float64 `json:"service_us"`
+	// OverheadUs = RoundTripP50Us − ServiceUs: what a real call pays beyond its simulated
+	// latency when it does not wait in the queue. A server with no service time at all would
+	// miss a cost every real call has: a worker that slept wakes, and its answer wakes the
+	// client, later than a handler that never slept (about 0.5 ms more, measured at the
+	// median at time scale 0.5 while two points ran). The sleep slack itself is not part of
+	// it: the servers shorten every sleep by SleepP50Us, so a worker holds its slot for the
+	// drawn service time, and the servers carry the model's load, not 4 % more.
 	OverheadUs float64 `json:"overhead_us"`
 
 	trips []time.Duration // the round trips themselves (a closed loop's twin is late by them)
 }
 
-// calibrate measures the round trip and the timer slack on this machine: n calls at the
-// given rate to a server with no service time (from callers in a closed loop instead, when
-// callers > 0), and n sleeps of service times drawn from svc by workers sleepers at once.
+// calibrate measures the timer slack and the round trip on this machine: n sleeps of
+// service times drawn from svc by workers sleepers at once, then n calls at the given rate
+// (from callers in a closed loop instead, when callers > 0) to a server whose every service
+// time is svc's median, held for that time less the slack.
 func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64, callers int) (Calibration, error) {
 	c := Calibration{Protocol: protocol}
-	rt, err := roundTrips(ctx, protocol, workers, n, callRate, callers)
+	sl := sleepSlack(svc, workers, n)
+	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
+	med := medianOf(svc)
+	c.ServiceUs = float64(med) / 1e3
+	rt, lags, err := roundTrips(ctx, protocol, workers, n, callRate, callers, med, time.Duration(c.SleepP50Us*1e3))
 	if err != nil {
 		return c, err
 	}
-	c.RoundTripP50Us, c.RoundTripP99Us, c.trips = pctUs(rt, 0.50), pctUs(rt, 0.99), rt
-	sl := sleepSlack(svc, workers, n)
-	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
-	c.OverheadUs = c.RoundTripP50Us
+	c.RoundTripP50Us, c.RoundTripP99Us = pctUs(rt, 0.50), pctUs(rt, 0.99)
+	c.LagP50Us = pctUs(lags, 0.50)
+	c.OverheadUs = max(c.RoundTripP50Us-c.ServiceUs, 0)
+	// What each round trip paid beyond its service time: a closed loop's twin is late by it.
+	c.trips = make([]time.Duration, len(rt))
+	for i, d := range rt {
+		c.trips[i] = max(d-med, 0)
+	}
 	return c, nil
 }
 
-// zero is a service time of 0.
-type zero struct{}
+// medianOf is the median of 2,001 draws of d (a fixed stream: the same d, the same median).
+func medianOf(d sim.Distribution) time.Duration {
+	r := rand.New(rand.NewPCG(0x6d6564, 0x69616e))
+	xs := make([]time.Duration, 2001)
+	for i := range xs {
+		xs[i] = max(d.Sample(r), 0)
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
 
-func (zero) Sample(*rand.Rand) time.Duration { return 0 }
-func (zero) Mean() time.Duration             { return 0 }
-func (zero) String() string                  { return "zero" }
+// constant is a service time of d, every time.
+type constant struct{ d time.Duration }
+
+func (c constant) Sample(*rand.Rand) time.Duration { return c.d }
+func (c constant) Mean() time.Duration             { return c.d }
+func (c constant) String() string                  { return "constant " + c.d.String() }
 
 // roundTrips sends n calls, open loop at callRate per second (or from callers in a closed
-// loop), to a server that answers at once, and returns their latencies from their due times.
-func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64, callers int) ([]time.Duration, error) {
+// loop, when callers > 0), to a server that holds a worker for service (its sleep shortened
+// by slack), and returns their latencies from their due times and how late each was sent.
+func roundTrips(ctx context.Context, protocol string, workers, n int, callRate float64, callers int, service, slack time.Duration) (lat, lags []time.Duration, err error) {
 	acct := newAccounts(n, 0, n, workers)
-	rp, err := startReplica(serverConfig{workers: workers, service: zero{}, reaches: true, protocol: protocol, maxQueue: 1000 * workers}, acct)
+	rp, err := startReplica(serverConfig{workers: workers, service: constant{service}, slack: slack, reaches: true, protocol: protocol, maxQueue: 1000 * workers}, acct)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rp.close()
 	client, closeClient, err := newClient(protocol, hedge.Config{}, nil, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer closeClient()
 	url := "http://" + rp.addr + "/"
-	lat := make([]time.Duration, n)
+	lat = make([]time.Duration, n)
 	failed := make([]bool, n)
 	p := &pacer{
 		offsets:     poissonOffsets(n, callRate, 42),
@@ -102,12 +135,12 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		},
 	}
 	if err := p.run(ctx, time.Now().Add(time.Millisecond)); err != nil {
-		return nil, fmt.Errorf("calibration: %w", err)
+		return nil, nil, fmt.Errorf("calibration: %w", err)
 	}
 	if slices.Contains(failed, true) {
-		return nil, fmt.Errorf("calibration: a call to the loopback server failed")
+		return nil, nil, fmt.Errorf("calibration: a call to the loopback server failed")
 	}
-	return lat, nil
+	return lat, p.lags, nil
 }
 
 // sleepSlack sleeps n service times drawn from svc, on workers goroutines at once, and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -24,9 +25,18 @@ func TestCompare(t *testing.T) {
 		why        string
 	}{
 		{"equal", pt(10, 200, 290), ref, 0, true, "band", ""},
-		{"inside the band", pt(11.4, 180, 320), ref, 0, true, "band", ""},
+		{"inside the band", pt(10.4, 180, 320), ref, 0, true, "band", ""},
+		{"p50 inside the loose band, outside the tight one", pt(11.4, 200, 290), ref, 0, false, "", "p50_ms real 11.4"},
+		{"p50 10 % slow", pt(11, 200, 290), ref, 0, false, "", "p50_ms real 11.0"},
+		{"p50 10 % fast", pt(9, 200, 290), ref, 0, false, "", "p50_ms real 9.0"},
 		{"p99 outside", pt(10, 240, 290), ref, 0, false, "", "p99_ms real 240.0, simulated 200.0"},
-		{"explained by the overhead", pt(12, 200, 290), ref, 1, true, "overhead", ""},
+		{"explained by the overhead", pt(11.3, 200, 290), ref, 1, true, "band", ""},
+		{"p99 explained by the overhead", pt(11, 231, 290), ref, 1, true, "band", ""},
+		{"10 % slow after the overhead", pt(12, 200, 290), ref, 1, false, "", "p50_ms real 12.0"},
+		// A server 10 % slower than the model: its raw p50 (the model's 10 ms × 1.1, plus the
+		// overhead) is near a 10 %-slower simulator's 11 ms, but less the overhead it is not.
+		{"raw p50 near, less the overhead not", pt(11.0, 200, 290), []sim.Point{pt(11.1, 200, 290)}, 0.8, false, "", "p50_ms real 11.0"},
+		{"p50 outside the seeds' median, inside their range", pt(10.6, 200, 290), []sim.Point{pt(9.5, 200, 290), pt(10, 200, 290), pt(11, 200, 290)}, 0, false, "", "p50_ms"},
 		{"not explained by the overhead", pt(13, 200, 290), ref, 1, false, "", "p50_ms"},
 		{"overhead only subtracts", pt(8, 200, 290), ref, 1, false, "", "p50_ms real 8.0"},
 		{"within one seed of the spread", pt(10, 80, 170), bursty, 0, true, "band", ""},
@@ -59,6 +69,10 @@ func TestCompare(t *testing.T) {
 	few.Calls = 2700
 	if a := compare(few, ref, 0, 15); !a.OK || a.Checks[2].By != "few calls" || a.Checks[2].Real == nil || *a.Checks[2].Real != 600 {
 		t.Errorf("p99.9 on 2.7 calls: %+v, want it reported and not judged", a)
+	} else if s := a.Checks[2].Sim; s.Median == nil || *s.Median != 290 || s.Min == nil || s.Max == nil {
+		t.Errorf("p99.9 on 2.7 calls: simulated %+v, want the simulated figure reported beside it", s)
+	} else if got := cell(a.Checks[2], 2); got != "600.0 / 290.0 (290.0–290.0)" {
+		t.Errorf("report cell %q, want the real and simulated figures", got)
 	}
 	few.P99Ms = 300
 	if a := compare(few, ref, 0, 15); a.OK || !strings.Contains(a.Why, "p99_ms real 300.0") {
@@ -69,9 +83,48 @@ func TestCompare(t *testing.T) {
 	if a := compare(enough, ref, 0, 15); a.OK || !strings.Contains(a.Why, "p999_ms real 600.0") {
 		t.Errorf("p99.9 on 20 calls: %+v, want it judged (and failing)", a)
 	}
+	// The workers' utilisation is judged against the seeds' range widened by tightPct: a
+	// server 10 % slower than the model, or one with 12 workers instead of 16, is outside it.
+	util := func(p sim.Point, u float64) sim.Point { p.UtilisationPct = u; return p }
+	seeds := []sim.Point{util(pt(10, 200, 290), 29), util(pt(10, 200, 290), 30), util(pt(10, 200, 290), 31.5)}
+	for _, tc := range []struct {
+		real float64
+		ok   bool
+	}{{30.2, true}, {32.5, true}, {27.8, true}, {33.3, false}, {40, false}, {27, false}} {
+		a := compare(util(pt(10, 200, 290), tc.real), seeds, 0, 15)
+		if a.OK != tc.ok || len(a.Checks) != 4 || a.Checks[3].Figure != "utilisation_pct" {
+			t.Errorf("utilisation %.1f %% against seeds 29–31.5 %%: %+v, want ok %v", tc.real, a, tc.ok)
+		}
+		if !tc.ok && !strings.Contains(a.Why, "utilisation real") {
+			t.Errorf("utilisation %.1f %%: Why %q, want it to say so", tc.real, a.Why)
+		}
+	}
+	if a := compare(pt(10, 200, 290), seeds, 0, 15); len(a.Checks) != 3 {
+		t.Errorf("no real utilisation: %d checks, want the percentiles only", len(a.Checks))
+	}
 	// A figure that agrees only with the seeds' range says so.
 	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
 	if !a.OK || a.Checks[1].By != "spread" {
 		t.Errorf("p99 80 against seeds 26, 26, 90, 300: %+v, want agreement by spread", a.Checks[1])
+	}
+	if a := compare(pt(11, 231, 290), ref, 1, 15); !a.OK || a.Checks[1].By != "overhead" {
+		t.Errorf("p99 231 against 200 with 1 ms of overhead: %+v, want agreement by overhead", a.Checks[1])
+	}
+}
+
+// A point's overhead is the calibrated round trip with the calibration's generator lag
+// traded for the point's own, plus its workers' excess hold, in the model's ms; never below
+// zero.
+func TestPointOverhead(t *testing.T) {
+	for _, tc := range []struct{ ovh, calLag, lag, excess, scale, want float64 }{
+		{0.75, 300, 300, 0, 1, 0.75},
+		{0.75, 300, 800, 0, 1, 1.25},   // the generator was half a millisecond later in the point
+		{1.5, 300, 800, 0, 0.5, 2.5},   // the same in wire time, at half the model's time
+		{0.75, 300, 300, 200, 1, 0.95}, // the workers overslept by 0.2 ms more than calibrated
+		{0.75, 900, 100, 0, 1, 0},      // cannot go below nothing
+	} {
+		if got := pointOverheadMs(tc.ovh, tc.calLag, tc.lag, tc.excess, tc.scale); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("pointOverheadMs(%v, %v, %v, %v, %v) = %v, want %v", tc.ovh, tc.calLag, tc.lag, tc.excess, tc.scale, got, tc.want)
+		}
 	}
 }

@@ -46,10 +46,12 @@ report.html and report.json into -out with the real and simulated figures side b
 
 Latency is measured from each call's due time. A run whose generator falls behind its schedule
 (-max-lag) or whose client cannot keep up stops and says so. The exit status is 0 when every
-point agrees within -band, 1 when one does not or the run stopped, 2 for a bad command line.
+point agrees (p99 and p99.9 within -band, p50 and utilisation within 5 %), 1 when one does not
+or the run stopped, 2 for a bad command line. -server-scale 1.1 runs servers 10 % slower than
+the model without telling the simulator: its points should disagree.
 
 Examples:
-  hedgeload                                   # the standard comparison (about 3 minutes)
+  hedgeload                                   # the standard comparison (about 2.5 minutes)
   hedgeload -calls 3000 -loads 50 -time-scale 0.5
   hedgeload -protocol both -cancellation ignored
   hedgeload -concurrency 64 -service stragglers -workers 256 -protocol both
@@ -83,8 +85,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		"or stragglers (at once, except 2% of requests that stall 100ms)")
 	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
-	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client)")
-	band := fs.Float64("band", defaultBand, "agreement band: a real p50/p99/p99.9 agrees within ±band % of the simulated one")
+	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind")
+	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
+	band := fs.Float64("band", defaultBand, "agreement band: a real p99/p99.9 agrees within ±band % of the simulated one (the p50 and the utilisation within ±5 %, or band if smaller)")
 	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	concurrency := fs.Int("concurrency", 0, "closed loop: this many callers, each sending its next call when its last ends, instead of\n"+
@@ -106,6 +109,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	r := &c.run
 	r.calls, r.workers, r.replicas, r.hedgeDelay = *calls, *workers, *replicas, *delay
 	r.timeScale, r.parallel, r.band, r.maxLag, r.warmup = *scale, *parallel, *band, *maxLag, 0.1
+	r.serverScale = *serverScaleF
 	switch {
 	case r.calls < 100:
 		return c, usagef("-calls must be >= 100, got %d", r.calls)
@@ -117,6 +121,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-hedge-delay must be > 0, got %v", r.hedgeDelay)
 	case !(r.timeScale >= 0.1 && r.timeScale <= 1):
 		return c, usagef("-time-scale must be in [0.1, 1], got %v", r.timeScale)
+	case !(r.serverScale >= 0.5 && r.serverScale <= 2):
+		return c, usagef("-server-scale must be in [0.5, 2], got %v", r.serverScale)
 	case r.parallel <= 0:
 		return c, usagef("-parallel must be >= 1, got %d", r.parallel)
 	case !(r.band > 0) || math.IsInf(r.band, 0):

@@ -43,6 +43,21 @@ func isTerminal(f *os.File) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// behindHint is what to tell a person whose run fell behind: fewer points at once leave the
+// generator more of the machine (each point has its own servers, client and pacer).
+func behindHint(err error, parallel int) string {
+	if !errors.Is(err, ErrBehind) {
+		return ""
+	}
+	if parallel > 2 {
+		return fmt.Sprintf("hint: run fewer points at once (-parallel %d, or 1; it was %d), or on a quieter machine", parallel/2, parallel)
+	}
+	if parallel == 2 {
+		return "hint: run one point at a time (-parallel 1; it was 2), or on a quieter machine"
+	}
+	return "hint: the generator fell behind with one point at a time: run on a quieter machine (or at -time-scale 1, if it was lower)"
+}
+
 // runMain is the whole command; it returns the exit status.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, terminal bool) int {
 	cfg, err := parseArgs(args, stderr)
@@ -76,6 +91,9 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, termi
 	}
 	if runErr != nil {
 		fmt.Fprintln(stderr, runErr)
+		if hint := behindHint(runErr, cfg.run.parallel); hint != "" {
+			fmt.Fprintln(stderr, hint)
+		}
 		return 1
 	}
 	n := 0
@@ -86,8 +104,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, termi
 			fmt.Fprintf(stdout, "disagrees: %s, %g%% load, %s, %s, seed %d: %s\n", p.Setup, p.LoadPct, p.Cancellation, p.Protocol, p.Seed, p.Agreement.Why)
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d points agree within ±%g %% of the simulator (less the measured overhead, or within its seeds' range, where that explains the difference), in %.0f s\n",
-		n, len(rep.Points), cfg.run.band, rep.WallSeconds)
+	fmt.Fprintf(stdout, "%d of %d points agree with the simulator (p99 and p99.9 within ±%g %%, p50 and utilisation within ±%g %%; less the measured overhead, or within its seeds' range, where that explains the difference), in %.0f s\n",
+		n, len(rep.Points), cfg.run.band, min(cfg.run.band, tightPct), rep.WallSeconds)
 	if !rep.Agrees() {
 		return 1
 	}

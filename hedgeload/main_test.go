@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -40,6 +45,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-replicas", "65"},
 		{"-replicas", "2", "-balancer", "nearest"},
 		{"-band", "0"},
+		{"-server-scale", "0"},
+		{"-server-scale", "3"},
 		{"stray"},
 	} {
 		if _, err := parseArgs(args, &bytes.Buffer{}); err == nil {
@@ -53,6 +60,29 @@ func TestParseArgsErrors(t *testing.T) {
 	if strings.Join(c.run.setups, ";") != "recommended;no hedge" || len(c.run.protocols) != 2 || c.run.modes[0] != "reaches" || c.run.timeScale != 0.5 {
 		t.Errorf("parsed %+v", c.run)
 	}
+	if c.run.serverScale != 1 {
+		t.Errorf("-server-scale defaults to %v, want 1", c.run.serverScale)
+	}
+	if c, err := parseArgs([]string{"-server-scale", "1.1"}, &bytes.Buffer{}); err != nil || c.run.serverScale != 1.1 {
+		t.Errorf("-server-scale 1.1: %v, %v", c.run.serverScale, err)
+	}
+}
+
+// A run that falls behind is told to run fewer points at once; other errors get no hint.
+func TestBehindHint(t *testing.T) {
+	behind := fmt.Errorf("point: %w", &BehindError{Call: 7, Lag: time.Second, MaxLag: 100 * time.Millisecond})
+	if h := behindHint(behind, 4); !strings.Contains(h, "-parallel 2") {
+		t.Errorf("hint at -parallel 4: %q, want it to suggest -parallel 2", h)
+	}
+	if h := behindHint(behind, 2); !strings.Contains(h, "-parallel 1;") {
+		t.Errorf("hint at -parallel 2: %q, want it to suggest -parallel 1", h)
+	}
+	if h := behindHint(behind, 1); strings.Contains(h, "-parallel") || !strings.Contains(h, "quieter machine") {
+		t.Errorf("hint at -parallel 1: %q", h)
+	}
+	if h := behindHint(errors.New("connection refused"), 4); h != "" {
+		t.Errorf("hint for another error: %q", h)
+	}
 }
 
 // A bad command line exits with status 2 and says what is wrong.
@@ -63,5 +93,37 @@ func TestRunMainUsage(t *testing.T) {
 	}
 	if code := runMain(t.Context(), []string{"-h"}, &out, &errb, false); code != 0 || !strings.Contains(errb.String(), "-time-scale") {
 		t.Errorf("-h: exit %d", code)
+	}
+}
+
+// The README's commands for hedgeload work as written (from this directory), and it states
+// the standard comparison's duration as -h does.
+func TestReadmeCommands(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds [][]string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if rest, ok := strings.CutPrefix(l, "go run . "); ok && strings.Contains(string(readme), "cd hedgeload") {
+			cmds = append(cmds, strings.Fields(rest))
+		}
+	}
+	if len(cmds) < 2 {
+		t.Fatalf("found %d hedgeload commands in the README, want its two", len(cmds))
+	}
+	for _, args := range cmds {
+		if _, err := parseArgs(args, &bytes.Buffer{}); err != nil {
+			t.Errorf("README command %q: %v", args, err)
+		}
+	}
+	minutes := regexp.MustCompile(`standard comparison.*\(about ([0-9.]+) minutes`)
+	want := minutes.FindStringSubmatch(usageText)
+	if want == nil {
+		t.Fatal("-h does not say how long the standard comparison takes")
+	}
+	re := regexp.MustCompile(`about ([0-9.]+) minutes; results in BENCHMARKS.md`)
+	if got := re.FindStringSubmatch(string(readme)); got == nil || got[1] != want[1] {
+		t.Errorf("the README gives the standard comparison %v minutes, -h %s", got, want[1])
 	}
 }

@@ -32,8 +32,12 @@ type pointConfig struct {
 	balancer string           // sim's balancer name; "" = p2c
 	service  sim.Distribution // wire time
 	slack    time.Duration    // the measured timer slack each server sleep is shortened by
-	calls    int              // calls whose arrival is measured or warms up; more arrive until they end
-	warmup   float64          // fraction of calls not measured
+	// serverScale multiplies every service time the servers draw (-server-scale): 1 serves
+	// the model; anything else serves a model the simulator was not told of, to show that the
+	// comparison notices.
+	serverScale float64
+	calls       int     // calls whose arrival is measured or warms up; more arrive until they end
+	warmup      float64 // fraction of calls not measured
 
 	concurrency int           // > 0: that many callers in a closed loop instead of the pacer
 	maxLag      time.Duration // a call sent later than this after it was due stops the run
@@ -53,6 +57,14 @@ type diagnostics struct {
 	// PerSecond is the rate the measured calls arrived at (wire time): the closed loop's
 	// throughput, which its simulated twin is offered.
 	PerSecond float64 `json:"per_second,omitempty"`
+	// OfferedPct is the measured calls' arrival rate as scheduled, in % of the model's: 100
+	// once the schedule is normalised (see normalise).
+	OfferedPct float64 `json:"offered_pct"`
+	// HoldExcessP50Us is how much longer than its drawn service time a worker held a
+	// measured call's winning attempt, at the median, in wire µs: the timer slack the
+	// servers' shortened sleeps did not absorb while this point ran (the calibration measured
+	// it with nothing else running).
+	HoldExcessP50Us float64 `json:"hold_excess_p50_us"`
 
 	// arrived is how many requests of measured calls (first attempts and hedges) the servers
 	// received; reached, how many of them a worker started. When the server finishes every
@@ -106,6 +118,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			protocol: pc.protocol,
 			maxQueue: 2000 * pc.workers,
 			slack:    pc.slack,
+			scale:    pc.serverScale,
 		}, acct)
 		if err != nil {
 			return sim.Point{}, diag, err
@@ -207,8 +220,15 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	}
 
 	lambda := rate(pc.loadPct, pc.workers, pc.replicas, pc.service)
+	offs := offsets(pc, total, lambda)
+	if pc.concurrency == 0 {
+		normalise(offs, lambda, warm, pc.calls) // offer the model's load over the measured calls
+		if warm > 0 && pc.calls > warm+1 {
+			diag.OfferedPct = 100 * float64(pc.calls-warm) / (offs[pc.calls-1] - offs[warm-1]).Seconds() / lambda
+		}
+	}
 	p := &pacer{
-		offsets:     offsets(pc, total, lambda),
+		offsets:     offs,
 		maxLag:      pc.maxLag,
 		maxInFlight: pc.maxInFlight,
 		send:        send,
@@ -305,6 +325,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			}
 		}
 	}
+	diag.HoldExcessP50Us = holdExcessP50Us(pc, recs, warm, acct)
 	slices.Sort(lat)
 	pt.P50Ms = quantileMs(lat, n, 0.50)
 	pt.P99Ms = quantileMs(lat, n, 0.99)
@@ -343,6 +364,29 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		pt.WastedWorkPct = 100 * float64(wasted) / float64(served)
 	}
 	return pt, diag, nil
+}
+
+// holdExcessP50Us is the median, over the measured calls' winning attempts, of how much
+// longer the worker held the attempt than its drawn service time (times -server-scale: what
+// the server meant to hold it for), in µs. It is 0 without winners.
+func holdExcessP50Us(pc pointConfig, recs []callRecord, warm int, acct *accounts) float64 {
+	scale := pc.serverScale
+	if scale <= 0 {
+		scale = 1
+	}
+	var ex []time.Duration
+	for i := warm; i < pc.calls; i++ {
+		w := int(recs[i].winner)
+		if w < 0 || w >= maxAttempts {
+			continue
+		}
+		d := time.Duration(float64(serviceTime(pc.service, pc.seed, i, w)) * scale)
+		ex = append(ex, time.Duration(acct.served[i*maxAttempts+w].Load())-d)
+	}
+	if len(ex) == 0 {
+		return 0
+	}
+	return pctUs(ex, 0.5)
 }
 
 // quantileMs is the q-quantile (nearest rank) of n calls, of which sorted are the successes'

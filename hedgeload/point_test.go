@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -68,10 +69,60 @@ func TestRealPoint(t *testing.T) {
 				if pt.P50Ms <= 2 || pt.P50Ms > pt.P99Ms || pt.P99Ms > pt.P999Ms || pt.UtilisationPct <= 0 {
 					t.Errorf("p50 %v p99 %v p99.9 %v ms, utilisation %v %%", pt.P50Ms, pt.P99Ms, pt.P999Ms, pt.UtilisationPct)
 				}
+				if math.Abs(diag.OfferedPct-100) > 0.01 {
+					t.Errorf("the measured calls were offered %.3f %% of the model's load, want 100 %%", diag.OfferedPct)
+				}
 				if pt.WastedWorkPct <= 0 {
 					t.Errorf("wasted work %v %%: the hedges' losers cost the server nothing", pt.WastedWorkPct)
 				}
 			})
 		}
+	}
+}
+
+// -server-scale makes the servers hold their workers that much longer than the model's
+// service times, and the report says so: at the same schedule and draws, the workers are busy
+// that much more, and the simulator, not told, does not follow.
+func TestServerScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers: not in -short")
+	}
+	util := map[float64]Result{}
+	for _, f := range []float64{1, 1.5} {
+		cfg := runConfig{
+			calls: 300, warmup: 0.1, seeds: []uint64{5}, loads: []float64{30},
+			setups: []string{sim.SetupNoHedge}, modes: []string{sim.Reaches}, protocols: []string{HTTP2},
+			workers: 8, replicas: 1, service: sim.ReferenceMixture(), hedgeDelay: 20 * time.Millisecond,
+			// At the model's own time the timer slack (about 0.5 ms) is small beside the
+			// service times, and does not blur the ratio.
+			timeScale: 1, serverScale: f, parallel: 1, band: 15, maxLag: time.Hour,
+			calibrateN: 200, simSeeds: 2,
+		}
+		rep, err := run(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Model.ServerScale != f || len(rep.Points) != 1 {
+			t.Fatalf("-server-scale %v: model says %v, %d points", f, rep.Model.ServerScale, len(rep.Points))
+		}
+		p, c := rep.Points[0], rep.Calibration[0]
+		if want := pointOverheadMs(c.OverheadUs/1e3, c.LagP50Us, p.Generator.LagP50Us, p.Generator.HoldExcessP50Us, 1); p.OverheadMs != want || c.LagP50Us <= 0 {
+			t.Errorf("overhead %v ms, want the calibration's with this point's lag and excess hold, %v ms (calibration lag %v µs)", p.OverheadMs, want, c.LagP50Us)
+		}
+		// The workers hold an attempt for its drawn time (times the scale) give or take the
+		// timer's slack: never exactly, never by the half of a 14 ms mean that 1.5 adds.
+		if x := p.Generator.HoldExcessP50Us; x == 0 || math.Abs(x) > 2000 {
+			t.Errorf("-server-scale %v: workers' excess hold %v µs at the median, want a measured slack under 2 ms", f, x)
+		}
+		util[f] = p
+	}
+	a, b := util[1], util[1.5]
+	r := b.Real.UtilisationPct / a.Real.UtilisationPct
+	t.Logf("utilisation %.1f %% at -server-scale 1, %.1f %% at 1.5: ratio %.2f", a.Real.UtilisationPct, b.Real.UtilisationPct, r)
+	if r < 1.3 || r > 1.75 {
+		t.Errorf("utilisation %.1f %% at -server-scale 1, %.1f %% at 1.5: ratio %.2f, want about 1.5", a.Real.UtilisationPct, b.Real.UtilisationPct, r)
+	}
+	if a.Sim.UtilisationPct != b.Sim.UtilisationPct {
+		t.Errorf("the simulator's utilisation moved with -server-scale: %.2f, %.2f %%", a.Sim.UtilisationPct, b.Sim.UtilisationPct)
 	}
 }

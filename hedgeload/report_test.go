@@ -70,7 +70,7 @@ func TestReportJSON(t *testing.T) {
 	if p["real"].(map[string]any)["p99_ms"] != 27.1 || p["sim"].(map[string]any)["p99_ms"] != 26.0 {
 		t.Errorf("p99: real %v, sim %v", p["real"], p["sim"])
 	}
-	if a := p["agreement"].(map[string]any); a["ok"] != true || len(a["checks"].([]any)) != 3 {
+	if a := p["agreement"].(map[string]any); a["ok"] != true || len(a["checks"].([]any)) != 4 {
 		t.Errorf("agreement = %v", a)
 	}
 

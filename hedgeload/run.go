@@ -27,12 +27,15 @@ type runConfig struct {
 	service    sim.Distribution // model time
 	hedgeDelay time.Duration
 	timeScale  float64
-	parallel   int
-	band       float64       // agreement band, %
-	maxLag     time.Duration // wire
-	callers    int           // > 0: callers in a closed loop (loads are then measured, not offered)
-	calibrateN int           // calls and sleeps of the calibration; 0 = 2000
-	simSeeds   int           // simulated seeds per point; 0 = 10
+	// serverScale multiplies every service time the real servers draw (-server-scale); 0
+	// means 1. The simulator is not told: a diagnostic that the comparison can fail.
+	serverScale float64
+	parallel    int
+	band        float64       // agreement band, %
+	maxLag      time.Duration // wire
+	callers     int           // > 0: callers in a closed loop (loads are then measured, not offered)
+	calibrateN  int           // calls and sleeps of the calibration; 0 = 2000
+	simSeeds    int           // simulated seeds per point; 0 = 10
 }
 
 // Model is the parameters of the run, as report.json's "model".
@@ -52,23 +55,30 @@ type Model struct {
 	Cancellations  []string  `json:"cancellations"`
 	Protocols      []string  `json:"protocols"`
 	TimeScale      float64   `json:"time_scale"` // wire time = model time × time_scale
-	BandPct        float64   `json:"band_pct"`
-	MaxLagMs       float64   `json:"max_lag_ms"` // wire
+	// ServerScale is -server-scale: the real servers drew every service time this many times
+	// longer than the model's (1: the model; the simulator is never told).
+	ServerScale float64 `json:"server_scale"`
+	BandPct     float64 `json:"band_pct"`
+	MaxLagMs    float64 `json:"max_lag_ms"` // wire
 }
 
 // Result is one point: the real run and its simulated twin, side by side. Every time is in the
 // model's milliseconds (wire time divided by the time scale).
 type Result struct {
-	Setup        string      `json:"setup"`
-	LoadPct      float64     `json:"load_pct"`
-	Cancellation string      `json:"cancellation"`
-	Protocol     string      `json:"protocol"`
-	Seed         uint64      `json:"seed"`
-	Real         sim.Point   `json:"real"`
-	Sim          sim.Point   `json:"sim"`       // the simulated run with the same seed
-	SimSeeds     []uint64    `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
-	Agreement    Agreement   `json:"agreement"`
-	Generator    diagnostics `json:"generator"`
+	Setup        string    `json:"setup"`
+	LoadPct      float64   `json:"load_pct"`
+	Cancellation string    `json:"cancellation"`
+	Protocol     string    `json:"protocol"`
+	Seed         uint64    `json:"seed"`
+	Real         sim.Point `json:"real"`
+	Sim          sim.Point `json:"sim"`       // the simulated run with the same seed
+	SimSeeds     []uint64  `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
+	// OverheadMs is the measured overhead the comparison subtracts, in model ms: the
+	// calibrated round trip, with the generator's lag at calibration traded for this point's,
+	// plus the point's workers' excess hold (see pointOverheadMs).
+	OverheadMs float64     `json:"overhead_ms"`
+	Agreement  Agreement   `json:"agreement"`
+	Generator  diagnostics `json:"generator"`
 }
 
 // Report is everything a run produced; report.json is this, encoded.
@@ -131,6 +141,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		Cancellations:  cfg.modes,
 		Protocols:      cfg.protocols,
 		TimeScale:      s,
+		ServerScale:    serverScale(cfg),
 		BandPct:        cfg.band,
 		MaxLagMs:       float64(cfg.maxLag) / 1e6,
 	}}
@@ -141,6 +152,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		n = 2000
 	}
 	overhead := map[string]float64{}    // model ms
+	calLag := map[string]float64{}      // wire µs
 	slack := map[string]time.Duration{} // wire time
 	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
 	trips := map[string][]time.Duration{} // wire time
@@ -154,6 +166,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		}
 		rep.Calibration = append(rep.Calibration, c)
 		overhead[proto] = c.OverheadUs / 1e3 / s
+		calLag[proto] = c.LagP50Us
 		slack[proto] = time.Duration(c.SleepP50Us * 1e3)
 		trips[proto] = c.trips
 	}
@@ -208,7 +221,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 				i := order[next]
 				next++
 				mu.Unlock()
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], slack[jobs[i].protocol], trips[jobs[i].protocol])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], calLag[jobs[i].protocol], slack[jobs[i].protocol], trips[jobs[i].protocol])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -250,8 +263,21 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	return rep, nil
 }
 
+// pointOverheadMs is the overhead a point's calls pay beyond the model, in model ms: the
+// calibrated round trip (overheadMs), with the generator's lateness at calibration time
+// (calLagUs, wire µs) traded for the point's own (lagUs), plus the time the point's workers
+// held an attempt beyond its drawn service time (excessUs, wire µs, at the median). The
+// generator's timer and the workers' sleeps wake later when the machine is busier than when
+// it was calibrated (two points at once, other processes), and a call's latency, measured
+// from its due time, counts both. Every term is measured on this machine during the run;
+// nothing is fitted to the simulator, and a server slower than the model (-server-scale) is
+// not absorbed: its excess is over the time it meant to hold the worker.
+func pointOverheadMs(overheadMs, calLagUs, lagUs, excessUs, timeScale float64) float64 {
+	return max(overheadMs+(lagUs-calLagUs+excessUs)/1e3/timeScale, 0)
+}
+
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs float64, slack time.Duration, trips []time.Duration) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs, calLagUs float64, slack time.Duration, trips []time.Duration) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -266,6 +292,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		balancer:    cfg.balancer,
 		service:     wireSvc,
 		slack:       slack,
+		serverScale: serverScale(cfg),
 		calls:       cfg.calls,
 		warmup:      cfg.warmup,
 		maxLag:      cfg.maxLag,
@@ -301,6 +328,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		seeds = append(seeds, seed)
 	}
 	real = inModel(real, s)
+	overheadMs = pointOverheadMs(overheadMs, calLagUs, diag.LagP50Us, diag.HoldExcessP50Us, s)
 	return Result{
 		Setup:        j.setup.Name,
 		LoadPct:      j.load,
@@ -310,9 +338,18 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Real:         real,
 		Sim:          sims[0],
 		SimSeeds:     seeds,
+		OverheadMs:   overheadMs,
 		Agreement:    compare(real, sims, overheadMs, cfg.band),
 		Generator:    diag,
 	}, nil
+}
+
+// serverScale is cfg's -server-scale, 1 when unset.
+func serverScale(cfg runConfig) float64 {
+	if cfg.serverScale > 0 {
+		return cfg.serverScale
+	}
+	return 1
 }
 
 // simulate runs the point's twin in the simulator, with the given seed: the same model, the

@@ -99,6 +99,8 @@ type serverConfig struct {
 	// the drawn time, as the simulator's does. Without it, a 0.55 ms slack on a 14 ms mean
 	// service time loads the servers 4 % more than the model (75 % busy at 70 % load).
 	slack time.Duration
+	// scale multiplies every drawn service time (-server-scale); 0 means 1.
+	scale float64
 }
 
 // requestIDs reads a request's call index and attempt index.
@@ -139,6 +141,9 @@ func handler(cfg serverConfig, acct *accounts) http.Handler {
 			acct.reached.Add(1)
 		}
 		d := serviceTime(cfg.service, cfg.seed, call, attempt)
+		if cfg.scale > 0 && cfg.scale != 1 {
+			d = time.Duration(float64(d) * cfg.scale)
+		}
 		hold := max(d-cfg.slack, 0)
 		start := time.Now()
 		if cfg.reaches {

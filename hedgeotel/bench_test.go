@@ -18,11 +18,11 @@ func BenchmarkDo(b *testing.B) {
 	cfg := hedge.Config{Trigger: hedge.After(time.Second)}
 	reader := sdkmetric.NewManualReader()
 	sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	withSDK, err := hedgeotel.NewPolicy(sdk, "users", cfg)
+	withSDK, _, err := hedgeotel.NewPolicy(sdk, "users", cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	nilProvider, err := hedgeotel.NewPolicy(nil, "users", cfg)
+	nilProvider, _, err := hedgeotel.NewPolicy(nil, "users", cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,10 +25,11 @@ func ExampleNewPolicy() {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 
-	users, err := hedgeotel.NewPolicy(provider, "users", hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+	users, stop, err := hedgeotel.NewPolicy(provider, "users", hedge.Config{Trigger: hedge.AtQuantile(0.95)})
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer stop() // only for a policy dropped before the program ends: its gauges stop reporting
 
 	for range 3 {
 		hedge.Do(context.Background(), users, func(ctx context.Context) (string, error) {

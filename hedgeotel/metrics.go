@@ -3,7 +3,7 @@
 // One call wires a policy, or every per-host policy of a [hedgehttp.Transport], to a
 // [metric.MeterProvider]:
 //
-//	p, err := hedgeotel.NewPolicy(provider, "users", hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+//	p, stop, err := hedgeotel.NewPolicy(provider, "users", hedge.Config{Trigger: hedge.AtQuantile(0.95)})
 //	tr, err := hedgeotel.NewTransport(provider, hedgehttp.Config{Policy: ...})
 //
 // Any other integration that reports events with a name and can list its policies'
@@ -373,6 +373,15 @@ func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(),
 	}, nil
 }
 
+// unregister removes the gauges' callback from the MeterProvider, for a Metrics no one else
+// can reach (the one NewPolicy builds).
+func (m *Metrics) unregister() {
+	m.registered.Do(func() {}) // no registration can start after this
+	if m.reg != nil {
+		m.reg.Unregister()
+	}
+}
+
 func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 	m.mu.Lock()
 	sources := make([]func() map[string]hedge.Measured, 0, len(m.sources))
@@ -411,23 +420,29 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 
 // NewPolicy builds a policy from cfg whose events and figures are recorded under the name
 // operation. cfg.Observer, when set, still receives every event. On a nil *Metrics it is
-// hedge.New(cfg).
+// hedge.New(cfg), with a stop that does nothing.
 //
-// The policy's gauges are reported for as long as the Metrics lives: build policies once,
-// as hedge asks anyway.
-func (m *Metrics) NewPolicy(operation string, cfg hedge.Config) (*hedge.Policy, error) {
+// The policy's gauges are reported at every collection until stop is called, and the
+// Metrics holds on to the policy until then: build policies once, as hedge asks anyway, and
+// call stop for one you drop (a per-tenant policy whose tenant left), or its gauges report
+// for as long as the Metrics lives. The counters and histograms record the policy's events
+// whether or not its gauges were stopped.
+func (m *Metrics) NewPolicy(operation string, cfg hedge.Config) (p *hedge.Policy, stop func(), err error) {
 	if m == nil {
-		return hedge.New(cfg)
+		p, err = hedge.New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, func() {}, nil
 	}
 	cfg.Observer = chain(cfg.Observer, m.Observer(operation))
-	p, err := hedge.New(cfg)
-	if err != nil {
-		return nil, err
+	if p, err = hedge.New(cfg); err != nil {
+		return nil, nil, err
 	}
-	if _, err := m.Watch(func() map[string]hedge.Measured { return map[string]hedge.Measured{operation: p.Measured()} }); err != nil {
-		return nil, err
+	if stop, err = m.Watch(func() map[string]hedge.Measured { return map[string]hedge.Measured{operation: p.Measured()} }); err != nil {
+		return nil, nil, err
 	}
-	return p, nil
+	return p, stop, nil
 }
 
 // NewTransport builds a [hedgehttp.Transport] whose per-host policies are recorded under
@@ -449,13 +464,21 @@ func (m *Metrics) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, erro
 }
 
 // NewPolicy is New(mp) followed by [Metrics.NewPolicy]: one call for one policy. A nil mp
-// builds the policy without metrics, at no cost.
-func NewPolicy(mp metric.MeterProvider, operation string, cfg hedge.Config) (*hedge.Policy, error) {
+// builds the policy without metrics, at no cost. stop ends the reports of the policy's gauges
+// (see Metrics.NewPolicy) and unregisters their callback from mp.
+func NewPolicy(mp metric.MeterProvider, operation string, cfg hedge.Config) (p *hedge.Policy, stop func(), err error) {
 	m, err := New(mp)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m.NewPolicy(operation, cfg)
+	p, unwatch, err := m.NewPolicy(operation, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m == nil {
+		return p, unwatch, nil
+	}
+	return p, func() { unwatch(); m.unregister() }, nil
 }
 
 // NewTransport is New(mp) followed by [Metrics.NewTransport]: one call for a hedging HTTP

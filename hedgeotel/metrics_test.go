@@ -169,7 +169,7 @@ func TestScriptedCalls(t *testing.T) {
 	}
 	var seen int
 	// A budget that holds exactly one withdrawal: no deposits count, a reserve of one.
-	p, err := m.NewPolicy("users", hedge.Config{
+	p, _, err := m.NewPolicy("users", hedge.Config{
 		Trigger:  hedge.After(20 * time.Millisecond),
 		Budget:   budget.Config{Ratio: budget.Zero, MinPerSecond: 0.1},
 		Breaker:  &breaker.Config{},
@@ -200,8 +200,8 @@ func TestScriptedCalls(t *testing.T) {
 
 	// 4. A limit of one: the second concurrent call is rejected before any attempt, and a
 	//    retry of the first one is refused too.
-	lim, err := m.NewPolicy("limited", hedge.Config{Attempts: 2, Budget: budget.Config{Off: true},
-		Backoff: hedge.Backoff{Jitter: -1},
+	lim, _, err := m.NewPolicy("limited", hedge.Config{Attempts: 2, Budget: budget.Config{Off: true},
+		Backoff: hedge.Backoff{Jitter: hedge.Off},
 		Limit:   &limit.Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +341,7 @@ func TestNilProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	p, err := hedgeotel.NewPolicy(nil, "users", hedge.Config{Trigger: hedge.After(time.Millisecond)})
+	p, _, err := hedgeotel.NewPolicy(nil, "users", hedge.Config{Trigger: hedge.After(time.Millisecond)})
 	if err != nil || p == nil {
 		t.Fatal(p, err)
 	}
@@ -382,7 +382,7 @@ func TestWatchStop(t *testing.T) {
 // A call none of whose attempts reached the dependency is unreachable, not an error of it.
 func TestUnreachableCall(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	p, err := hedgeotel.NewPolicy(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "users", hedge.Config{})
+	p, _, err := hedgeotel.NewPolicy(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "users", hedge.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,4 +396,74 @@ func TestUnreachableCall(t *testing.T) {
 		t.Fatalf("call error %v, want ErrUnreachable", c.Err())
 	}
 	equal(t, "hedge.calls", sums(t, collect(t, reader), "hedge.calls"), map[string]int64{op + ",hedge.call.outcome=unreachable": 1})
+}
+
+// hedge.hedges.suppressed counts hedges that were due: a call to a cold policy that answers
+// before MinimumDelay (the lowest threshold there can be) was never due one, and is not
+// counted as suppressed "cold"; one still running then is.
+func TestColdCountsOnlyCallsThatWereDueAHedge(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	p, _, err := hedgeotel.NewPolicy(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "users",
+		hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumDelay: 10 * time.Millisecond})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	at := func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
+	for i := range 5 { // five fast calls: no hedge was due
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(at(10 * i))
+		c.AttemptDone(at(10*i+3), 0, hedge.Outcome{})
+	}
+	for i := range 2 { // two slow ones: each reaches MinimumDelay while the policy is cold
+		c := p.NewCall(hedge.CallOptions{})
+		for _, a := range c.Start(at(100 * (i + 1))) {
+			if a.Kind == hedge.ArmTimer {
+				c.TimerFired(a.At)
+			}
+		}
+		c.AttemptDone(at(100*(i+1)+40), 0, hedge.Outcome{})
+	}
+	equal(t, "hedge.hedges.suppressed", sums(t, collect(t, reader), "hedge.hedges.suppressed"),
+		map[string]int64{op + ",hedge.suppression.reason=cold": 2})
+}
+
+// NewPolicy's stop ends the policy's gauges; its events are still recorded.
+func TestNewPolicyStop(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		newPolicy := func(name string) (*hedge.Policy, func()) {
+			var p *hedge.Policy
+			var stop func()
+			var err error
+			if shared {
+				m, _ := hedgeotel.New(mp)
+				p, stop, err = m.NewPolicy(name, hedge.Config{Trigger: hedge.After(time.Millisecond)})
+			} else {
+				p, stop, err = hedgeotel.NewPolicy(mp, name, hedge.Config{Trigger: hedge.After(time.Millisecond)})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p, stop
+		}
+		p, stop := newPolicy("users")
+		_, stayStop := newPolicy("orders")
+		defer stayStop()
+		ms := collect(t, reader)
+		equal(t, "threshold before stop", gauges[float64](t, ms, "hedge.threshold"),
+			map[string]float64{"hedge.operation=users": 0.001, "hedge.operation=orders": 0.001})
+		stop()
+		stop() // a second stop does nothing
+		hedge.Do(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
+		ms = collect(t, reader)
+		equal(t, "threshold after stop", gauges[float64](t, ms, "hedge.threshold"), map[string]float64{"hedge.operation=orders": 0.001})
+		equal(t, "calls after stop", sums(t, ms, "hedge.calls"), map[string]int64{"hedge.operation=users,hedge.call.outcome=ok": 1})
+	}
+	if _, stop, err := hedgeotel.NewPolicy(nil, "users", hedge.Config{}); err != nil || stop == nil {
+		t.Fatalf("NewPolicy(nil): stop is nil %v, err %v; want a stop that does nothing", stop == nil, err)
+	} else {
+		stop()
+	}
 }

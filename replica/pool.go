@@ -71,7 +71,7 @@ func (p *Pool) Same(addrs []string) bool {
 }
 
 // With returns a Pool over addrs with p's configuration, in which every address that p also
-// has keeps its health (its runs of failures, its ejection and its ejection count), so a
+// has keeps its health (its runs of failures and of Slow results, its ejection and its ejection count), so a
 // change in the list of replicas does not give a failing replica a clean slate. Outstanding
 // counts start from zero: attempts picked from p end on p.
 func (p *Pool) With(addrs []string) (*Pool, error) {
@@ -97,6 +97,7 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 		nw.noteEnd(from.until.Load())
 		to.failing.Store(from.failing.Load())
 		to.failures, to.unreachable, to.ejections = from.failures, from.unreachable, from.ejections
+		to.slow, to.slowSince = from.slow, from.slowSince
 	}
 	return q, nil
 }
