@@ -374,7 +374,7 @@ func (c *Call) tiedDue(now time.Time) (tie bool, at time.Time) {
 func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	p := c.p
 	startAware := p.cfg.Trigger.kind == triggerStartAware
-	if p.ovt == nil && !startAware {
+	if p.ovt == nil && !startAware || p.serverReports(now) {
 		return true, time.Time{}
 	}
 	// The attempt a hedge would copy: the oldest one running that is not itself a hedge.
@@ -447,8 +447,8 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	if !c.warm && !tie {
 		return ReasonCold
 	}
-	if p.backlogged(now) {
-		return ReasonBacklog
+	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) {
+		return ReasonBacklog // the servers' reports, when fresh, over inference (serverload.go)
 	}
 	if p.bud.Balance(now) < 1 {
 		return ReasonBudget

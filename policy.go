@@ -36,6 +36,7 @@ type Policy struct {
 	overloadUntil atomic.Int64 // unix nanoseconds; hedging pauses until then
 	yieldScore    atomic.Int32 // whether Do's yield before arming a timer tends to pay
 	lastSignal    atomic.Int64 // unix nanoseconds of the latest start signal (StartAware)
+	loads         loadBoard    // the servers' latest load reports (serverload.go)
 
 	calls         atomic.Int64
 	hedgesStarted atomic.Int64

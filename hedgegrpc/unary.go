@@ -37,7 +37,7 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 	}
 	m := i.method(fullMethod)
 	c := &unaryCall{i: i, m: m, req: req, replyType: rm.ProtoReflect().Type(), cc: cc, invoker: invoker, co: splitOptions(opts)}
-	c.routeCtx.Context = ctx
+	c.routeCtx.Context, c.route.policy = ctx, m.policy
 	rep := hedge.Repeatable
 	if !m.repeatableFor(ctx) {
 		rep = hedge.NotRepeatable

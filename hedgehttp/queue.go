@@ -87,6 +87,14 @@ type QueueConfig struct {
 	// latency alone.
 	NoStartSignal bool
 
+	// NoLoadReport turns off the [LoadHeader] the queue otherwise adds to the response of
+	// every request it runs (its queue length, busy workers and the request's own wait),
+	// from which a [Transport] learns whether a hedge would wait and where to send one. The
+	// report wraps the handler's ResponseWriter (Flush, ReadFrom and
+	// http.ResponseController pass through; a handler that type-asserts http.Hijacker
+	// directly needs it off).
+	NoLoadReport bool
+
 	// Observer, when non-nil, is called once for every queue event, on the
 	// request's own goroutine, outside the queue's lock. It must be fast and
 	// must not block: it runs on every request. nil means no events (Stats
@@ -206,6 +214,7 @@ type Queue struct {
 	next       http.Handler
 	retryAfter string
 	signal     bool
+	report     bool // add LoadHeader to responses
 	observer   func(QueueEvent)
 	core       *workqueue.Queue
 }
@@ -227,7 +236,7 @@ func NewQueue(next http.Handler, cfg QueueConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrQueueConfig, err)
 	}
-	q := &Queue{next: next, signal: !cfg.NoStartSignal, observer: cfg.Observer, core: core}
+	q := &Queue{next: next, signal: !cfg.NoStartSignal, report: !cfg.NoLoadReport, observer: cfg.Observer, core: core}
 	ra := cfg.RetryAfter
 	if ra == 0 {
 		ra = time.Second
@@ -291,6 +300,10 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent,
 		// elsewhere can now be cancelled (tied requests), and a hedge of it is a hedge of a
 		// straggler.
 		w.WriteHeader(StartedStatus)
+	}
+	if q.report {
+		q.serveReporting(w, r, admitted.Wait)
+		return
 	}
 	q.next.ServeHTTP(w, r)
 }
