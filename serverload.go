@@ -110,7 +110,7 @@ func (b *loadBoard) shortest(now time.Time) (queued, workers int, ok bool) {
 // a copy stops beating a straggler by much and starts adding load to a backlog. With the
 // workers unknown, any queue is long.
 func queueLong(queued, workers int) bool {
-	return queued > 0 && 4*queued >= workers
+	return queued > 0 && 2*queued >= workers
 }
 
 // serverGate is the backlog gate as the servers' reports decide it: decided is false when no

@@ -91,21 +91,28 @@ func ParseLoad(v string) (l hedge.Load, ok bool) {
 }
 
 // loadWriter adds the queue's load report to a response when its header is written. It
-// passes Flush and ReadFrom through, and Unwrap gives http.ResponseController the writer
+// passes Flush, ReadFrom and WriteString through, and Unwrap gives http.ResponseController the writer
 // underneath.
 type loadWriter struct {
 	http.ResponseWriter
 	core     *workqueue.Queue
 	wait     time.Duration
 	reported bool
+	value    [1]string // the header's value, in the same allocation
 }
 
 // report sets the header, once, with the queue's load now.
 func (w *loadWriter) report() {
 	if !w.reported {
 		w.reported = true
-		w.ResponseWriter.Header()[LoadHeader] = []string{FormatLoad(w.core.Load(w.wait))}
+		w.value[0] = FormatLoad(w.core.Load(w.wait))
+		w.ResponseWriter.Header()[LoadHeader] = w.value[:]
 	}
+}
+
+func (w *loadWriter) WriteString(s string) (int, error) {
+	w.report()
+	return io.WriteString(w.ResponseWriter, s)
 }
 
 func (w *loadWriter) WriteHeader(code int) {

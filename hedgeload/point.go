@@ -102,6 +102,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			protocol: pc.protocol,
 			maxQueue: 2000 * pc.workers,
 			slack:    pc.slack,
+			reports:  pc.setup.ServerLoad,
 		}, acct)
 		if err != nil {
 			return sim.Point{}, diag, err

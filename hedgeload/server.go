@@ -98,6 +98,9 @@ type serverConfig struct {
 	// the drawn time, as the simulator's does. Without it, a 0.55 ms slack on a 14 ms mean
 	// service time loads the servers 4 % more than the model (75 % busy at 70 % load).
 	slack time.Duration
+	// reports: the queue adds its load report (hedgehttp.LoadHeader) to every response, for
+	// setups whose servers report (sim.Setup.ServerLoad).
+	reports bool
 }
 
 // requestIDs reads a request's call index and attempt index.
@@ -163,8 +166,9 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	}
 	rp := &server{ln: ln, addr: ln.Addr().String(), acct: acct, done: make(chan struct{})}
 	q, err := hedgehttp.NewQueue(handler(cfg, acct), hedgehttp.QueueConfig{
-		Workers: cfg.workers,
-		Queue:   cfg.maxQueue,
+		Workers:      cfg.workers,
+		Queue:        cfg.maxQueue,
+		NoLoadReport: !cfg.reports,
 		Observer: func(e hedgehttp.QueueEvent) {
 			switch e.Kind {
 			case hedgehttp.QueueAdmitted:

@@ -123,6 +123,9 @@ type sim struct {
 	maxEvents            int64
 	meanGap              float64 // mean inter-arrival time, ns
 	cl                   client
+	reports              bool       // responses carry their server's load report
+	report               hedge.Load // the report of the response being delivered, when reports
+	reportFrom           int        // the replica that sent it
 
 	// clock and structures
 	now     int64
@@ -210,6 +213,7 @@ type runParams struct {
 	maxEvents            int64
 	lambda               float64 // calls per second
 	seed                 uint64
+	reports              bool // the servers report their load on every response (serverload.go)
 }
 
 func (s *sim) reset(p runParams, cl client) {
@@ -220,6 +224,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.choose, s.tieDelay, s.arrMult, s.svcMult = p.choose, p.tieDelay, p.arrMult, p.svcMult
 	s.pauseEvery, s.pauseLen = p.pauseEvery, p.pauseLen
 	s.failures, s.timeout, s.timingOut = p.failures, p.timeout, false
+	s.reports = p.reports
 
 	s.now = 0
 	s.h.reset()
@@ -598,6 +603,9 @@ func (s *sim) answeredAs(si int32, req *request, res replica.Result) {
 // complete ends the service of worker w's request at its natural end.
 func (s *sim) complete(w int32) {
 	r := s.wreq[w]
+	if s.reports && s.reqs[r].slot >= 0 {
+		s.loadReport(w, &s.reqs[r]) // taken while the request holds its worker, as a server's is
+	}
 	s.freeWorker(w)
 	s.setBusy(-1)
 	req := &s.reqs[r]
