@@ -54,11 +54,12 @@ func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
 // hedgehttp.LoadHeader, hedgegrpc's balancer the ORCA report); the simulator for every
 // response of a server-assisted setup. It is safe for concurrent use and allocates nothing.
 //
-// What the policy does with reports (see docs/design.md, "Server load reports"): while one
-// received within [LoadMaxAge] exists, a hedge is sent only if the replica with the
-// shortest reported queue (where the transport's replica choice sends it) would start it
-// soon, and is then sent without waiting for in-service evidence. Reports never start a hedge
-// on their own: the trigger's threshold still decides when a call is slow.
+// What the policy does with reports (docs/design.md, "Server load reports"): while one
+// received within [LoadMaxAge] exists (and the trigger is not [Tied]), a hedge is sent only if
+// the replica with the shortest reported queue (where the transport's replica choice sends it)
+// would start it soon and the reporting fleet is not backlogged as a whole, and it is then sent
+// without waiting for in-service evidence. A refusal is reported as [ReasonBacklog]. Reports
+// never start a hedge on their own: the trigger's threshold still decides when a call is slow.
 func (p *Policy) ReportLoad(now time.Time, replica int, l Load) {
 	if p == nil || p.bud == nil {
 		return
@@ -87,44 +88,66 @@ func fresh(at int64, now time.Time) bool {
 // workers (a queue of 4 at 16 workers is shorter than one of 2 at 2), and whether any report
 // is fresh. It is one atomic load when none is.
 func (b *loadBoard) shortest(now time.Time) (queued, workers int, ok bool) {
+	queued, workers, _, ok = b.scan(now)
+	return queued, workers, ok
+}
+
+// scan returns the shortest fresh queue (see shortest) and the fleet's demand: the requests
+// running or waiting at every server with a fresh report, per worker of theirs (0 when no
+// report says how many workers).
+func (b *loadBoard) scan(now time.Time) (queued, workers int, demand float64, ok bool) {
 	if !fresh(b.latest.Load(), now) {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	n := int(b.used.Load())
+	var want, have int
 	for i := range n {
 		s := &b.slots[i]
 		if !fresh(s.at.Load(), now) {
 			continue
 		}
 		v := s.v.Load()
-		q, w := int(v>>32), int(v>>16&0xffff)
+		q, w, busy := int(v>>32), int(v>>16&0xffff), int(v&0xffff)
+		want += q + busy
+		have += w
 		if !ok || q*max(workers, 1) < queued*max(w, 1) {
 			queued, workers, ok = q, w, true
 		}
 	}
-	return queued, workers, ok
+	if have > 0 {
+		demand = float64(want) / float64(have)
+	}
+	return queued, workers, demand, ok
 }
 
-// queueLong reports whether a server's queue is too long for a hedge: one sent there would
-// wait behind a quarter of a service time's worth of work per worker or more, which is where
-// a copy stops beating a straggler by much and starts adding load to a backlog. With the
-// workers unknown, any queue is long.
+// queueLong reports whether a server's queue is too long for a hedge: a copy that joins a
+// queue of queued requests at a server whose workers are all busy starts once queued+1 of
+// them have finished, about (queued+1)/workers service times later, and the queue is long
+// when that is half a service time or more. There a copy stops beating a straggler by much and
+// starts adding load to a backlog. With the workers unknown, any queue is long.
 func queueLong(queued, workers int) bool {
-	return queued > 0 && 2*queued >= workers
+	return queued > 0 && 2*(queued+1) >= workers
 }
+
+// fleetFull is the demand (requests running or waiting per worker, over every server with a
+// fresh report) at which the fleet as a whole is backlogged: every worker busy and as many
+// requests again waiting. A copy sent to the one server with room then takes room that the
+// backlog's own requests are about to need. (At one server, queueLong decides first.)
+const fleetFull = 2
 
 // serverGate is the backlog gate as the servers' reports decide it: decided is false when no
-// report is fresh (the gate then infers a backlog from latency); otherwise long says whether
-// the shortest reported queue is too long for a hedge.
+// report is fresh (the gate then infers a backlog from latency); otherwise long says whether a
+// hedge would wait too long where it would go (the shortest reported queue), or the fleet as a
+// whole is backlogged.
 func (p *Policy) serverGate(now time.Time) (long, decided bool) {
 	if p.cfg.Trigger.kind == triggerTied {
 		return false, false // ties dodge queues their own way
 	}
-	q, w, ok := p.loads.shortest(now)
+	q, w, demand, ok := p.loads.scan(now)
 	if !ok {
 		return false, false
 	}
-	return queueLong(q, w), true
+	return queueLong(q, w) || demand >= fleetFull, true
 }
 
 // serverReports reports whether the servers' reports decide for the call at now.

@@ -19,16 +19,20 @@ func TestServerLoadGate(t *testing.T) {
 		reason hedge.Reason
 	}{
 		{"no report", func(*hedge.Policy) {}, "start 1 hedge", hedge.ReasonNone},
-		{"short queue", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 3, Busy: 16, Workers: 16}) }, "start 1 hedge", hedge.ReasonNone},
-		{"long queue", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 4, Busy: 16, Workers: 16}) }, "", hedge.ReasonBacklog},
+		{"short queue", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 6, Busy: 16, Workers: 16}) }, "start 1 hedge", hedge.ReasonNone},
+		{"long queue", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 7, Busy: 16, Workers: 16}) }, "", hedge.ReasonBacklog},
 		{"any queue, workers unknown", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 1}) }, "", hedge.ReasonBacklog},
 		{"long queue, stale", func(p *hedge.Policy) {
 			p.ReportLoad(ms(20).Add(-hedge.LoadMaxAge), 0, hedge.Load{Queued: 40, Workers: 16})
 		}, "start 1 hedge", hedge.ReasonNone},
 		{"one replica long, another short", func(p *hedge.Policy) {
-			p.ReportLoad(ms(5), 0, hedge.Load{Queued: 40, Workers: 16})
+			p.ReportLoad(ms(5), 0, hedge.Load{Queued: 10, Busy: 16, Workers: 16})
 			p.ReportLoad(ms(6), 3, hedge.Load{Queued: 0, Busy: 2, Workers: 4})
 		}, "start 1 hedge", hedge.ReasonNone},
+		{"one replica short, the fleet backlogged", func(p *hedge.Policy) {
+			p.ReportLoad(ms(5), 0, hedge.Load{Queued: 40, Busy: 16, Workers: 16})
+			p.ReportLoad(ms(6), 3, hedge.Load{Queued: 0, Busy: 2, Workers: 4})
+		}, "", hedge.ReasonBacklog},
 		{"every replica long", func(p *hedge.Policy) {
 			p.ReportLoad(ms(5), 0, hedge.Load{Queued: 40, Workers: 16})
 			p.ReportLoad(ms(6), 70, hedge.Load{Queued: 1, Workers: 4}) // beyond 64 replicas: a shared slot
