@@ -199,6 +199,11 @@ type QueueStats struct {
 // replica's queue then drops without running it. The signal changes nothing for the
 // handler, which writes its response as usual.
 //
+// Every response of a request the queue ran carries its load ([LoadHeader]: requests waiting,
+// workers busy of total, the request's own wait), from which a [Transport] learns, for every
+// client, whether a hedge would wait behind a backlog and which replica can start one soonest
+// ([QueueConfig.NoLoadReport] turns it off).
+//
 // No goroutine is started per request: the handler goroutine net/http already
 // runs for each request waits for its turn on its own channel, and a worker
 // that finishes hands its slot directly to the head of the queue, so FIFO
