@@ -2,12 +2,16 @@ package hedgegrpc
 
 import (
 	"context"
+	"math"
 	"time"
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/workqueue"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/orca"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The names of the figures a [Queue] reports in each call's ORCA load report (gRFC A51), the
@@ -30,27 +34,60 @@ const (
 )
 
 // ServerOptions returns the server options that install the queue with its load reports:
-// ORCA's per-call metrics (orca.CallMetricsServerOption, outermost, so that it sends the
-// report after the queue has filled it in) and [Queue.UnaryServer] and [Queue.StreamServer].
-// Pass them to grpc.NewServer before interceptors that run inside the queue, such as
-// [StartSignal]. Installed by hand instead, the queue reports whenever an ORCA recorder is in
-// the call's context (orca.CallMetricsServerOption placed before it).
+// [Queue.UnaryServer] and [Queue.StreamServer], each of whose calls then carries the queue's
+// ORCA per-call load report in its trailer. Pass them to grpc.NewServer before interceptors
+// that run inside the queue, such as [StartSignal].
+//
+// The report is the standard one (the endpoint-load-metrics-bin trailer holding an
+// xds.data.orca.v3.OrcaLoadReport), encoded by the queue itself: gRPC's orca package builds the
+// same report through a per-call recorder that costs far more than the message. When that
+// recorder is in the call's context all the same (orca.CallMetricsServerOption installed
+// before the queue, for metrics of your own), the queue adds its figures to it instead, so the
+// call carries one report; installed by hand with that option, UnaryServer and StreamServer
+// report the same way.
 func (q *Queue) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		orca.CallMetricsServerOption(nil),
-		grpc.ChainUnaryInterceptor(q.UnaryServer),
-		grpc.ChainStreamInterceptor(q.StreamServer),
+		grpc.ChainUnaryInterceptor(q.reportingUnary),
+		grpc.ChainStreamInterceptor(q.reportingStream),
 	}
 }
 
-// report fills the call's ORCA report with the queue's load as the call ends, when ORCA
-// per-call metrics are enabled on the server.
-func (q *Queue) report(ctx context.Context, wait time.Duration) {
+// reportingUnary is UnaryServer with the queue's report on every call.
+func (q *Queue) reportingUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	wait, err := q.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer q.doneReporting(ctx, wait, true)
+	return handler(ctx, req)
+}
+
+// reportingStream is StreamServer with the queue's report on every stream.
+func (q *Queue) reportingStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx := ss.Context()
+	wait, err := q.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer q.doneReporting(ctx, wait, true)
+	return handler(srv, ss)
+}
+
+// orcaTrailerKey is the trailer key of an ORCA per-call load report (gRFC A51).
+const orcaTrailerKey = "endpoint-load-metrics-bin"
+
+// report puts the queue's load in the call's ORCA report as the call ends: into gRPC's
+// per-call recorder when one is in the context, or else, with own, in a trailer of its own.
+func (q *Queue) report(ctx context.Context, wait time.Duration, own bool) {
 	rec := orca.CallMetricsRecorderFromContext(ctx)
-	if rec == nil {
+	if rec == nil && !own {
 		return
 	}
 	l := q.core.Load(wait)
+	if rec == nil {
+		_ = grpc.SetTrailer(ctx, metadata.MD{orcaTrailerKey: []string{string(appendReport(nil, l))}})
+		return
+	}
 	rec.SetNamedMetric(MetricQueued, float64(l.Queued))
 	rec.SetNamedMetric(MetricBusy, float64(l.Busy))
 	rec.SetNamedMetric(MetricWorkers, float64(l.Workers))
@@ -64,6 +101,46 @@ func (q *Queue) report(ctx context.Context, wait time.Duration) {
 	if l.QPS > 0 {
 		rec.SetQPS(l.QPS)
 	}
+}
+
+// The field numbers of xds.data.orca.v3.OrcaLoadReport that the queue fills, and of a map
+// entry (key 1, value 2).
+const (
+	orcaUtilization            protowire.Number = 5
+	orcaRPSFractional          protowire.Number = 6
+	orcaNamedMetrics           protowire.Number = 8
+	orcaApplicationUtilization protowire.Number = 9
+)
+
+// appendReport appends l as an encoded OrcaLoadReport, the fields that would be zero left out
+// as proto3 does.
+func appendReport(b []byte, l workqueue.Load) []byte {
+	b = appendEntry(b, orcaNamedMetrics, MetricQueued, float64(l.Queued))
+	b = appendEntry(b, orcaNamedMetrics, MetricBusy, float64(l.Busy))
+	b = appendEntry(b, orcaNamedMetrics, MetricWorkers, float64(l.Workers))
+	b = appendEntry(b, orcaNamedMetrics, MetricWaitMs, float64(l.Wait)/float64(time.Millisecond))
+	if l.Workers > 0 {
+		b = appendEntry(b, orcaUtilization, MetricWorkersBusy, min(float64(l.Busy)/float64(l.Workers), 1))
+	}
+	if u := l.Utilization(); u > 0 {
+		b = protowire.AppendTag(b, orcaApplicationUtilization, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, math.Float64bits(u))
+	}
+	if l.QPS > 0 {
+		b = protowire.AppendTag(b, orcaRPSFractional, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, math.Float64bits(l.QPS))
+	}
+	return b
+}
+
+// appendEntry appends one entry of the map<string, double> field num.
+func appendEntry(b []byte, num protowire.Number, key string, v float64) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(1+protowire.SizeBytes(len(key))+1+8))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, key)
+	b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
+	return protowire.AppendFixed64(b, math.Float64bits(v))
 }
 
 // loadOf reads a [Queue]'s figures from an ORCA load report (balancer.DoneInfo.ServerLoad),

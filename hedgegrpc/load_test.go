@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/orca"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/protobuf/proto"
@@ -164,5 +165,48 @@ func TestInterceptorReadsORCA(t *testing.T) {
 	p := hi.Policy(checkMethod)
 	if q, w, ok := p.ServerQueue(time.Now()); !ok || q != 0 || w != 5 {
 		t.Fatalf("ServerQueue = %d, %d, %v; want the report (0 queued of 5 workers)", q, w, ok)
+	}
+}
+
+// TestQueueJoinsORCARecorder: with gRPC's own per-call recorder installed before the queue
+// (for metrics of the application's own), the queue adds its figures to that report, and the
+// call carries one report with both.
+func TestQueueJoinsORCARecorder(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &backend{check: func(ctx context.Context, _ *backend, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		orca.CallMetricsRecorderFromContext(ctx).SetNamedMetric("app.rows", 7)
+		return serving(), nil
+	}}
+	hi := newInterceptor(t, Config{})
+	cc := startBufconn(t, hi, be, orca.CallMetricsServerOption(nil), grpc.ChainUnaryInterceptor(q.UnaryServer))
+	var trailer metadata.MD
+	if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {
+		t.Fatal(err)
+	}
+	v := trailer.Get(orcaTrailer)
+	if len(v) != 1 {
+		t.Fatalf("%d ORCA reports in the trailer, want 1", len(v))
+	}
+	var r v3orcapb.OrcaLoadReport
+	if err := proto.Unmarshal([]byte(v[0]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if m := r.GetNamedMetrics(); m["app.rows"] != 7 || m[MetricWorkers] != 2 || m[MetricBusy] != 1 {
+		t.Fatalf("named metrics %v, want the application's and the queue's", m)
+	}
+
+	// Without a recorder, UnaryServer installed by hand sends no report: only ServerOptions does.
+	q2, _ := NewQueue(QueueConfig{Workers: 2})
+	cc2 := startBufconn(t, hi, answerAtOnce(), grpc.ChainUnaryInterceptor(q2.UnaryServer))
+	trailer = nil
+	if _, err := healthpb.NewHealthClient(cc2).Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {
+		t.Fatal(err)
+	}
+	if v := trailer.Get(orcaTrailer); len(v) != 0 {
+		t.Fatalf("UnaryServer without a recorder sent a report: %v", v)
 	}
 }

@@ -166,9 +166,15 @@ func (q *Queue) overloaded(ctx context.Context) error {
 	return status.Error(codes.ResourceExhausted, "hedgegrpc: server queue full")
 }
 
-// done reports the queue's load in the call's ORCA report (load.go) and releases the slot of
-// a call whose handler returned.
+// done releases the slot of a call whose handler returned, adding the queue's load to the
+// call's ORCA report when the server collects one (load.go).
 func (q *Queue) done(ctx context.Context, wait time.Duration) {
-	q.report(ctx, wait)
+	q.doneReporting(ctx, wait, false)
+}
+
+// doneReporting is done; with own, the call carries the queue's report even where no ORCA
+// recorder collects one ([Queue.ServerOptions]).
+func (q *Queue) doneReporting(ctx context.Context, wait time.Duration, own bool) {
+	q.report(ctx, wait, own)
 	q.core.Release(ctx.Err() != nil)
 }

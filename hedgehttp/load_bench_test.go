@@ -37,3 +37,38 @@ func BenchmarkLoadReport(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueueLoadReport is the report's own cost on the server, without a network: a Queue
+// with a free worker in front of a handler that writes a short body, with the report (on) and
+// without (off). The difference is what the report adds to every response.
+func BenchmarkQueueLoadReport(b *testing.B) {
+	for _, mode := range []string{"off", "on"} {
+		b.Run(mode, func(b *testing.B) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+			q, err := NewQueue(h, QueueConfig{Workers: 1 << 20, NoLoadReport: mode == "off"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := httptest.NewRequest("GET", "/", nil)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				var w discardWriter
+				for pb.Next() {
+					clear(w.h)
+					q.ServeHTTP(&w, req)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkParseLoad is the report's cost on the client: reading the header's value.
+func BenchmarkParseLoad(b *testing.B) {
+	v := "queued=3, busy=16, workers=16, wait=12.5"
+	b.ReportAllocs()
+	for range b.N {
+		if _, ok := ParseLoad(v); !ok {
+			b.Fatal("no report")
+		}
+	}
+}
