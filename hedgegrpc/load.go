@@ -85,7 +85,8 @@ func (q *Queue) report(ctx context.Context, wait time.Duration, own bool) {
 	}
 	l := q.core.Load(wait)
 	if rec == nil {
-		_ = grpc.SetTrailer(ctx, metadata.MD{orcaTrailerKey: []string{string(appendReport(nil, l))}})
+		var buf [reportSize]byte
+		_ = grpc.SetTrailer(ctx, metadata.MD{orcaTrailerKey: []string{string(appendReport(buf[:0], l))}})
 		return
 	}
 	rec.SetNamedMetric(MetricQueued, float64(l.Queued))
@@ -111,6 +112,10 @@ const (
 	orcaNamedMetrics           protowire.Number = 8
 	orcaApplicationUtilization protowire.Number = 9
 )
+
+// reportSize is room for the whole encoded report: six map entries of up to 30 bytes and two
+// doubles of 9.
+const reportSize = 200
 
 // appendReport appends l as an encoded OrcaLoadReport, the fields that would be zero left out
 // as proto3 does.
