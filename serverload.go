@@ -150,9 +150,15 @@ func (p *Policy) serverGate(now time.Time) (long, decided bool) {
 	return queueLong(q, w) || demand >= fleetFull, true
 }
 
-// serverReports reports whether the servers' reports decide for the call at now.
+// serverReports reports whether the servers' reports stand in for the in-service evidence
+// at now. Start signals, when StartAware receives them, say exactly which attempt is in
+// service, which a queue length one response old cannot: they keep the decision.
 func (p *Policy) serverReports(now time.Time) bool {
-	return p.cfg.Trigger.kind != triggerTied && fresh(p.loads.latest.Load(), now)
+	switch k := p.cfg.Trigger.kind; {
+	case k == triggerTied, k == triggerStartAware && p.signalled(now):
+		return false
+	}
+	return fresh(p.loads.latest.Load(), now)
 }
 
 // ServerQueue returns the shortest queue among the servers' reports that still count at now
