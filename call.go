@@ -392,7 +392,7 @@ func (c *Call) tiedDue(now time.Time) (tie bool, at time.Time) {
 func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	p := c.p
 	startAware := p.cfg.Trigger.kind == triggerStartAware
-	if p.ovt == nil && !startAware {
+	if p.ovt == nil && !startAware || p.serverReports(now) {
 		return true, time.Time{}
 	}
 	// The attempt a hedge would copy: the oldest one running that is not itself a hedge.
@@ -474,9 +474,10 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	if !c.warm && !tie {
 		return ReasonCold
 	}
-	if p.backlogged(now) && !c.firstTroubled(now) {
-		// A call whose first attempt sits on a replica in trouble of its own is that
-		// replica's trouble, not the backlog's: its hedge goes to another replica.
+	// The servers' reports, when fresh, decide over inference (serverload.go). A call whose
+	// first attempt sits on a replica in trouble of its own is that replica's trouble, not the
+	// backlog's: its hedge goes to another replica.
+	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.firstTroubled(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {

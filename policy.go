@@ -37,6 +37,7 @@ type Policy struct {
 	yieldScore    atomic.Int32 // whether Do's yield before arming a timer tends to pay
 	lastSignal    atomic.Int64 // unix nanoseconds of the latest start signal (StartAware)
 	lag           atomic.Int64 // nanoseconds: how late timers fire, a moving average (backlog gate)
+	loads         loadBoard    // the servers' latest load reports (serverload.go)
 
 	calls         atomic.Int64
 	hedgesStarted atomic.Int64

@@ -149,6 +149,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		if next != nil {
 			next(di)
 		}
+		noteLoad(info.Ctx, set, i, di.ServerLoad) // the server's ORCA report (load.go)
 		set.Done(time.Now(), i, resultOf(info.Ctx, di))
 	}
 	return res, nil
@@ -199,6 +200,7 @@ func (c *routeCtx) Value(key any) any {
 // route records which backend each attempt of one call was sent to. The picker reads and
 // writes it under mu: attempts of one call pick concurrently.
 type route struct {
+	policy *hedge.Policy // the call's, for the servers' load reports (load.go); set before any pick
 	mu     sync.Mutex
 	inline [2]routeEntry
 	used   []routeEntry

@@ -3,6 +3,7 @@ module github.com/hedgekit/hedge/hedgegrpc
 go 1.26.0
 
 require (
+	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
 	github.com/hedgekit/hedge v0.0.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
@@ -10,6 +11,7 @@ require (
 )
 
 require (
+	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -68,7 +68,9 @@ type QueueStats struct {
 // trailer, which a hedging client treats as "stop hedging for a while".
 //
 // Install [Queue.UnaryServer] (and [Queue.StreamServer] to bound streams as well) as a server
-// interceptor; chain [StartSignal] after it. No goroutine is started per call: the call's
+// interceptor, or all of it with its load reports through [Queue.ServerOptions] (an ORCA
+// per-call load report on every call, which the hedging balancer and any ORCA-aware client
+// read); chain [StartSignal] after it. No goroutine is started per call: the call's
 // own goroutine waits for its turn, and a finishing worker hands its slot to the head of the
 // queue. Build it with [NewQueue]; it is safe for concurrent use.
 type Queue struct {
@@ -124,10 +126,11 @@ func (q *Queue) Stats() QueueStats {
 // waits in the queue when none is, and answers RESOURCE_EXHAUSTED with a pushback trailer
 // when the queue is full.
 func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := q.acquire(ctx); err != nil {
+	wait, err := q.acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer q.done(ctx)
+	defer q.done(ctx, wait)
 	return handler(ctx, req)
 }
 
@@ -135,23 +138,24 @@ func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInf
 // its handler returns.
 func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
-	if err := q.acquire(ctx); err != nil {
+	wait, err := q.acquire(ctx)
+	if err != nil {
 		return err
 	}
-	defer q.done(ctx)
+	defer q.done(ctx, wait)
 	return handler(srv, ss)
 }
 
-// acquire takes a worker's slot, waiting in FIFO order for one, and returns the status
-// error to answer when the call must not run.
-func (q *Queue) acquire(ctx context.Context) error {
-	switch q.core.Acquire(ctx, q.hedgedLast && isCopy(ctx)).Outcome {
+// acquire takes a worker's slot, waiting in FIFO order for one, and returns how long the call
+// waited, or the status error to answer when the call must not run.
+func (q *Queue) acquire(ctx context.Context) (time.Duration, error) {
+	switch a := q.core.Acquire(ctx, q.hedgedLast && isCopy(ctx)); a.Outcome {
 	case workqueue.Admitted:
-		return nil
+		return a.Wait, nil
 	case workqueue.Abandoned:
-		return status.FromContextError(ctx.Err()).Err()
+		return 0, status.FromContextError(ctx.Err()).Err()
 	default: // workqueue.Rejected, workqueue.Evicted
-		return q.overloaded(ctx)
+		return 0, q.overloaded(ctx)
 	}
 }
 
@@ -162,7 +166,15 @@ func (q *Queue) overloaded(ctx context.Context) error {
 	return status.Error(codes.ResourceExhausted, "hedgegrpc: server queue full")
 }
 
-// done releases the slot of a call whose handler returned.
-func (q *Queue) done(ctx context.Context) {
+// done releases the slot of a call whose handler returned, adding the queue's load to the
+// call's ORCA report when the server collects one (load.go).
+func (q *Queue) done(ctx context.Context, wait time.Duration) {
+	q.doneReporting(ctx, wait, false)
+}
+
+// doneReporting is done; with own, the call carries the queue's report even where no ORCA
+// recorder collects one ([Queue.ServerOptions]).
+func (q *Queue) doneReporting(ctx context.Context, wait time.Duration, own bool) {
+	q.report(ctx, wait, own)
 	q.core.Release(ctx.Err() != nil)
 }

@@ -152,7 +152,7 @@ func (s *hedgedStream) end(err error) {
 func (s *hedgedStream) race(typ proto.Message) {
 	s.started = true
 	m := s.i.method(s.method)
-	s.rctx.Context = s.ctx
+	s.rctx.Context, s.rctx.route.policy = s.ctx, m.policy
 	ctx := context.Context(&s.rctx)
 	if !m.repeatableFor(s.ctx) && hedge.RepeatabilityFrom(s.ctx) != hedge.NotRepeatable {
 		ctx = hedge.WithRepeatable(ctx, false)

@@ -40,7 +40,7 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 	}
 	m := i.method(fullMethod)
 	c := &unaryCall{i: i, m: m, req: req, replyType: rm.ProtoReflect().Type(), cc: cc, invoker: invoker, co: splitOptions(opts)}
-	c.routeCtx.Context = ctx
+	c.routeCtx.Context, c.route.policy = ctx, m.policy
 	callCtx := context.Context(c)
 	if !m.repeatableFor(ctx) && hedge.RepeatabilityFrom(ctx) != hedge.NotRepeatable {
 		callCtx = hedge.WithRepeatable(callCtx, false) // the core's gate suppresses hedges and retries

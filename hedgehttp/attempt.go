@@ -148,6 +148,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		ar.end()
 		return nil, c.failed(ctx, ri, err)
 	}
+	c.noteLoad(ri, resp) // the server's load report (load.go)
 	if v := min(max(int32(resp.ProtoMajor), 1), 2); c.h.proto.Load() != v {
 		c.h.proto.Store(v) // not HTTP/2 (or a Next that does not say) counts as HTTP/1
 	}

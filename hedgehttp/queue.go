@@ -87,6 +87,14 @@ type QueueConfig struct {
 	// latency alone.
 	NoStartSignal bool
 
+	// NoLoadReport turns off the [LoadHeader] the queue otherwise adds to the response of
+	// every request it runs (its queue length, busy workers and the request's own wait),
+	// from which a [Transport] learns whether a hedge would wait and where to send one. The
+	// report wraps the handler's ResponseWriter (Flush, ReadFrom and
+	// http.ResponseController pass through; a handler that type-asserts http.Hijacker
+	// directly needs it off).
+	NoLoadReport bool
+
 	// Observer, when non-nil, is called once for every queue event, on the
 	// request's own goroutine, outside the queue's lock. It must be fast and
 	// must not block: it runs on every request. nil means no events (Stats
@@ -161,6 +169,11 @@ type QueueStats struct {
 // replica's queue then drops without running it. The signal changes nothing for the
 // handler, which writes its response as usual.
 //
+// Every response of a request the queue ran carries its load ([LoadHeader]: requests waiting,
+// workers busy of total, the request's own wait), from which a [Transport] learns, for every
+// client, whether a hedge would wait behind a backlog and which replica can start one soonest
+// ([QueueConfig.NoLoadReport] turns it off).
+//
 // No goroutine is started per request: the handler goroutine net/http already
 // runs for each request waits for its turn on its own channel, and a worker
 // that finishes hands its slot directly to the head of the queue, so FIFO
@@ -176,6 +189,7 @@ type Queue struct {
 	next       http.Handler
 	retryAfter string
 	signal     bool
+	report     bool // add LoadHeader to responses
 	observer   func(QueueEvent)
 	core       *workqueue.Queue
 }
@@ -197,7 +211,7 @@ func NewQueue(next http.Handler, cfg QueueConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrQueueConfig, err)
 	}
-	q := &Queue{next: next, signal: !cfg.NoStartSignal, observer: cfg.Observer, core: core}
+	q := &Queue{next: next, signal: !cfg.NoStartSignal, report: !cfg.NoLoadReport, observer: cfg.Observer, core: core}
 	ra := cfg.RetryAfter
 	if ra == 0 {
 		ra = time.Second
@@ -261,6 +275,10 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent,
 		// elsewhere can now be cancelled (tied requests), and a hedge of it is a hedge of a
 		// straggler.
 		w.WriteHeader(StartedStatus)
+	}
+	if q.report {
+		q.serveReporting(w, r, admitted.Wait)
+		return
 	}
 	q.next.ServeHTTP(w, r)
 }

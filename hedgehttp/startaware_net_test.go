@@ -169,7 +169,8 @@ func TestStartAwareWithoutStartSignalsFallsBackToTheClientsInference(t *testing.
 	for _, proto := range protos {
 		t.Run(proto, func(t *testing.T) {
 			checkGoroutines(t)
-			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4, NoStartSignal: true})
+			// No load reports either: they would tell the client what no start signal does.
+			rs := startStartAwareReplicas(t, proto, QueueConfig{Workers: 1, Queue: 4, NoStartSignal: true, NoLoadReport: true})
 			tr := newTransport(t, Config{
 				Policy: hedge.Config{Trigger: hedge.StartAware(0.9, hedge.Adaptive{MinimumDelay: 20 * time.Millisecond}),
 					Budget: budget.Config{Off: true}},

@@ -119,6 +119,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			maxQueue: 2000 * pc.workers,
 			slack:    pc.slack,
 			scale:    pc.serverScale,
+			reports:  pc.setup.ServerLoad,
 		}, acct)
 		if err != nil {
 			return sim.Point{}, diag, err

@@ -101,6 +101,9 @@ type serverConfig struct {
 	slack time.Duration
 	// scale multiplies every drawn service time (-server-scale); 0 means 1.
 	scale float64
+	// reports: the queue adds its load report (hedgehttp.LoadHeader) to every response, for
+	// setups whose servers report (sim.Setup.ServerLoad).
+	reports bool
 }
 
 // requestIDs reads a request's call index and attempt index.
@@ -169,8 +172,9 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	}
 	rp := &server{ln: ln, addr: ln.Addr().String(), acct: acct, done: make(chan struct{})}
 	q, err := hedgehttp.NewQueue(handler(cfg, acct), hedgehttp.QueueConfig{
-		Workers: cfg.workers,
-		Queue:   cfg.maxQueue,
+		Workers:      cfg.workers,
+		Queue:        cfg.maxQueue,
+		NoLoadReport: !cfg.reports,
 		Observer: func(e hedgehttp.QueueEvent) {
 			switch e.Kind {
 			case workqueue.Admitted:

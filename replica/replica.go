@@ -277,6 +277,8 @@ type Set struct {
 	mu      sync.Mutex                // serialises failure counting and ejection
 	ejected atomic.Int64              // ejections ever made, for Ejections
 	lastEnd atomic.Int64              // the latest end of any ejection: none is ejected after it
+
+	loads atomic.Pointer[[]loadSlot] // the replicas' load reports (load.go); nil until the first
 }
 
 // New returns a Set of n replicas configured by cfg. It returns an error wrapping
@@ -425,6 +427,10 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 		best++
 	}
 	k := count[best]
+	if i, ok := s.leastQueued(best, t, used); ok { // the servers' reports, for a copy (load.go)
+		s.reps[i].outstanding.Add(1)
+		return i
+	}
 	var i int
 	switch s.cfg.Balancer {
 	case Random:

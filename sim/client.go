@@ -102,6 +102,9 @@ func (hc *hedgeClient) started(s *sim, si int32, k int) {
 
 func (hc *hedgeClient) done(s *sim, si int32, k int) {
 	c := hc.calls[si]
+	if s.reports { // the response's load report reaches the policy before its answer
+		hc.p[s.slots[si].client].ReportLoad(vtime(s.now), s.reportFrom, s.report)
+	}
 	hc.apply(s, si, c, c.AttemptDone(vtime(s.now), k, hedge.Outcome{Class: hedge.Success}))
 }
 

@@ -145,7 +145,10 @@ type model struct {
 	reaches              bool
 	maxQueue             int
 	maxEvents            int64
-	meanGap              float64 // mean inter-arrival time, ns
+	meanGap              float64    // mean inter-arrival time, ns
+	reports              bool       // responses carry their server's load report
+	report               hedge.Load // the report of the response being delivered, when reports
+	reportFrom           int        // the replica that sent it
 }
 
 // servers is the replicas: their queues, their workers and the requests they hold.
@@ -261,6 +264,7 @@ type runParams struct {
 	maxEvents            int64
 	lambda               float64 // calls per second
 	seed                 uint64
+	reports              bool // the servers report their load on every response (serverload.go)
 }
 
 func (s *sim) reset(p runParams, cl client) {
@@ -284,6 +288,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.failures, s.timeout, s.timingOut = p.failures, p.timeout, false
 	s.lagging = !p.busy.zero()
 	s.lag.reset(p.busy, p.seed)
+	s.reports = p.reports
 
 	s.now = 0
 	s.h.reset()
@@ -741,6 +746,9 @@ func (s *sim) answeredAs(si int32, req *request, res replica.Result) {
 // complete ends the service of worker w's request at its natural end.
 func (s *sim) complete(w int32) {
 	r := s.wreq[w]
+	if s.reports && s.reqs[r].slot >= 0 {
+		s.loadReport(w, &s.reqs[r]) // taken while the request holds its worker, as a server's is
+	}
 	s.freeWorker(w)
 	s.setBusy(-1)
 	req := &s.reqs[r]

@@ -278,6 +278,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		maxEvents:      p.MaxEvents,
 		lambda:         lambda,
 		seed:           seed,
+		reports:        setup.ServerLoad,
 	}, &r.hc)
 	r.hc.reset(r.pol, r.s, user)
 	var stop func() bool

@@ -13,6 +13,12 @@ import (
 type Setup struct {
 	Name   string
 	Config hedge.Config
+	// ServerLoad: the servers report their load on every response (queue length, workers
+	// busy of total, the request's own wait), as hedgehttp.Queue and hedgegrpc's queue do,
+	// and each client hands the report to its policy (hedge.Policy.ReportLoad) and to its
+	// replica choice (replica.Set.ReportLoad). A client acts on the latest report from each
+	// replica, which is as old as the last response it had from it.
+	ServerLoad bool
 }
 
 // Setup names. The six reference setups are fixed by SIMULATION.md; scripts select setups by
@@ -36,6 +42,11 @@ const (
 	SetupAll        = "all" // in SweepConfig.Setups: every setup of Setups
 )
 
+// SetupServerAssisted is the recommended default with the servers' load reports
+// (Setup.ServerLoad): no hedge while the shortest reported queue is long, a hedge to the
+// replica with the shortest one.
+const SetupServerAssisted = "server-assisted"
+
 // ReferenceSetups are the names of the six reference setups of SIMULATION.md, in report order.
 // Do not modify.
 var ReferenceSetups = []string{
@@ -52,8 +63,9 @@ var ReferenceSetups = []string{
 // library's recommended default (AtQuantile(0.95), default budget; it ignores hedgeDelay), the
 // same with the adaptive limit, tied requests (hedge.Tied() with its defaults: a copy not
 // started within 1ms gets a tie at another replica, the first to start service cancels the
-// others, and a copy in service past the live p95 is hedged; default budget), and start-aware
-// hedging (the server reports when it starts each attempt).
+// others, and a copy in service past the live p95 is hedged; default budget), start-aware
+// hedging (the server reports when it starts each attempt), and server-assisted hedging (the
+// servers report their load on every response).
 func Setups(hedgeDelay time.Duration) []Setup {
 	if hedgeDelay <= 0 {
 		hedgeDelay = 20 * time.Millisecond
@@ -71,5 +83,6 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		{Name: SetupRecommendedLimit, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95), Limit: &limit.Config{}}},
 		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied()}},
 		{Name: SetupStartAware, Config: hedge.Config{Trigger: hedge.StartAware(0.95)}},
+		{Name: SetupServerAssisted, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, ServerLoad: true},
 	}
 }

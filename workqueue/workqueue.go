@@ -132,6 +132,12 @@ type Queue struct {
 	first   waitList // first attempts, or every request without HedgedLast
 	hedged  waitList // hedged attempts, with HedgedLast
 	stats   Stats
+
+	// the admission rate, for Load: recomputed at most once per rateEvery
+	rateAt time.Time
+	rateN  uint64
+	qps    float64
+	rated  bool // a whole window has been measured
 }
 
 // New returns a [Queue] with the limits in cfg, or an error wrapping [ErrConfig] that names

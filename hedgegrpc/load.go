@@ -1,0 +1,186 @@
+package hedgegrpc
+
+import (
+	"context"
+	"math"
+	"time"
+
+	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/workqueue"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/orca"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// The names of the figures a [Queue] reports in each call's ORCA load report (gRFC A51), the
+// ecosystem's standard for per-call backend metrics, so that any ORCA-aware client or
+// balancer can read them as well as this package's. Beside them the report carries
+// application_utilization, the demand on the workers as a fraction of their number ((busy +
+// queued) / workers, above 1 while calls wait), and rps_fractional, the calls admitted per
+// second: the two figures gRPC's weighted_round_robin balancer (gRFC A58) weighs backends by.
+const (
+	// MetricQueued (named metric): calls waiting for a worker when the call ended.
+	MetricQueued = "hedge.queued"
+	// MetricBusy (named metric): workers running a call, this one among them.
+	MetricBusy = "hedge.busy"
+	// MetricWorkers (named metric): the queue's workers.
+	MetricWorkers = "hedge.workers"
+	// MetricWaitMs (named metric): how long this call waited for its worker, in ms.
+	MetricWaitMs = "hedge.wait_ms"
+	// MetricWorkersBusy (named utilization, in [0, 1]): busy / workers.
+	MetricWorkersBusy = "hedge.workers_busy"
+)
+
+// ServerOptions returns the server options that install the queue with its load reports:
+// [Queue.UnaryServer] and [Queue.StreamServer], each of whose calls then carries the queue's
+// ORCA per-call load report in its trailer. Pass them to grpc.NewServer before interceptors
+// that run inside the queue, such as [StartSignal].
+//
+// The report is the standard one (the endpoint-load-metrics-bin trailer holding an
+// xds.data.orca.v3.OrcaLoadReport), encoded by the queue itself: gRPC's orca package builds the
+// same report through a per-call recorder that costs far more than the message. When that
+// recorder is in the call's context all the same (orca.CallMetricsServerOption installed
+// before the queue, for metrics of your own), the queue adds its figures to it instead, so the
+// call carries one report; installed by hand with that option, UnaryServer and StreamServer
+// report the same way.
+func (q *Queue) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(q.reportingUnary),
+		grpc.ChainStreamInterceptor(q.reportingStream),
+	}
+}
+
+// reportingUnary is UnaryServer with the queue's report on every call.
+func (q *Queue) reportingUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	wait, err := q.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer q.doneReporting(ctx, wait, true)
+	return handler(ctx, req)
+}
+
+// reportingStream is StreamServer with the queue's report on every stream.
+func (q *Queue) reportingStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx := ss.Context()
+	wait, err := q.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer q.doneReporting(ctx, wait, true)
+	return handler(srv, ss)
+}
+
+// orcaTrailerKey is the trailer key of an ORCA per-call load report (gRFC A51).
+const orcaTrailerKey = "endpoint-load-metrics-bin"
+
+// report puts the queue's load in the call's ORCA report as the call ends: into gRPC's
+// per-call recorder when one is in the context, or else, with own, in a trailer of its own.
+func (q *Queue) report(ctx context.Context, wait time.Duration, own bool) {
+	rec := orca.CallMetricsRecorderFromContext(ctx)
+	if rec == nil && !own {
+		return
+	}
+	l := q.core.Load(wait)
+	if rec == nil {
+		var buf [reportSize]byte
+		_ = grpc.SetTrailer(ctx, metadata.MD{orcaTrailerKey: []string{string(appendReport(buf[:0], l))}})
+		return
+	}
+	rec.SetNamedMetric(MetricQueued, float64(l.Queued))
+	rec.SetNamedMetric(MetricBusy, float64(l.Busy))
+	rec.SetNamedMetric(MetricWorkers, float64(l.Workers))
+	rec.SetNamedMetric(MetricWaitMs, float64(l.Wait)/float64(time.Millisecond))
+	if l.Workers > 0 {
+		rec.SetNamedUtilization(MetricWorkersBusy, min(float64(l.Busy)/float64(l.Workers), 1))
+	}
+	if u := l.Utilization(); u > 0 {
+		rec.SetApplicationUtilization(u)
+	}
+	if l.QPS > 0 {
+		rec.SetQPS(l.QPS)
+	}
+}
+
+// The field numbers of xds.data.orca.v3.OrcaLoadReport that the queue fills, and of a map
+// entry (key 1, value 2).
+const (
+	orcaUtilization            protowire.Number = 5
+	orcaRPSFractional          protowire.Number = 6
+	orcaNamedMetrics           protowire.Number = 8
+	orcaApplicationUtilization protowire.Number = 9
+)
+
+// reportSize is room for the whole encoded report: six map entries of up to 30 bytes and two
+// doubles of 9.
+const reportSize = 200
+
+// appendReport appends l as an encoded OrcaLoadReport, the fields that would be zero left out
+// as proto3 does.
+func appendReport(b []byte, l workqueue.Load) []byte {
+	b = appendEntry(b, orcaNamedMetrics, MetricQueued, float64(l.Queued))
+	b = appendEntry(b, orcaNamedMetrics, MetricBusy, float64(l.Busy))
+	b = appendEntry(b, orcaNamedMetrics, MetricWorkers, float64(l.Workers))
+	b = appendEntry(b, orcaNamedMetrics, MetricWaitMs, float64(l.Wait)/float64(time.Millisecond))
+	if l.Workers > 0 {
+		b = appendEntry(b, orcaUtilization, MetricWorkersBusy, min(float64(l.Busy)/float64(l.Workers), 1))
+	}
+	if u := l.Utilization(); u > 0 {
+		b = protowire.AppendTag(b, orcaApplicationUtilization, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, math.Float64bits(u))
+	}
+	if l.QPS > 0 {
+		b = protowire.AppendTag(b, orcaRPSFractional, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, math.Float64bits(l.QPS))
+	}
+	return b
+}
+
+// appendEntry appends one entry of the map<string, double> field num.
+func appendEntry(b []byte, num protowire.Number, key string, v float64) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(1+protowire.SizeBytes(len(key))+1+8))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, key)
+	b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
+	return protowire.AppendFixed64(b, math.Float64bits(v))
+}
+
+// loadOf reads a [Queue]'s figures from an ORCA load report (balancer.DoneInfo.ServerLoad),
+// and false when it is not one or carries none of them.
+func loadOf(sl any) (hedge.Load, bool) {
+	r, ok := sl.(*v3orcapb.OrcaLoadReport)
+	if !ok || r == nil {
+		return hedge.Load{}, false
+	}
+	m := r.GetNamedMetrics()
+	q, ok := m[MetricQueued]
+	if !ok {
+		return hedge.Load{}, false
+	}
+	return hedge.Load{
+		Queued:  int(max(q, 0)),
+		Busy:    int(max(m[MetricBusy], 0)),
+		Workers: int(max(m[MetricWorkers], 0)),
+		Wait:    time.Duration(max(m[MetricWaitMs], 0) * float64(time.Millisecond)),
+	}, true
+}
+
+// noteLoad hands an attempt's load report to the core: to the replicas the balancer picks
+// from (where a copy goes) and to the call's policy, when the call has one (the backlog
+// gate). It runs in the picker's Done callback, where an attempt ends.
+func noteLoad(ctx context.Context, set interface {
+	ReportLoad(time.Time, int, int, int)
+}, i int, sl any) {
+	l, ok := loadOf(sl)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	set.ReportLoad(now, i, l.Queued, l.Workers)
+	if r, _ := ctx.Value(routeKey{}).(*route); r != nil && r.policy != nil {
+		r.policy.ReportLoad(now, i, l)
+	}
+}

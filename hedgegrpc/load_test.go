@@ -1,0 +1,212 @@
+package hedgegrpc
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
+	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/balancer/weightedroundrobin" // registers weighted_round_robin
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/orca"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/protobuf/proto"
+)
+
+// orcaTrailer is the trailer key of an ORCA per-call load report (gRFC A51).
+const orcaTrailer = "endpoint-load-metrics-bin"
+
+func answerAtOnce() *backend {
+	return &backend{check: func(context.Context, *backend, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		return serving(), nil
+	}}
+}
+
+// TestQueueORCAReport reads the queue's report as any client can: the standard trailer,
+// decoded with the standard message.
+func TestQueueORCAReport(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := answerAtOnce()
+	lis := listen(t)
+	srv := grpc.NewServer(q.ServerOptions()...)
+	healthpb.RegisterHealthServer(srv, be)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	client := healthpb.NewHealthClient(cc)
+	var r v3orcapb.OrcaLoadReport
+	for i := range 2 {
+		var trailer metadata.MD
+		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {
+			t.Fatal(err)
+		}
+		v := trailer.Get(orcaTrailer)
+		if len(v) != 1 {
+			t.Fatalf("call %d: trailer %v has no ORCA report", i, trailer)
+		}
+		if err := proto.Unmarshal([]byte(v[0]), &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := r.GetNamedMetrics()
+	if m[MetricQueued] != 0 || m[MetricBusy] != 1 || m[MetricWorkers] != 4 {
+		t.Fatalf("named metrics %v, want 0 queued, 1 of 4 busy", m)
+	}
+	if _, ok := m[MetricWaitMs]; !ok {
+		t.Fatalf("named metrics %v: no %s", m, MetricWaitMs)
+	}
+	if u := r.GetUtilization()[MetricWorkersBusy]; u != 0.25 {
+		t.Fatalf("utilization %v, want %s 0.25", r.GetUtilization(), MetricWorkersBusy)
+	}
+	if r.GetApplicationUtilization() != 0.25 || r.GetRpsFractional() <= 0 {
+		t.Fatalf("application utilization %v, rps %v; want 0.25 and a rate", r.GetApplicationUtilization(), r.GetRpsFractional())
+	}
+	l, ok := loadOf(&r)
+	if !ok || l.Queued != 0 || l.Busy != 1 || l.Workers != 4 {
+		t.Fatalf("loadOf = %+v, %v", l, ok)
+	}
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lis
+}
+
+// TestWeightedRoundRobinReadsQueueReports runs a plain grpc-go client with gRPC's own
+// weighted_round_robin balancer (gRFC A58) against two real servers behind our queues: one
+// with a single worker, one with eight. Each call keeps one worker busy, so the reports say
+// the first runs at 8 times the utilisation of the second, and the balancer, reading them,
+// sends the second most of the traffic; without them it would round-robin, half and half.
+// The balancer recomputes its weights on its own real-time ticker (every 100ms here), so the
+// test makes calls, bounded in number and time, until the share has moved.
+func TestWeightedRoundRobinReadsQueueReports(t *testing.T) {
+	checkLeaks(t)
+	bs := startBackends(t, 2, func(int) *backend { return answerAtOnce() })
+	for i, b := range bs {
+		// startBackends serves without the queue: serve again, behind one.
+		q, err := NewQueue(QueueConfig{Workers: []int{1, 8}[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis := listen(t)
+		srv := grpc.NewServer(q.ServerOptions()...)
+		healthpb.RegisterHealthServer(srv, b)
+		go srv.Serve(lis)
+		t.Cleanup(srv.Stop)
+		b.addr = lis.Addr().String()
+	}
+	r := manual.NewBuilderWithScheme("wrrtest")
+	r.InitialState(resolver.State{Endpoints: []resolver.Endpoint{
+		{Addresses: []resolver.Address{{Addr: bs[0].addr}}},
+		{Addresses: []resolver.Address{{Addr: bs[1].addr}}},
+	}})
+	const sc = `{"loadBalancingConfig":[{"weighted_round_robin":{"blackoutPeriod":"0s","weightUpdatePeriod":"0.1s"}}]}`
+	cc, err := grpc.NewClient(r.Scheme()+":///backends", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	client := healthpb.NewHealthClient(cc)
+
+	const window = 200
+	deadline := time.Now().Add(20 * time.Second)
+	var share float64
+	for round := 0; round < 200 && time.Now().Before(deadline); round++ {
+		a0, b0 := bs[0].calls.Load(), bs[1].calls.Load()
+		for range window {
+			if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := bs[0].calls.Load()-a0, bs[1].calls.Load()-b0
+		if a+b != window {
+			t.Fatalf("%d calls reached the backends, want %d", a+b, window)
+		}
+		if share = float64(b) / window; share >= 0.8 {
+			return
+		}
+	}
+	t.Fatalf("the eight-worker backend got %.0f%% of the last %d calls, want at least 80%% once weights follow the reports", 100*share, window)
+}
+
+// TestInterceptorReadsORCA checks that the hedging balancer hands each call's ORCA report to
+// the core: to the call's policy and to the replica it came from.
+func TestInterceptorReadsORCA(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := startBackends(t, 1, func(int) *backend { return answerAtOnce() }, q.ServerOptions()...)
+	hi := newInterceptor(t, Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}})
+	cc := dial(t, hi, bs)
+	if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	p := hi.Policy(checkMethod)
+	if q, w, ok := p.ServerQueue(time.Now()); !ok || q != 0 || w != 5 {
+		t.Fatalf("ServerQueue = %d, %d, %v; want the report (0 queued of 5 workers)", q, w, ok)
+	}
+}
+
+// TestQueueJoinsORCARecorder: with gRPC's own per-call recorder installed before the queue
+// (for metrics of the application's own), the queue adds its figures to that report, and the
+// call carries one report with both.
+func TestQueueJoinsORCARecorder(t *testing.T) {
+	checkLeaks(t)
+	q, err := NewQueue(QueueConfig{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &backend{check: func(ctx context.Context, _ *backend, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		orca.CallMetricsRecorderFromContext(ctx).SetNamedMetric("app.rows", 7)
+		return serving(), nil
+	}}
+	hi := newInterceptor(t, Config{})
+	cc := startBufconn(t, hi, be, orca.CallMetricsServerOption(nil), grpc.ChainUnaryInterceptor(q.UnaryServer))
+	var trailer metadata.MD
+	if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {
+		t.Fatal(err)
+	}
+	v := trailer.Get(orcaTrailer)
+	if len(v) != 1 {
+		t.Fatalf("%d ORCA reports in the trailer, want 1", len(v))
+	}
+	var r v3orcapb.OrcaLoadReport
+	if err := proto.Unmarshal([]byte(v[0]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if m := r.GetNamedMetrics(); m["app.rows"] != 7 || m[MetricWorkers] != 2 || m[MetricBusy] != 1 {
+		t.Fatalf("named metrics %v, want the application's and the queue's", m)
+	}
+
+	// Without a recorder, UnaryServer installed by hand sends no report: only ServerOptions does.
+	q2, _ := NewQueue(QueueConfig{Workers: 2})
+	cc2 := startBufconn(t, hi, answerAtOnce(), grpc.ChainUnaryInterceptor(q2.UnaryServer))
+	trailer = nil
+	if _, err := healthpb.NewHealthClient(cc2).Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {
+		t.Fatal(err)
+	}
+	if v := trailer.Get(orcaTrailer); len(v) != 0 {
+		t.Fatalf("UnaryServer without a recorder sent a report: %v", v)
+	}
+}

@@ -1,0 +1,169 @@
+package hedgehttp
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/workqueue"
+)
+
+// LoadHeader is the response header in which a [Queue] reports its load on every response
+// of a request it ran, and from which a [Transport] reads it. Its value is a dictionary in the
+// syntax of RFC 8941 (Structured Field Values), for example
+//
+//	Hedge-Load: queued=3, busy=16, workers=16, wait=12.5
+//
+// queued is how many requests wait for a worker, busy how many workers run a request (the
+// answered one among them) of workers in all, and wait how long the answered request waited
+// for its worker, in milliseconds. The figures are taken when the handler writes its response
+// header (or returns without writing), so a response reports the queue as it stands when it
+// leaves the server. Unknown keys are ignored and a missing one reads as 0, so the header can
+// grow.
+//
+// A header of our own rather than Server-Timing: Server-Timing carries durations for people
+// reading a browser's developer tools, and a queue length in it would be a duration that is
+// not one; proxies and browsers may also expose it to pages. A server behind a proxy that
+// strips unknown headers sends no report, and its clients decide from latency alone, as
+// without it.
+const LoadHeader = "Hedge-Load"
+
+// FormatLoad returns l as a [LoadHeader] value.
+func FormatLoad(l workqueue.Load) string {
+	var b [80]byte
+	s := append(b[:0], "queued="...)
+	s = strconv.AppendInt(s, int64(l.Queued), 10)
+	s = append(s, ", busy="...)
+	s = strconv.AppendInt(s, int64(l.Busy), 10)
+	s = append(s, ", workers="...)
+	s = strconv.AppendInt(s, int64(l.Workers), 10)
+	s = append(s, ", wait="...)
+	us := max(l.Wait.Microseconds(), 0)
+	s = strconv.AppendInt(s, us/1000, 10)
+	if f := us % 1000; f != 0 {
+		s = append(s, '.')
+		s = append(s, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+		for s[len(s)-1] == '0' {
+			s = s[:len(s)-1]
+		}
+	}
+	return string(s)
+}
+
+// ParseLoad reads a [LoadHeader] value. ok is false when v holds none of its keys, or one of
+// them does not parse.
+func ParseLoad(v string) (l hedge.Load, ok bool) {
+	for v != "" {
+		var item string
+		item, v, _ = strings.Cut(v, ",")
+		key, val, _ := strings.Cut(strings.TrimSpace(item), "=")
+		if i := strings.IndexByte(val, ';'); i >= 0 {
+			val = val[:i] // a parameter: none is defined
+		}
+		var n *int
+		switch key {
+		case "queued":
+			n = &l.Queued
+		case "busy":
+			n = &l.Busy
+		case "workers":
+			n = &l.Workers
+		case "wait":
+			ms, err := strconv.ParseFloat(val, 64)
+			if err != nil || ms < 0 || ms > 1e9 {
+				return hedge.Load{}, false
+			}
+			l.Wait, ok = time.Duration(ms*float64(time.Millisecond)), true
+			continue
+		default:
+			continue
+		}
+		x, err := strconv.Atoi(val)
+		if err != nil || x < 0 {
+			return hedge.Load{}, false
+		}
+		*n, ok = x, true
+	}
+	return l, ok
+}
+
+// loadWriter adds the queue's load report to a response when its header is written. It
+// passes Flush, ReadFrom and WriteString through, and Unwrap gives http.ResponseController the writer
+// underneath.
+type loadWriter struct {
+	http.ResponseWriter
+	core     *workqueue.Queue
+	wait     time.Duration
+	reported bool
+	value    [1]string // the header's value, in the same allocation
+}
+
+// report sets the header, once, with the queue's load now.
+func (w *loadWriter) report() {
+	if !w.reported {
+		w.reported = true
+		w.value[0] = FormatLoad(w.core.Load(w.wait))
+		w.ResponseWriter.Header()[LoadHeader] = w.value[:]
+	}
+}
+
+func (w *loadWriter) WriteString(s string) (int, error) {
+	w.report()
+	return io.WriteString(w.ResponseWriter, s)
+}
+
+func (w *loadWriter) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		w.report() // an informational response is not the answer, and carries no report
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *loadWriter) Write(p []byte) (int, error) {
+	w.report()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *loadWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.report()
+	return io.Copy(w.ResponseWriter, r) // the writer's own ReadFrom, when it has one
+}
+
+func (w *loadWriter) Flush() {
+	w.report()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *loadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// serveReporting runs the handler with its response carrying the queue's load, and reports
+// it on return for a handler that wrote nothing (net/http then writes the header itself).
+func (q *Queue) serveReporting(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	lw := &loadWriter{ResponseWriter: w, core: q.core, wait: wait}
+	q.next.ServeHTTP(lw, r)
+	lw.report()
+}
+
+// noteLoad hands the load report of an attempt's response, if it carries one, to the core:
+// to the host's policy (the backlog gate) and to its replicas (where a copy goes). ri is the
+// replica the attempt went to, or -1 without replicas.
+func (c *call) noteLoad(ri int, resp *http.Response) {
+	v := resp.Header[LoadHeader]
+	if len(v) == 0 {
+		return
+	}
+	l, ok := ParseLoad(v[0])
+	if !ok {
+		return
+	}
+	now := time.Now()
+	c.h.policy.ReportLoad(now, max(ri, 0), l)
+	if ri >= 0 {
+		c.pool.Set().ReportLoad(now, ri, l.Queued, l.Workers)
+	}
+}

@@ -1,0 +1,206 @@
+package hedgehttp
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/workqueue"
+)
+
+func TestFormatParseLoad(t *testing.T) {
+	for _, tc := range []struct {
+		l    workqueue.Load
+		want string
+	}{
+		{workqueue.Load{Queued: 3, Busy: 16, Workers: 16, Wait: 12500 * time.Microsecond}, "queued=3, busy=16, workers=16, wait=12.5"},
+		{workqueue.Load{Busy: 1, Workers: 4}, "queued=0, busy=1, workers=4, wait=0"},
+		{workqueue.Load{Wait: 7*time.Millisecond + 123*time.Microsecond}, "queued=0, busy=0, workers=0, wait=7.123"},
+		{workqueue.Load{Wait: 40 * time.Microsecond}, "queued=0, busy=0, workers=0, wait=0.04"},
+	} {
+		got := FormatLoad(tc.l)
+		if got != tc.want {
+			t.Errorf("FormatLoad(%+v) = %q, want %q", tc.l, got, tc.want)
+		}
+		back, ok := ParseLoad(got)
+		want := hedge.Load{Queued: tc.l.Queued, Busy: tc.l.Busy, Workers: tc.l.Workers, Wait: tc.l.Wait.Truncate(time.Microsecond)}
+		if !ok || back != want {
+			t.Errorf("ParseLoad(%q) = %+v, %v, want %+v", got, back, ok, want)
+		}
+	}
+}
+
+func TestParseLoad(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want hedge.Load
+		ok   bool
+	}{
+		{"queued=2", hedge.Load{Queued: 2}, true},
+		{" workers=8 ,queued=1;x=1, future=?1 ", hedge.Load{Queued: 1, Workers: 8}, true},
+		{"wait=1.5", hedge.Load{Wait: 1500 * time.Microsecond}, true},
+		{"", hedge.Load{}, false},
+		{"other=1", hedge.Load{}, false},
+		{"queued=-1", hedge.Load{}, false},
+		{"queued=x", hedge.Load{}, false},
+		{"busy=1, wait=-3", hedge.Load{}, false},
+		{"wait=1e300", hedge.Load{}, false},
+	} {
+		got, ok := ParseLoad(tc.v)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseLoad(%q) = %+v, %v, want %+v, %v", tc.v, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestQueueNetLoadHeader checks, over real connections, that every response of a request the
+// queue ran reports the queue as it stood when the response left, whether the handler writes a
+// body, only a status, or nothing; that an informational response carries none; and that
+// NoLoadReport turns the header off.
+func TestQueueNetLoadHeader(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			checkGoroutines(t)
+			release := make(chan struct{})
+			started := make(chan struct{})
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/slow":
+					close(started)
+					select {
+					case <-release:
+					case <-time.After(10 * time.Second): // bound: never hang the test
+					}
+					io.WriteString(w, "slow")
+				case "/status":
+					w.WriteHeader(http.StatusAccepted)
+				case "/nothing":
+				}
+			})
+			q := mustQueue(t, h, QueueConfig{Workers: 1, Queue: 4})
+			srv, tr := startServer(t, proto, q)
+			client := &http.Client{Transport: tr}
+			get := func(path string, hdr http.Header) *http.Response {
+				req, _ := http.NewRequest("GET", srv.URL+path, nil)
+				for k, v := range hdr {
+					req.Header[k] = v
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return nil
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp
+			}
+			load := func(resp *http.Response) hedge.Load {
+				t.Helper()
+				l, ok := ParseLoad(resp.Header.Get(LoadHeader))
+				if !ok {
+					t.Fatalf("%s: no load report in %q", resp.Request.URL.Path, resp.Header.Get(LoadHeader))
+				}
+				return l
+			}
+
+			slow := make(chan *http.Response, 1)
+			go func() { slow <- get("/slow", nil) }()
+			<-started
+			waiting := make(chan *http.Response, 1)
+			go func() { waiting <- get("/status", nil) }()
+			if !waitFor(10*time.Second, func() bool { return q.Stats().Queued == 1 }) {
+				t.Fatal("the second request never queued")
+			}
+			close(release)
+			if l := load(<-slow); l != (hedge.Load{Queued: 1, Busy: 1, Workers: 1}) {
+				t.Fatalf("/slow reported %+v, want the waiting request behind it", l)
+			}
+			st := <-waiting
+			if st.StatusCode != http.StatusAccepted {
+				t.Fatalf("/status: %s", st.Status)
+			}
+			if l := load(st); l.Queued != 0 || l.Busy != 1 || l.Workers != 1 || l.Wait <= 0 {
+				t.Fatalf("/status reported %+v, want an empty queue and its own wait", l)
+			}
+			if l := load(get("/nothing", nil)); l.Busy != 1 || l.Wait != 0 {
+				t.Fatalf("/nothing reported %+v", l)
+			}
+
+			// The start signal (a 1xx) goes out before the handler runs: it carries no report.
+			var early []string
+			req, _ := http.NewRequest("GET", srv.URL+"/nothing", nil)
+			req.Header.Set(StartSignalHeader, "1")
+			tr2 := tr.Clone()
+			defer tr2.CloseIdleConnections()
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					early = append(early, h[LoadHeader]...)
+					return nil
+				},
+			}))
+			resp, err := tr2.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if len(early) != 0 || resp.Header.Get(LoadHeader) == "" {
+				t.Fatalf("1xx carried %q; final response %q", early, resp.Header.Get(LoadHeader))
+			}
+
+			off := mustQueue(t, h, QueueConfig{Workers: 1, NoLoadReport: true})
+			srv2, tr3 := startServer(t, proto, off)
+			resp, err = (&http.Client{Transport: tr3}).Get(srv2.URL + "/nothing")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if v := resp.Header.Get(LoadHeader); v != "" {
+				t.Fatalf("NoLoadReport: header %q", v)
+			}
+		})
+	}
+}
+
+// TestTransportReadsLoadHeader checks that a Transport hands each response's report to the
+// host's policy and to the replica it came from.
+func TestTransportReadsLoadHeader(t *testing.T) {
+	checkGoroutines(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	q := mustQueue(t, h, QueueConfig{Workers: 3})
+	srv, base := startServer(t, "HTTP/1.1", q)
+	u, _ := url.Parse(srv.URL)
+	addrs := []string{u.Host}
+	tr, err := NewTransport(Config{
+		Policy:   hedge.Config{Trigger: hedge.AtQuantile(0.95)},
+		Next:     base,
+		Replicas: func(string) []string { return addrs },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	key := "http://" + u.Host
+	p := tr.Policy(key)
+	if p == nil {
+		t.Fatalf("no policy for %q", key)
+	}
+	if q, w, ok := p.ServerQueue(time.Now()); !ok || q != 0 || w != 3 {
+		t.Fatalf("policy: ServerQueue = %d, %d, %v; want the report (0 queued of 3 workers)", q, w, ok)
+	}
+	if _, _, ok := p.ServerQueue(before.Add(time.Minute)); ok {
+		t.Fatal("policy: a report a minute old still counts")
+	}
+	if q, w, ok := tr.Replicas(key).Set().Load(time.Now(), 0); !ok || q != 0 || w != 3 {
+		t.Fatalf("replica: Load = %d, %d, %v; want the report", q, w, ok)
+	}
+}

@@ -1,0 +1,173 @@
+package hedge
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// This file holds what the servers tell the policy about their own load (gRFC A51's idea,
+// carried by hedgehttp's LoadHeader and by ORCA per-call reports in hedgegrpc). A client sees
+// only its own calls; a server's queue sees every client's. Where the servers report, the
+// policy stops guessing: the backlog gate asks the latest reports instead of inferring a
+// backlog from latency, and the in-service evidence (Config.MinimumInService) is not needed,
+// since a short queue means the call being copied is in service.
+
+// Load is one server's report of its own load, as a response carries it.
+type Load struct {
+	// Queued is how many requests were waiting for a worker when the server answered.
+	Queued int
+	// Busy is how many of its Workers were running a request. Workers 0 means the server
+	// did not say; the queue is then judged by Queued alone.
+	Busy, Workers int
+	// Wait is how long the answered request itself waited for a worker.
+	Wait time.Duration
+}
+
+// LoadMaxAge is how long a report counts: one received longer ago says nothing of the
+// server now (a queue drains or builds within a few service times), and the policy decides
+// as if it had never been sent, from latency alone.
+const LoadMaxAge = 300 * time.Millisecond
+
+// maxLoadReplicas bounds the replicas whose reports a policy keeps apart; replica numbers
+// beyond it share slots (modulo), which only blurs their reports together.
+const maxLoadReplicas = 64
+
+// loadBoard is the latest report from each replica. Each slot is written with two atomic
+// stores; a reader that sees a report of one time with the figures of the next judges a
+// report a moment newer or older than it is, which no decision here depends on.
+type loadBoard struct {
+	used   atomic.Int32 // slots in use: the highest replica number reported, plus one
+	latest atomic.Int64 // unix nanoseconds of the newest report; 0 = none yet
+	slots  [maxLoadReplicas]loadSlot
+}
+
+type loadSlot struct {
+	at atomic.Int64  // unix nanoseconds the report was received; 0 = none
+	v  atomic.Uint64 // Queued (32 bits) | Workers (16) | Busy (16), each clamped
+}
+
+func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
+
+// ReportLoad records the load that replica reported on a response received at now. replica
+// is the transport's number for the server (replica.Set's index; 0 when there is one server).
+// Transports call it for every response that carries a report (hedgehttp.Transport reads
+// hedgehttp.LoadHeader, hedgegrpc's balancer the ORCA report); the simulator for every
+// response of a server-assisted setup. It is safe for concurrent use and allocates nothing.
+//
+// What the policy does with reports (docs/design.md, "Server load reports"): while one
+// received within [LoadMaxAge] exists (and the trigger is not [Tied]), a hedge is sent only if
+// the replica with the shortest reported queue (where the transport's replica choice sends it)
+// would start it soon and the reporting fleet is not backlogged as a whole, and it is then sent
+// without waiting for in-service evidence. A refusal is reported as [ReasonBacklog]. Reports
+// never start a hedge on their own: the trigger's threshold still decides when a call is slow.
+func (p *Policy) ReportLoad(now time.Time, replica int, l Load) {
+	if p == nil || p.bud == nil {
+		return
+	}
+	if replica < 0 {
+		replica = 0
+	}
+	i := replica % maxLoadReplicas
+	b := &p.loads
+	s := &b.slots[i]
+	s.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Workers, 16)<<16 | clampBits(l.Busy, 16))
+	t := now.UnixNano()
+	s.at.Store(t)
+	for u := b.used.Load(); int32(i) >= u && !b.used.CompareAndSwap(u, int32(i)+1); u = b.used.Load() {
+	}
+	for l := b.latest.Load(); t > l && !b.latest.CompareAndSwap(l, t); l = b.latest.Load() {
+	}
+}
+
+// fresh reports whether a report received at unix nanoseconds at still counts at now.
+func fresh(at int64, now time.Time) bool {
+	return at != 0 && now.UnixNano()-at < int64(LoadMaxAge)
+}
+
+// shortest returns the shortest queue among the fresh reports, relative to each server's
+// workers (a queue of 4 at 16 workers is shorter than one of 2 at 2), and whether any report
+// is fresh. It is one atomic load when none is.
+func (b *loadBoard) shortest(now time.Time) (queued, workers int, ok bool) {
+	queued, workers, _, ok = b.scan(now)
+	return queued, workers, ok
+}
+
+// scan returns the shortest fresh queue (see shortest) and the fleet's demand: the requests
+// running or waiting at every server with a fresh report, per worker of theirs (0 when no
+// report says how many workers).
+func (b *loadBoard) scan(now time.Time) (queued, workers int, demand float64, ok bool) {
+	if !fresh(b.latest.Load(), now) {
+		return 0, 0, 0, false
+	}
+	n := int(b.used.Load())
+	var want, have int
+	for i := range n {
+		s := &b.slots[i]
+		if !fresh(s.at.Load(), now) {
+			continue
+		}
+		v := s.v.Load()
+		q, w, busy := int(v>>32), int(v>>16&0xffff), int(v&0xffff)
+		want += q + busy
+		have += w
+		if !ok || q*max(workers, 1) < queued*max(w, 1) {
+			queued, workers, ok = q, w, true
+		}
+	}
+	if have > 0 {
+		demand = float64(want) / float64(have)
+	}
+	return queued, workers, demand, ok
+}
+
+// queueLong reports whether a server's queue is too long for a hedge: a copy that joins a
+// queue of queued requests at a server whose workers are all busy starts once queued+1 of
+// them have finished, about (queued+1)/workers service times later, and the queue is long
+// when that is half a service time or more. There a copy stops beating a straggler by much and
+// starts adding load to a backlog. With the workers unknown, any queue is long.
+func queueLong(queued, workers int) bool {
+	return queued > 0 && 2*(queued+1) >= workers
+}
+
+// fleetFull is the demand (requests running or waiting per worker, over every server with a
+// fresh report) at which the fleet as a whole is backlogged: every worker busy and as many
+// requests again waiting. A copy sent to the one server with room then takes room that the
+// backlog's own requests are about to need. (At one server, queueLong decides first.)
+const fleetFull = 2
+
+// serverGate is the backlog gate as the servers' reports decide it: decided is false when no
+// report is fresh (the gate then infers a backlog from latency); otherwise long says whether a
+// hedge would wait too long where it would go (the shortest reported queue), or the fleet as a
+// whole is backlogged.
+func (p *Policy) serverGate(now time.Time) (long, decided bool) {
+	if p.cfg.Trigger.kind == triggerTied {
+		return false, false // ties dodge queues their own way
+	}
+	q, w, demand, ok := p.loads.scan(now)
+	if !ok {
+		return false, false
+	}
+	return queueLong(q, w) || demand >= fleetFull, true
+}
+
+// serverReports reports whether the servers' reports stand in for the in-service evidence
+// at now. Start signals, when StartAware receives them, say exactly which attempt is in
+// service, which a queue length one response old cannot: they keep the decision.
+func (p *Policy) serverReports(now time.Time) bool {
+	switch k := p.cfg.Trigger.kind; {
+	case k == triggerTied, k == triggerStartAware && p.signalled(now):
+		return false
+	}
+	return fresh(p.loads.latest.Load(), now)
+}
+
+// ServerQueue returns the shortest queue among the servers' reports that still count at now
+// (see [Policy.ReportLoad]), relative to each server's workers, with that server's workers,
+// and false when no report counts: what the backlog gate decides from, for dashboards and
+// tests.
+func (p *Policy) ServerQueue(now time.Time) (queued, workers int, ok bool) {
+	if p == nil || p.bud == nil {
+		return 0, 0, false
+	}
+	return p.loads.shortest(now)
+}

@@ -1,0 +1,110 @@
+package hedge_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
+)
+
+// TestServerLoadGate drives the state machine with the servers' load reports: a fresh report
+// of a long queue suppresses the hedge (the backlog gate, decided by the server), a short one
+// lets it start, and a report older than LoadMaxAge counts for nothing.
+func TestServerLoadGate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		report func(p *hedge.Policy)
+		want   string
+		reason hedge.Reason
+	}{
+		{"no report", func(*hedge.Policy) {}, "start 1 hedge", hedge.ReasonNone},
+		{"short queue", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 6, Busy: 16, Workers: 16}) }, "start 1 hedge", hedge.ReasonNone},
+		{"long queue", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 7, Busy: 16, Workers: 16}) }, "", hedge.ReasonBacklog},
+		{"any queue, workers unknown", func(p *hedge.Policy) { p.ReportLoad(ms(10), 0, hedge.Load{Queued: 1}) }, "", hedge.ReasonBacklog},
+		{"long queue, stale", func(p *hedge.Policy) {
+			p.ReportLoad(ms(20).Add(-hedge.LoadMaxAge), 0, hedge.Load{Queued: 40, Workers: 16})
+		}, "start 1 hedge", hedge.ReasonNone},
+		{"one replica long, another short", func(p *hedge.Policy) {
+			p.ReportLoad(ms(5), 0, hedge.Load{Queued: 10, Busy: 16, Workers: 16})
+			p.ReportLoad(ms(6), 3, hedge.Load{Queued: 0, Busy: 2, Workers: 4})
+		}, "start 1 hedge", hedge.ReasonNone},
+		{"one replica short, the fleet backlogged", func(p *hedge.Policy) {
+			p.ReportLoad(ms(5), 0, hedge.Load{Queued: 40, Busy: 16, Workers: 16})
+			p.ReportLoad(ms(6), 3, hedge.Load{Queued: 0, Busy: 2, Workers: 4})
+		}, "", hedge.ReasonBacklog},
+		{"every replica long", func(p *hedge.Policy) {
+			p.ReportLoad(ms(5), 0, hedge.Load{Queued: 40, Workers: 16})
+			p.ReportLoad(ms(6), 70, hedge.Load{Queued: 1, Workers: 4}) // beyond 64 replicas: a shared slot
+		}, "", hedge.ReasonBacklog},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got hedge.Reason
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
+				Observer: func(e hedge.Event) {
+					if e.Kind == hedge.HedgeSuppressed {
+						got = e.Reason
+					}
+				}})
+			c := p.NewCall(hedge.CallOptions{Repeatable: hedge.Repeatable})
+			c.Start(ms(0))
+			tc.report(p)
+			if a := actions(c.TimerFired(ms(20))); a != tc.want || got != tc.reason {
+				t.Fatalf("at the threshold: %q, suppressed %v; want %q, %v", a, got, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+// TestServerLoadReplacesInServiceEvidence: AtQuantile waits for evidence that the first
+// attempt is in service (another call overtaking it) before it hedges; a fresh report of a
+// short queue is that evidence, from the server.
+func TestServerLoadReplacesInServiceEvidence(t *testing.T) {
+	for _, reported := range []bool{false, true} {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget})
+		now := ms(0)
+		for range 50 { // warm the estimator: calls of 1ms, one at a time
+			c := p.NewCall(hedge.CallOptions{Repeatable: hedge.Repeatable})
+			c.Start(now)
+			now = now.Add(time.Millisecond)
+			c.AttemptDone(now, 0, hedge.Outcome{Class: hedge.Success})
+		}
+		th := p.MeasuredAt(now).Threshold
+		c := p.NewCall(hedge.CallOptions{Repeatable: hedge.Repeatable})
+		c.Start(now)
+		if reported {
+			p.ReportLoad(now, 0, hedge.Load{Busy: 1, Workers: 8})
+		}
+		at := now.Add(th)
+		started := false
+		for _, a := range c.TimerFired(at) {
+			started = started || a.Kind == hedge.StartAttempt && a.Hedge
+		}
+		if started != reported {
+			t.Fatalf("reported %v: hedge started at the threshold = %v", reported, started)
+		}
+	}
+}
+
+func TestServerQueue(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{})
+	if _, _, ok := p.ServerQueue(ms(0)); ok {
+		t.Fatal("a report without any")
+	}
+	p.ReportLoad(ms(0), 1, hedge.Load{Queued: 6, Workers: 4})
+	p.ReportLoad(ms(1), 2, hedge.Load{Queued: 8, Workers: 16})
+	if q, w, ok := p.ServerQueue(ms(2)); !ok || q != 8 || w != 16 {
+		t.Fatalf("ServerQueue = %d, %d, %v; want 8 of 16 (shorter per worker than 6 of 4)", q, w, ok)
+	}
+	if _, _, ok := p.ServerQueue(ms(1).Add(hedge.LoadMaxAge)); ok {
+		t.Fatal("reports LoadMaxAge old still count")
+	}
+	var zero hedge.Policy
+	zero.ReportLoad(ms(0), 0, hedge.Load{Queued: 1}) // does nothing, does not panic
+	if _, _, ok := zero.ServerQueue(ms(0)); ok {
+		t.Fatal("a zero Policy reports a queue")
+	}
+	if hedge.LoadMaxAge != replica.LoadMaxAge {
+		t.Fatalf("hedge.LoadMaxAge %v != replica.LoadMaxAge %v", hedge.LoadMaxAge, replica.LoadMaxAge)
+	}
+}

@@ -1,0 +1,59 @@
+package workqueue
+
+import (
+	"time"
+)
+
+// Load is a queue's state as a server reports it on a response, so that its clients can tell
+// a request that is slow in service (a straggler, worth a hedge) from one that waits behind
+// others (a backlog, where a copy only waits too), and send a copy to the replica that can
+// start it soonest. Every client of a server sees only its own calls; the server's queue sees
+// all of them.
+type Load struct {
+	// Queued is how many requests wait for a worker, both lanes.
+	Queued int
+	// Busy is how many workers are running a request (the reporting one among them, when the
+	// report is made while its handler runs); Workers how many there are in all.
+	Busy, Workers int
+	// Wait is how long the reporting request itself waited for its worker.
+	Wait time.Duration
+	// QPS is the rate of admissions over the last second or so (0 until a second has
+	// passed since the first report): what a load-aware balancer weighs utilisation against.
+	QPS float64
+}
+
+// Utilization is the demand on the workers as a fraction of their number: (Busy + Queued) /
+// Workers. It exceeds 1 when requests wait, which tells an ORCA-aware balancer (gRFC A58) how
+// much more than full the server is, not only that it is full.
+func (l Load) Utilization() float64 {
+	if l.Workers <= 0 {
+		return 0
+	}
+	return float64(l.Busy+l.Queued) / float64(l.Workers)
+}
+
+// rateEvery is how often the admission rate is recomputed: over windows of at least a second,
+// long enough to average a few requests even at low rates.
+const rateEvery = time.Second
+
+// Load returns the queue's state now, for a request that waited wait: the report its response
+// carries. It takes the queue's lock once and reads the clock once.
+func (q *Queue) Load(wait time.Duration) Load {
+	now := time.Now()
+	q.mu.Lock()
+	l := Load{Queued: q.first.n + q.hedged.n, Busy: q.running, Workers: q.workers, Wait: wait}
+	switch el := now.Sub(q.rateAt); {
+	case q.rateAt.IsZero():
+		q.rateAt, q.rateN = now, q.stats.Admitted
+	case el >= rateEvery:
+		q.qps = float64(q.stats.Admitted-q.rateN) / el.Seconds()
+		q.rateAt, q.rateN, q.rated = now, q.stats.Admitted, true
+	case !q.rated && el > 0:
+		// Within the first window, the rate so far: a balancer that ignores a report
+		// without a rate (gRFC A58's) can then use the first ones.
+		q.qps = float64(q.stats.Admitted-q.rateN) / el.Seconds()
+	}
+	l.QPS = q.qps
+	q.mu.Unlock()
+	return l
+}

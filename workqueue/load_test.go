@@ -1,0 +1,61 @@
+package workqueue
+
+import (
+	"context"
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := mustNew(t, Config{Workers: 2, Queue: 4})
+		ctx := context.Background()
+		release := make(chan struct{})
+		acquireAsync(ctx, q, false, release)
+		acquireAsync(ctx, q, false, release)
+		acquireAsync(ctx, q, false, release) // waits
+
+		l := q.Load(3 * time.Millisecond)
+		if l.Queued != 1 || l.Busy != 2 || l.Workers != 2 || l.Wait != 3*time.Millisecond {
+			t.Fatalf("Load = %+v, want 1 queued, 2 of 2 busy, wait 3ms", l)
+		}
+		if u := l.Utilization(); u != 1.5 {
+			t.Fatalf("Utilization = %v, want (2+1)/2", u)
+		}
+		if l.QPS != 0 {
+			t.Fatalf("QPS = %v at the first report, want 0 (no time has passed)", l.QPS)
+		}
+
+		// Within the first second, the rate so far; after it, the rate over the window.
+		time.Sleep(500 * time.Millisecond)
+		if l := q.Load(0); l.QPS != 0 {
+			t.Fatalf("QPS = %v with no admission since the first report, want 0", l.QPS)
+		}
+		close(release)
+		synctest.Wait() // the two running release; the waiter is admitted and releases too
+		time.Sleep(250 * time.Millisecond)
+		if l := q.Load(0); math.Abs(l.QPS-1/0.75) > 1e-9 {
+			t.Fatalf("QPS = %v, want 1 admission over 0.75s", l.QPS)
+		}
+		for range 9 {
+			q.Acquire(ctx, false)
+			q.Release(false)
+		}
+		time.Sleep(time.Second)
+		if l := q.Load(0); math.Abs(l.QPS-10/1.75) > 1e-9 {
+			t.Fatalf("QPS = %v, want 10 admissions over 1.75s", l.QPS)
+		}
+		time.Sleep(2 * time.Second)
+		if l := q.Load(0); l.QPS != 0 || l.Busy != 0 || l.Queued != 0 {
+			t.Fatalf("Load = %+v after 2 idle seconds, want nothing", l)
+		}
+	})
+}
+
+func TestUtilizationWithoutWorkers(t *testing.T) {
+	if u := (Load{Busy: 3}).Utilization(); u != 0 {
+		t.Fatalf("Utilization with no workers = %v, want 0", u)
+	}
+}
