@@ -180,16 +180,15 @@ type urlKey struct{ scheme, host string }
 // host is one dependency: its name, its policy, and whether its requests are repeatable
 // (Config.PolicyFor).
 type host struct {
-	name   string
-	policy *hedge.Policy
-	repeat hedge.Repeatability
-	pool   atomic.Pointer[replica.Pool] // nil until a request finds replicas
-	mu     sync.Mutex                   // serialises writers of pool
-	proto  atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
+	name  string
+	state atomic.Pointer[hostState]    // replaced whole by Transport.Refresh
+	pool  atomic.Pointer[replica.Pool] // nil until a request finds replicas
+	mu    sync.Mutex                   // serialises writers of pool
+	proto atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
 }
 
 // Policy is the host's policy.
-func (h *host) Policy() *hedge.Policy { return h.policy }
+func (h *host) Policy() *hedge.Policy { return h.state.Load().policy }
 
 // gotConn learns the host's protocol from the first connection an attempt gets, before any
 // response: the first hedges to a host must already know whether they would share their
@@ -308,15 +307,13 @@ func (t *Transport) hostFor(req *http.Request) (*host, error) {
 // newHost returns the host named name, creating it (and its policy) on first use.
 func (t *Transport) newHost(name string) (*host, error) {
 	return t.hosts.GetOrCreate(name, func() (*host, error) {
-		pc, repeat := t.cfg.Policy, hedge.RepeatableDefault
-		if t.cfg.PolicyFor != nil {
-			pc, repeat = t.cfg.PolicyFor(name)
-		}
-		p, err := hedge.New(t.withHooks(name, pc))
+		h := &host{name: name}
+		st, _, err := t.hostState(name, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%w: Config.PolicyFor(%q): %w", ErrConfig, name, err)
+			return nil, err
 		}
-		return &host{name: name, policy: p, repeat: repeat}, nil
+		h.state.Store(st)
+		return h, nil
 	})
 }
 
@@ -415,7 +412,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	c := &call{t: t, h: h, req: req}
+	st := h.state.Load()
+	sent := req
+	if _, ok := req.Header[TriggerHeader]; ok {
+		if sent, ctx, err = withTriggerHeader(req); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	c := &call{t: t, h: h, req: sent}
 	if t.cfg.Replicas != nil {
 		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
 			c.pool = h.poolFor(addrs, t.cfg.Replica)
@@ -429,7 +434,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	said := hedge.RepeatabilityFrom(ctx)
 	rep := said
 	if rep == hedge.RepeatableDefault {
-		rep = h.repeat
+		rep = st.repeat
 	}
 	repeatable := rep == hedge.Repeatable ||
 		rep == hedge.RepeatableDefault && (repeatableMethod(req.Method) || hasIdempotencyKey(req.Header))
@@ -449,7 +454,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.inline {
 		do = hedge.DoInlineDetached[*http.Response]
 	}
-	resp, release, err := do(ctx, h.policy, c.attempt, t.discardFn)
+	resp, release, err := do(ctx, st.policy, c.attempt, t.discardFn)
 	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).
