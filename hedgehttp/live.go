@@ -9,6 +9,7 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/perkey"
+	"github.com/hedgekit/hedge/replica"
 )
 
 // TriggerHeader, on a request given to a [Transport], sets the trigger of that one call in
@@ -103,4 +104,31 @@ func withTriggerHeader(req *http.Request) (*http.Request, context.Context, error
 	sent.Header = req.Header.Clone()
 	delete(sent.Header, TriggerHeader)
 	return sent.WithContext(ctx), ctx, nil
+}
+
+// poolForGroups is poolFor for Config.ReplicaGroups: the current pool when the groups have
+// not changed, a new one that keeps the health of the addresses that stayed when they have.
+// Groups the replica package refuses (an empty group, an address twice, a bad weight, weights
+// with a balancer that cannot read them) are an error wrapping ErrConfig.
+func (h *host) poolForGroups(groups []replica.Group, cfg replica.Config) (*replica.Pool, error) {
+	if p := h.pool.Load(); p != nil && p.SameGroups(groups) {
+		return p, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.pool.Load()
+	if p != nil && p.SameGroups(groups) {
+		return p, nil
+	}
+	var err error
+	if p == nil {
+		p, err = replica.NewGroupedPool(groups, cfg)
+	} else {
+		p, err = p.WithGroups(groups)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: Config.ReplicaGroups(%q): %w", ErrConfig, h.name, err)
+	}
+	h.pool.Store(p)
+	return p, nil
 }

@@ -96,8 +96,19 @@ type Config struct {
 	// addresses that stay when the list changes.
 	Replicas func(key string) []string
 
+	// ReplicaGroups, when not nil, is Replicas in ordered groups with weights (set one or the
+	// other): each call's first attempt goes to the first group, and a hedge or a retry to
+	// another replica of the same group while one is healthy and unused, to the next group
+	// only when none is; a replica's share of its group follows its weight (see
+	// [replica.Layout]). Use it to keep a call in its own zone and hedge to another one only
+	// when it must, or to give a canary a small share. Health and ejection are per replica,
+	// as with Replicas. nil or an empty result sends every attempt to the request's own URL.
+	// The same rules as Replicas' hold: fast, the same slice until the groups change, never
+	// modified once returned.
+	ReplicaGroups func(key string) []replica.Group
+
 	// Replica configures replica choice and outlier detection for each dependency with
-	// Replicas. The zero value is power of two choices on outstanding attempts with the
+	// Replicas or ReplicaGroups. The zero value is power of two choices on outstanding attempts with the
 	// defaults documented on [replica.Config].
 	Replica replica.Config
 
@@ -239,6 +250,9 @@ func NewTransport(cfg Config) (*Transport, error) {
 	}
 	if _, err := replica.New(1, cfg.Replica); err != nil {
 		return nil, fmt.Errorf("%w: Config.Replica: %w", ErrConfig, err)
+	}
+	if cfg.Replicas != nil && cfg.ReplicaGroups != nil {
+		return nil, fmt.Errorf("%w: set Config.Replicas or Config.ReplicaGroups, not both", ErrConfig)
 	}
 	t := &Transport{
 		cfg:        cfg,
@@ -424,6 +438,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.cfg.Replicas != nil {
 		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
 			c.pool = h.poolFor(addrs, t.cfg.Replica)
+			c.used = c.usedBuf[:0]
+		}
+	} else if t.cfg.ReplicaGroups != nil {
+		if groups := t.cfg.ReplicaGroups(h.name); len(groups) > 0 {
+			if c.pool, err = h.poolForGroups(groups, t.cfg.Replica); err != nil {
+				closeBody(req)
+				return nil, err
+			}
 			c.used = c.usedBuf[:0]
 		}
 	}
