@@ -29,7 +29,8 @@ type WatchConfig struct {
 	// read: with err nil when the new file now runs (f), or with the reason the new content
 	// was refused or could not be read, or a follower's error (f is then the file that keeps
 	// running). A file that stays as it is is not reported again. It runs on the goroutine
-	// that polls, or that called Reload, and must not call Reload.
+	// that polls, or that called Reload, after the reload is done: it may read the
+	// Watcher's File and Status.
 	OnReload func(f *File, err error)
 }
 
@@ -128,28 +129,35 @@ func (w *Watcher) Status() Status {
 // followers' errors, joined), which OnReload also receives, and the running configuration
 // stays. After Stop it returns [ErrStopped].
 func (w *Watcher) Reload() error {
+	f, report, err := w.reload()
+	if report && w.cfg.OnReload != nil {
+		w.cfg.OnReload(f, err) // outside the lock: it may read Status and File
+	}
+	return err
+}
+
+// reload is Reload under the lock: the file running after it, whether there is something
+// new to report, and the error.
+func (w *Watcher) reload() (f *File, report bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped {
-		return ErrStopped
+		return w.cur.Load(), false, ErrStopped
 	}
 	data, err := os.ReadFile(w.path)
 	if err != nil {
 		if err.Error() == w.lastErr {
-			return err // reported already
+			return w.cur.Load(), false, err // reported already
 		}
 		w.lastErr, w.last = err.Error(), nil
 		return w.refused(err)
 	}
 	w.lastErr = ""
 	if w.last != nil && bytes.Equal(data, w.last) {
-		if w.status.Err != nil {
-			return w.status.Err
-		}
-		return nil
+		return w.cur.Load(), false, w.status.Err
 	}
 	w.last = data
-	f, err := Parse(w.path, data)
+	f, err = Parse(w.path, data)
 	if err != nil {
 		return w.refused(err)
 	}
@@ -166,22 +174,14 @@ func (w *Watcher) Reload() error {
 	if err != nil {
 		w.status.Err = err
 	}
-	w.report(f, err)
-	return err
+	return f, true, err
 }
 
-// refused records and reports a change that does not run.
-func (w *Watcher) refused(err error) error {
+// refused records a change that does not run, for Reload to report.
+func (w *Watcher) refused(err error) (*File, bool, error) {
 	w.status.Failures++
 	w.status.Err = err
-	w.report(w.cur.Load(), err)
-	return err
-}
-
-func (w *Watcher) report(f *File, err error) {
-	if w.cfg.OnReload != nil {
-		w.cfg.OnReload(f, err)
-	}
+	return w.cur.Load(), true, err
 }
 
 // Follow calls fn with the new file after every change swapped in, in the order followers

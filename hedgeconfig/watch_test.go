@@ -198,10 +198,17 @@ func TestWatchPolls(t *testing.T) {
 	writeFile(t, path, "defaults:\n  trigger: none\n")
 	synctest.Test(t, func(t *testing.T) {
 		var reloads atomic.Int32
-		w, err := hedgeconfig.Watch(path, hedgeconfig.WatchConfig{Interval: time.Second, OnReload: func(*hedgeconfig.File, error) { reloads.Add(1) }})
+		var self atomic.Pointer[hedgeconfig.Watcher]
+		w, err := hedgeconfig.Watch(path, hedgeconfig.WatchConfig{Interval: time.Second, OnReload: func(*hedgeconfig.File, error) {
+			reloads.Add(1)
+			if st := self.Load().Status(); st.Reloads != 1 { // OnReload may read the watcher
+				t.Errorf("status in OnReload: %+v", st)
+			}
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		self.Store(w)
 		defer w.Stop()
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
