@@ -35,6 +35,8 @@
 //
 // Unknown keys, values of the wrong type and values a policy would refuse are errors; each
 // error is an [*Error] naming the file, line, column and field.
+//
+// [Watch] keeps a running service's policies up to date with its file, without a restart.
 package hedgeconfig
 
 import (
