@@ -59,6 +59,9 @@ type Action struct {
 type CallOptions struct {
 	Repeatable  Repeatability
 	Criticality Criticality
+	// Trigger, when not nil, replaces the policy's threshold for this call (see
+	// [WithTrigger] for what it may be).
+	Trigger *Trigger
 	// Rand returns a float in [0, 1) for retry jitter. nil = math/rand/v2. The simulator passes
 	// a seeded source so runs repeat.
 	Rand func() float64
@@ -277,7 +280,9 @@ func (c *Call) Start(now time.Time) []Action {
 		}
 		c.ticket, c.hasTicket = t, true
 	}
-	if p.cfg.Trigger.kind != triggerNone {
+	if t := c.opts.Trigger; t != nil {
+		c.hedging, c.threshold, c.warm = p.overrideThreshold(now, *t)
+	} else if p.cfg.Trigger.kind != triggerNone {
 		c.hedging = true
 		c.threshold, c.warm = p.threshold()
 	}

@@ -99,7 +99,7 @@ func configError(format string, args ...any) error {
 
 // Validate reports whether c is a valid configuration, without building a policy: nil, or an
 // error wrapping [ErrInvalidConfig] that names the first field that breaks its rule (e.g.
-// "Trigger: Adaptive.BacklogRatio must be > 1"). [New] returns the same error.
+// "Trigger: Adaptive.BacklogRatio must be a finite number > 1"). [New] returns the same error.
 func (c Config) Validate() error {
 	_, err := c.resolve()
 	return err

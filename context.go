@@ -49,6 +49,7 @@ type callOptions struct {
 	repeatable  Repeatability
 	criticality Criticality
 	log         *Log
+	trigger     *Trigger // WithTrigger's; nil: the policy's
 }
 
 func optionsFrom(ctx context.Context) callOptions {

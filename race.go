@@ -81,7 +81,7 @@ type race[T any] struct {
 func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discard func(T, error)) {
 	s.ctx, s.p, s.discard = ctx, p, discard
 	s.c = calls.Get().(*Call)
-	s.c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality})
+	s.c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality, Trigger: opts.trigger})
 	s.answers = make(chan int32, 4*p.cfg.attempts+1)
 }
 

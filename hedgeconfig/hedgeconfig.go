@@ -44,6 +44,8 @@
 // wrong type (a whole number too long for its field included) and values a policy would
 // refuse are errors too; each error is an [*Error] naming the file, the line (whenever the
 // input has one), the column and the field.
+//
+// [Watch] keeps a running service's policies up to date with its file, without a restart.
 package hedgeconfig
 
 import (

@@ -147,7 +147,7 @@ func TestErrors(t *testing.T) {
 		{"a setting another trigger reads", "defaults:\n  trigger: after 20ms delay=1ms\n",
 			`policy.yaml:2:12: defaults.trigger: hedge: invalid config: trigger "after 20ms delay=1ms": "after" takes one argument, the delay`},
 		{"a trigger setting's rule", "defaults:\n  trigger: quantile 0.95 backlog_ratio=0.5\n",
-			`policy.yaml:2:12: defaults.trigger: hedge: invalid config: Trigger: Adaptive.BacklogRatio must be > 1`},
+			`policy.yaml:2:12: defaults.trigger: hedge: invalid config: Trigger: Adaptive.BacklogRatio must be a finite number > 1`},
 		{"off where nothing is on", "defaults:\n  attempts: off\n",
 			`policy.yaml:2:13: defaults.attempts: hedge: invalid config: Attempts must be in [0, 10]`},
 		{"quantile 1.5", "operations:\n  a.example:\n    trigger: quantile 1.5\n",

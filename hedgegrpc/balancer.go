@@ -80,10 +80,15 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		if c.State.ConnectivityState != connectivity.Ready || len(c.Endpoint.Addresses) == 0 {
 			continue
 		}
-		ready = append(ready, readyBackend{addr: c.Endpoint.Addresses[0].Addr, picker: c.State.Picker})
+		g, has := groupOf(c.Endpoint)
+		ready = append(ready, readyBackend{addr: c.Endpoint.Addresses[0].Addr, picker: c.State.Picker, group: g, hasGroup: has})
 	}
 	if len(ready) == 0 {
 		w.ClientConn.UpdateState(s) // nothing ready: endpointsharding's picker queues or fails picks
+		return
+	}
+	if groups := groupsOf(ready); groups != nil && w.updateGroupedPool(groups) {
+		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: &picker{ready: ready, pool: w.pool}})
 		return
 	}
 	// A stable order, so that a backend keeps its place (and its health) across updates.
@@ -93,7 +98,7 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		addrs[i] = r.addr
 	}
 	switch {
-	case w.pool == nil:
+	case w.pool == nil || w.pool.Layout() != nil: // none yet, or one with groups before
 		w.pool, _ = replica.NewPool(addrs, replica.Config{Balancer: replica.RoundRobin}) // a valid config, addrs not empty
 	case !w.pool.Same(addrs):
 		w.pool, _ = w.pool.With(addrs)
@@ -102,8 +107,10 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 }
 
 type readyBackend struct {
-	addr   string
-	picker balancer.Picker
+	addr     string
+	picker   balancer.Picker
+	group    groupAttr // see InGroup
+	hasGroup bool
 }
 
 // picker sends each attempt to a READY backend chosen by the core's replica choice
@@ -132,7 +139,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		}
 	}
 	set := p.pool.Set()
-	i := set.Pick(time.Now(), used)
+	i, _ := p.pool.Pick(time.Now(), used) // by group and weight when the backends have groups
 	// The state machine learns where the attempt went, so that it can tell this backend's
 	// trouble from the dependency's (hedge.Route).
 	hedge.Routed(info.Ctx, set, i)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
@@ -103,12 +104,14 @@ type Interceptor struct {
 	nonFatal    uint32 // bit per code
 	descriptors DescriptorResolver
 	methods     perkey.Registry[*method]
+	templates   atomic.Pointer[templates] // Policy, Methods and Idempotent; see Reconfigure
 }
 
 // method is what the interceptor knows of one full method name.
 type method struct {
 	name       string
-	template   string // the Methods key it was built from, "" for Config.Policy
+	template   string       // the Methods key it was built from, "" for Config.Policy
+	config     hedge.Config // the template as configured, before the interceptor's hooks
 	policy     *hedge.Policy
 	classify   func(error) hedge.Outcome
 	repeatable bool
@@ -123,6 +126,7 @@ func (m *method) Policy() *hedge.Policy { return m.policy }
 func NewInterceptor(cfg Config) (*Interceptor, error) {
 	cfg.Methods, cfg.Idempotent = maps.Clone(cfg.Methods), slices.Clone(cfg.Idempotent) // the caller's to change
 	i := &Interceptor{cfg: cfg, descriptors: cfg.Descriptors}
+	i.templates.Store(&templates{policy: cfg.Policy, methods: cfg.Methods, idempotent: cfg.Idempotent})
 	if i.descriptors == nil {
 		i.descriptors = protoregistry.GlobalFiles
 	}
@@ -187,21 +191,34 @@ func (i *Interceptor) method(name string) *method {
 
 // newMethod builds the state of a full method name from its template.
 func (i *Interceptor) newMethod(name string) (*method, error) {
+	return i.buildMethod(name, nil)
+}
+
+// buildMethod builds the state of a full method name from its template as it stands, from
+// its previous state old (nil for a method's first call), keeping old's policy when its
+// template is the same (see Reconfigure).
+func (i *Interceptor) buildMethod(name string, old *method) (*method, error) {
+	tm := i.templates.Load()
 	svc := serviceKey(name)
 	template := name
-	pc, ok := i.cfg.Methods[name]
+	pc, ok := tm.methods[name]
 	if !ok {
 		template = svc
-		if pc, ok = i.cfg.Methods[svc]; !ok {
-			template, pc = "", i.cfg.Policy
+		if pc, ok = tm.methods[svc]; !ok {
+			template, pc = "", tm.policy
 		}
 	}
-	pc = i.policyConfig(name, pc)
-	p, err := hedge.New(pc)
+	var prev *hedge.Policy
+	var was hedge.Config
+	if old != nil {
+		prev, was = old.policy, old.config
+	}
+	hooked := i.policyConfig(name, pc)
+	p, _, err := perkey.Rebuild(prev, was, pc, func(hedge.Config) hedge.Config { return hooked })
 	if err != nil {
 		return nil, err
 	}
-	return &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc), signals: pc.Trigger.ReadsStartSignals()}, nil
+	return &method{name: name, template: template, config: pc, policy: p, classify: hooked.Classify, repeatable: i.idempotent(tm, name, svc), signals: hooked.Trigger.ReadsStartSignals()}, nil
 }
 
 // serviceKey is "/pkg.Service/" of "/pkg.Service/Method".
@@ -214,8 +231,8 @@ func serviceKey(name string) string {
 
 // idempotent reports whether the configuration or the method's descriptor says the method is
 // safe to send more than once.
-func (i *Interceptor) idempotent(name, svc string) bool {
-	for _, k := range i.cfg.Idempotent {
+func (i *Interceptor) idempotent(tm *templates, name, svc string) bool {
+	for _, k := range tm.idempotent {
 		if k == name || k == svc {
 			return true
 		}

@@ -263,7 +263,7 @@ func (c *call) pick() (i int, again bool) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i = c.pool.Set().Pick(now, c.used)
+	i, _ = c.pool.Pick(now, c.used) // by group and weight, for a pool with groups
 	for _, u := range c.used {
 		again = again || u == i
 	}

@@ -162,7 +162,7 @@ func (c *call) noteLoad(ri int, resp *http.Response) {
 		return
 	}
 	now := time.Now()
-	c.h.policy.ReportLoad(now, max(ri, 0), l)
+	c.h.Policy().ReportLoad(now, max(ri, 0), l)
 	if ri >= 0 {
 		c.pool.Set().ReportLoad(now, ri, l.Queued, l.Workers)
 	}

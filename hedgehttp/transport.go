@@ -96,8 +96,19 @@ type Config struct {
 	// addresses that stay when the list changes.
 	Replicas func(key string) []string
 
+	// ReplicaGroups, when not nil, is Replicas in ordered groups with weights (set one or the
+	// other): each call's first attempt goes to the first group, and a hedge or a retry to
+	// another replica of the same group while one is healthy and unused, to the next group
+	// only when none is; a replica's share of its group follows its weight (see
+	// [replica.Layout]). Use it to keep a call in its own zone and hedge to another one only
+	// when it must, or to give a canary a small share. Health and ejection are per replica,
+	// as with Replicas. nil or an empty result sends every attempt to the request's own URL.
+	// The same rules as Replicas' hold: fast, the same slice until the groups change, never
+	// modified once returned.
+	ReplicaGroups func(key string) []replica.Group
+
 	// Replica configures replica choice and outlier detection for each dependency with
-	// Replicas. The zero value is power of two choices on outstanding attempts with the
+	// Replicas or ReplicaGroups. The zero value is power of two choices on outstanding attempts with the
 	// defaults documented on [replica.Config].
 	Replica replica.Config
 
@@ -180,16 +191,15 @@ type urlKey struct{ scheme, host string }
 // host is one dependency: its name, its policy, and whether its requests are repeatable
 // (Config.PolicyFor).
 type host struct {
-	name   string
-	policy *hedge.Policy
-	repeat hedge.Repeatability
-	pool   atomic.Pointer[replica.Pool] // nil until a request finds replicas
-	mu     sync.Mutex                   // serialises writers of pool
-	proto  atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
+	name  string
+	state atomic.Pointer[hostState]    // replaced whole by Transport.Refresh
+	pool  atomic.Pointer[replica.Pool] // nil until a request finds replicas
+	mu    sync.Mutex                   // serialises writers of pool
+	proto atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
 }
 
 // Policy is the host's policy.
-func (h *host) Policy() *hedge.Policy { return h.policy }
+func (h *host) Policy() *hedge.Policy { return h.state.Load().policy }
 
 // gotConn learns the host's protocol from the first connection an attempt gets, before any
 // response: the first hedges to a host must already know whether they would share their
@@ -243,6 +253,9 @@ func NewTransport(cfg Config) (*Transport, error) {
 	}
 	if _, err := replica.New(1, cfg.Replica); err != nil {
 		return nil, fmt.Errorf("%w: Config.Replica: %w", ErrConfig, err)
+	}
+	if cfg.Replicas != nil && cfg.ReplicaGroups != nil {
+		return nil, fmt.Errorf("%w: set Config.Replicas or Config.ReplicaGroups, not both", ErrConfig)
 	}
 	t := &Transport{
 		cfg:        cfg,
@@ -311,15 +324,13 @@ func (t *Transport) hostFor(req *http.Request) (*host, error) {
 // newHost returns the host named name, creating it (and its policy) on first use.
 func (t *Transport) newHost(name string) (*host, error) {
 	return t.hosts.GetOrCreate(name, func() (*host, error) {
-		pc, repeat := t.cfg.Policy, hedge.RepeatableDefault
-		if t.cfg.PolicyFor != nil {
-			pc, repeat = t.cfg.PolicyFor(name)
-		}
-		p, err := hedge.New(t.withHooks(name, pc))
+		h := &host{name: name}
+		st, _, err := t.hostState(name, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%w: Config.PolicyFor(%q): %w", ErrConfig, name, err)
+			return nil, err
 		}
-		return &host{name: name, policy: p, repeat: repeat}, nil
+		h.state.Store(st)
+		return h, nil
 	})
 }
 
@@ -418,10 +429,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	c := &call{t: t, h: h, req: req}
+	st := h.state.Load()
+	sent := req
+	if _, ok := req.Header[TriggerHeader]; ok {
+		if sent, ctx, err = withTriggerHeader(req); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	c := &call{t: t, h: h, req: sent}
 	if t.cfg.Replicas != nil {
 		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
 			if c.pool, err = h.poolFor(addrs, t.cfg.Replica); err != nil {
+				closeBody(req)
+				return nil, err
+			}
+			c.used = c.usedBuf[:0]
+		}
+	} else if t.cfg.ReplicaGroups != nil {
+		if groups := t.cfg.ReplicaGroups(h.name); len(groups) > 0 {
+			if c.pool, err = h.poolForGroups(groups, t.cfg.Replica); err != nil {
 				closeBody(req)
 				return nil, err
 			}
@@ -435,7 +462,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	said := hedge.RepeatabilityFrom(ctx)
 	rep := said
 	if rep == hedge.RepeatableDefault {
-		rep = h.repeat
+		rep = st.repeat
 	}
 	repeatable := rep == hedge.Repeatable ||
 		rep == hedge.RepeatableDefault && (repeatableMethod(req.Method) || hasIdempotencyKey(req.Header))
@@ -455,7 +482,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.inline {
 		do = hedge.DoInlineDetached[*http.Response]
 	}
-	resp, release, err := do(ctx, h.policy, c.attempt, t.discardFn)
+	resp, release, err := do(ctx, st.policy, c.attempt, t.discardFn)
 	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).

@@ -10,8 +10,10 @@ import (
 // apart from its Set's state: when the addresses change, [Pool.With] returns a new Pool that
 // keeps the health of the addresses still present. It is safe for concurrent use.
 type Pool struct {
-	addrs []string
-	set   *Set
+	addrs  []string
+	set    *Set
+	layout *Layout // nil: one group (see NewGroupedPool)
+	groups []Group // as given to NewGroupedPool
 }
 
 // NewPool returns a Pool over addrs, which must not be empty nor modified afterwards. It
@@ -46,8 +48,12 @@ func (p *Pool) Index(addr string) int {
 	return -1
 }
 
-// Pick is [Set.Pick] returning the address too.
+// Pick is [Set.Pick] returning the address too; for a pool with groups, [Layout.Pick].
 func (p *Pool) Pick(now time.Time, used []int) (int, string) {
+	if p.layout != nil {
+		i := p.layout.Pick(p.set, now, used)
+		return i, p.addrs[i]
+	}
 	i := p.set.Pick(now, used)
 	return i, p.addrs[i]
 }

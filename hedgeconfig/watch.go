@@ -1,0 +1,269 @@
+package hedgeconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/hedgehttp"
+)
+
+// ErrStopped is returned by [Watcher.Reload] after [Watcher.Stop].
+var ErrStopped = errors.New("hedgeconfig: watcher stopped")
+
+// WatchConfig configures a [Watcher]. The zero value checks the file every 5 seconds and
+// reports nothing but through [Watcher.Status].
+type WatchConfig struct {
+	// Interval is how often the file is read to see whether it changed. 0 means 5s; negative
+	// means never: the file changes only when [Watcher.Reload] is called (for example on
+	// SIGHUP, or from a test).
+	Interval time.Duration
+
+	// OnReload, when not nil, is called after each change of the file's content has been
+	// read: with err nil when the new file now runs (f), or with the reason the new content
+	// was refused or could not be read, or a follower's error (f is then the file that keeps
+	// running). A file that stays as it is is not reported again. It runs on the goroutine
+	// that polls, or that called Reload, after the reload is done: it may read the
+	// Watcher's File and Status.
+	OnReload func(f *File, err error)
+}
+
+// Watcher keeps a policy file's configuration up to date with the file: each time the file's
+// content changes, it is parsed and validated as [Load] does and, when valid, swapped in at
+// once for every reader, then each follower ([Watcher.Follow]) is told; when invalid, the
+// running configuration stays, and the error is reported (WatchConfig.OnReload,
+// [Watcher.Status]) until the file changes again. A file that cannot be read (removed,
+// mid-rename) counts as invalid: the running configuration stays.
+//
+// Built on it, a [hedgehttp.Transport] ([Watcher.HTTPConfig], [Watcher.NewTransport]) and a
+// hedgegrpc interceptor (through Follow) follow the file without a restart, and the policy of
+// an operation that still exists keeps what it learnt: one whose settings did not change
+// keeps its policy (latency estimate, budget, breaker, limit, counters), one whose settings
+// changed gets a new policy that keeps the latency estimate when its trigger learns it the
+// same way ([hedge.NewFrom]). Requests are matched to operations by the running file, so an
+// operation added by a reload applies to the next request; the policy of an operation that
+// was removed is no longer used (it stays in memory: operations are a bounded set).
+//
+// Build it with [Watch] and stop it with [Watcher.Stop]. It is safe for concurrent use.
+type Watcher struct {
+	path     string
+	cfg      WatchConfig
+	cur      atomic.Pointer[File]
+	mu       sync.Mutex // serialises reloads, and guards what follows
+	last     []byte     // the content last read, valid or not
+	lastErr  string     // the read error last reported, when the file could not be read
+	follow   []func(*File) error
+	status   Status
+	stopped  bool
+	stop     chan struct{}
+	finished chan struct{} // closed when the polling goroutine is gone; nil without one
+}
+
+// Status is what a [Watcher] has done, for a health page or a metric.
+type Status struct {
+	Loaded   time.Time // when the running file was read
+	Reloads  int       // changes of the file swapped in, not counting the first load
+	Failures int       // changes refused, and failures to read the file, each counted once
+	Err      error     // why the last change was refused, or nil when the running file is the latest
+}
+
+// Watch loads the file at path and watches it for changes (see [Watcher]). An invalid file
+// at the start is an error: there is no running configuration to keep.
+func Watch(path string, cfg WatchConfig) (*Watcher, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{path: path, cfg: cfg, last: data, stop: make(chan struct{})}
+	w.cur.Store(f)
+	w.status.Loaded = time.Now()
+	interval := cfg.Interval
+	if interval == 0 {
+		interval = 5 * time.Second
+	}
+	if interval > 0 {
+		w.finished = make(chan struct{})
+		go w.poll(interval)
+	}
+	return w, nil
+}
+
+// poll reloads the file every interval until Stop.
+func (w *Watcher) poll(interval time.Duration) {
+	defer close(w.finished)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.Reload() // reported through OnReload and Status
+		}
+	}
+}
+
+// File returns the running configuration. Keep the result for one request at most: after
+// a reload it is stale.
+func (w *Watcher) File() *File { return w.cur.Load() }
+
+// Status returns what the watcher has done so far.
+func (w *Watcher) Status() Status {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.status
+}
+
+// Reload reads the file now. It returns nil when the file is unchanged or its new content
+// now runs; otherwise the error (an [*Error] for invalid content, a read error, or the
+// followers' errors, joined), which OnReload also receives, and the running configuration
+// stays. After Stop it returns [ErrStopped].
+func (w *Watcher) Reload() error {
+	f, report, err := w.reload()
+	if report && w.cfg.OnReload != nil {
+		w.cfg.OnReload(f, err) // outside the lock: it may read Status and File
+	}
+	return err
+}
+
+// reload is Reload under the lock: the file running after it, whether there is something
+// new to report, and the error.
+func (w *Watcher) reload() (f *File, report bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return w.cur.Load(), false, ErrStopped
+	}
+	data, err := os.ReadFile(w.path)
+	if err != nil {
+		if err.Error() == w.lastErr {
+			return w.cur.Load(), false, err // reported already
+		}
+		w.lastErr, w.last = err.Error(), nil
+		return w.refused(err)
+	}
+	w.lastErr = ""
+	if w.last != nil && bytes.Equal(data, w.last) {
+		return w.cur.Load(), false, w.status.Err
+	}
+	w.last = data
+	f, err = Parse(w.path, data)
+	if err != nil {
+		return w.refused(err)
+	}
+	w.cur.Store(f)
+	w.status.Loaded, w.status.Err = time.Now(), nil
+	w.status.Reloads++
+	var errs []error
+	for _, fn := range w.follow {
+		if err := fn(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err = errors.Join(errs...)
+	if err != nil {
+		w.status.Err = err
+	}
+	return f, true, err
+}
+
+// refused records a change that does not run, for Reload to report.
+func (w *Watcher) refused(err error) (*File, bool, error) {
+	w.status.Failures++
+	w.status.Err = err
+	return w.cur.Load(), true, err
+}
+
+// Follow calls fn with the new file after every change swapped in, in the order followers
+// were added: how an integration that cannot read the watcher on each call follows it. A
+// hedgegrpc interceptor follows with
+//
+//	w.Follow(func(f *hedgeconfig.File) error {
+//		g := f.GRPC()
+//		return interceptor.Reconfigure(g.Policy, g.Methods, g.Idempotent)
+//	})
+//
+// fn runs with reloads held off, and must not call Reload. Its error is reported as the
+// reload's.
+func (w *Watcher) Follow(fn func(*File) error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.follow = append(w.follow, fn)
+}
+
+// Stop ends the polling and waits for it to end. Calls of Reload after it return
+// [ErrStopped]; the running configuration stays readable. Stop may be called more than once.
+func (w *Watcher) Stop() {
+	w.mu.Lock()
+	if !w.stopped {
+		w.stopped = true
+		close(w.stop)
+	}
+	w.mu.Unlock()
+	if w.finished != nil {
+		<-w.finished
+	}
+}
+
+// HTTPConfig returns a [hedgehttp.Config] that runs the watched file as [File.HTTPConfig]
+// runs a loaded one, each request matched by the file running when it is sent. A
+// Transport built from it follows a change only once it is told to: use
+// [Watcher.NewTransport], or Follow with the Transport's Refresh.
+func (w *Watcher) HTTPConfig() hedgehttp.Config {
+	return hedgehttp.Config{
+		Policy: w.File().Defaults.Policy,
+		Key:    func(r *http.Request) string { return w.File().httpKey(r) },
+		PolicyFor: func(key string) (hedge.Config, hedge.Repeatability) {
+			return w.File().policyFor(key)
+		},
+	}
+}
+
+// NewTransport builds a [hedgehttp.Transport] that runs the watched file and follows its
+// changes: cfg's Policy, Key and PolicyFor are replaced by [Watcher.HTTPConfig]'s; set Next,
+// Replicas, Observer and the other transport fields as usual.
+func (w *Watcher) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
+	h := w.HTTPConfig()
+	cfg.Policy, cfg.Key, cfg.PolicyFor = h.Policy, h.Key, h.PolicyFor
+	t, err := hedgehttp.NewTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.Follow(func(*File) error {
+		if err := t.Refresh(); err != nil {
+			return fmt.Errorf("hedgeconfig: refreshing a hedgehttp.Transport: %w", err)
+		}
+		return nil
+	})
+	return t, nil
+}
+
+// httpKey is the key File.HTTPConfig's Key gives r.
+func (f *File) httpKey(r *http.Request) string {
+	host, port, path := requestParts(r)
+	if op := f.matchHTTP(host, port, path); op != nil {
+		return op.Name
+	}
+	return r.URL.Scheme + "://" + joinHostPort(host, port)
+}
+
+// policyFor is what File.HTTPConfig's PolicyFor gives key: its operation's policy, or the
+// defaults' for a host no operation names.
+func (f *File) policyFor(key string) (hedge.Config, hedge.Repeatability) {
+	for i := range f.Operations {
+		if op := &f.Operations[i]; op.Name == key {
+			return op.Policy, op.Repeatable
+		}
+	}
+	return f.Defaults.Policy, f.Defaults.Repeatable
+}

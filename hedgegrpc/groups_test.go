@@ -1,0 +1,133 @@
+package hedgegrpc
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+)
+
+// Two groups of two backends, local and remote (5ms farther): first attempts all go local;
+// hedges go local while a healthy unused local backend exists, remote otherwise.
+func TestReplicaGroups(t *testing.T) {
+	checkLeaks(t)
+	var stuck atomic.Bool // local backends hang until their attempt loses
+	var mu sync.Mutex
+	seen := map[string]map[int]string{} // call -> attempt -> backend
+	check := func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		mu.Lock()
+		if seen[req.Service] == nil {
+			seen[req.Service] = map[int]string{}
+		}
+		seen[req.Service][attemptOf(ctx)] = b.name
+		mu.Unlock()
+		wait := time.Duration(0)
+		switch {
+		case b.name >= "backend2":
+			wait = 5 * time.Millisecond
+		case stuck.Load():
+			wait = 10 * time.Second // bounded: the calls end long before
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return serving(), nil
+	}
+	bs := startBackends(t, 4, func(int) *backend { return &backend{check: check} })
+	hi := newInterceptor(t, Config{
+		Policy:     hedge.Config{Trigger: hedge.After(time.Millisecond), Attempts: 3, MaximumConcurrent: 3, Budget: budget.Config{Off: true}},
+		Idempotent: []string{checkMethod},
+	})
+	// Connect without groups, so that every backend is READY (and warmed up), then place
+	// backends 0 and 1 in the local group and 2 and 3 in the remote one.
+	r := manual.NewBuilderWithScheme("hedgegroups")
+	var flat, grouped []resolver.Endpoint
+	for i, b := range bs {
+		ep := resolver.Endpoint{Addresses: []resolver.Address{{Addr: b.addr}}}
+		flat = append(flat, ep)
+		grouped = append(grouped, InGroup(ep, i/2, 1))
+	}
+	r.InitialState(resolver.State{Endpoints: flat})
+	cc, err := grpc.NewClient(r.Scheme()+":///backends", append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(r))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	warmUp(t, cc, bs)
+	r.UpdateState(resolver.State{Endpoints: grouped}) // returns once the balancer has the groups
+	client := healthpb.NewHealthClient(cc)
+
+	calls := 0
+	// call makes a call (with ctx's trigger) and returns the backend of each of its first n
+	// attempts.
+	call := func(ctx context.Context, n int) map[int]string {
+		t.Helper()
+		calls++
+		id := strconv.Itoa(calls)
+		if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: id}); err != nil {
+			t.Fatal(err)
+		}
+		var out map[int]string
+		waitFor(5*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			out = maps.Clone(seen[id])
+			return len(out) >= n
+		})
+		return out
+	}
+	isLocal := func(name string) bool { return name == bs[0].name || name == bs[1].name }
+
+	// Local backends answer at once: every first attempt stays local, on both of them (not
+	// hedged: a slow machine would hedge some after 1ms).
+	first := map[string]int{}
+	for range 20 {
+		s := call(hedge.WithTrigger(t.Context(), hedge.Trigger{}), 1)
+		if len(s) != 1 || !isLocal(s[0]) {
+			t.Fatalf("fast local: attempts %v, want one local attempt", s)
+		}
+		first[s[0]]++
+	}
+	if len(first) != 2 {
+		t.Errorf("first attempts %v, want both local backends", first)
+	}
+
+	// Local backends hang: the first hedge goes to the other local backend, the second to a
+	// remote one, which answers.
+	stuck.Store(true)
+	for range 5 {
+		s := call(t.Context(), 3)
+		if !isLocal(s[0]) || !isLocal(s[1]) || s[0] == s[1] || isLocal(s[2]) {
+			t.Errorf("hung local: attempts %v; want local, the other local, then remote", s)
+		}
+	}
+	if n := bs[2].calls.Load() + bs[3].calls.Load(); n != 5 {
+		t.Errorf("the remote backends had %d attempts, want only the 5 second hedges", n)
+	}
+}
+
+func TestInGroupPanics(t *testing.T) {
+	for _, w := range []float64{0, -1} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("InGroup weight %v did not panic", w)
+				}
+			}()
+			InGroup(resolver.Endpoint{}, 0, w)
+		}()
+	}
+}

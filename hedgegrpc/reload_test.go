@@ -1,0 +1,75 @@
+package hedgegrpc
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// Reconfigure gives a method called so far its new template at once, keeps the policy of one
+// whose template is the same, and refuses an invalid configuration without changing anything.
+func TestReconfigure(t *testing.T) {
+	checkLeaks(t)
+	stuck := func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		if attemptOf(ctx) == 0 {
+			<-ctx.Done() // the primary answers only by losing
+			return nil, ctx.Err()
+		}
+		return serving(), nil
+	}
+	bs := startBackends(t, 2, func(int) *backend { return &backend{check: stuck} })
+	idem := []string{checkMethod}
+	hi := newInterceptor(t, Config{Idempotent: idem})
+	client := healthpb.NewHealthClient(dial(t, hi, bs))
+	calls := func() int32 { return bs[0].calls.Load() + bs[1].calls.Load() }
+
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: "a"})
+	cancel()
+	if status.Code(err) != codes.DeadlineExceeded || calls() != 1 {
+		t.Fatalf("without a trigger: %v after %d attempts, want the deadline after 1", err, calls())
+	}
+	first := hi.Policy(checkMethod)
+
+	if err := hi.Reconfigure(hedgeNow(), nil, idem); err != nil {
+		t.Fatal(err)
+	}
+	hedging := hi.Policy(checkMethod)
+	if hedging == first {
+		t.Fatal("Reconfigure kept the policy of a method whose template changed")
+	}
+	if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{Service: "b"}); err != nil || calls() != 3 {
+		t.Errorf("after Reconfigure: %v after %d attempts in all, want the hedge's answer (3)", err, calls())
+	}
+	if err := hi.Reconfigure(hedgeNow(), map[string]hedge.Config{"/other.Service/": {}}, idem); err != nil || hi.Policy(checkMethod) != hedging {
+		t.Errorf("Reconfigure without a change to the method: %v, policy kept %v", err, hi.Policy(checkMethod) == hedging)
+	}
+	for _, bad := range []struct {
+		methods map[string]hedge.Config
+		idem    []string
+	}{
+		{map[string]hedge.Config{"nope": {}}, idem},
+		{map[string]hedge.Config{checkMethod: {Attempts: -1}}, idem},
+		{nil, []string{"Check"}},
+	} {
+		if err := hi.Reconfigure(hedge.Config{}, bad.methods, bad.idem); !errors.Is(err, ErrConfig) || hi.Policy(checkMethod) != hedging {
+			t.Errorf("Reconfigure(%v, %v): %v, policy kept %v", bad.methods, bad.idem, err, hi.Policy(checkMethod) == hedging)
+		}
+	}
+	// A method's repeatability follows Idempotent too.
+	if err := hi.Reconfigure(hedgeNow(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{Service: "c"})
+	cancel()
+	if status.Code(err) != codes.DeadlineExceeded || calls() != 4 {
+		t.Errorf("no longer idempotent: %v after %d attempts in all, want the deadline after 4", err, calls())
+	}
+}

@@ -1,0 +1,135 @@
+package hedgehttp
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+)
+
+// slowPrimary answers "primary" after 30ms and a copy at once with "hedge", counting the
+// requests and any TriggerHeader that reached it.
+func slowPrimary(requests, leaked *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.Header.Get(TriggerHeader) != "" {
+			leaked.Add(1)
+		}
+		if r.Header.Get(AttemptHeader) == "" {
+			select {
+			case <-time.After(30 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+			io.WriteString(w, "primary")
+			return
+		}
+		io.WriteString(w, "hedge")
+	})
+}
+
+// The Hedge-Trigger header sets one request's trigger and never reaches the server.
+func TestTriggerHeader(t *testing.T) {
+	checkGoroutines(t)
+	var requests, leaked atomic.Int32
+	srv, next := startServer(t, "HTTP/1.1", slowPrimary(&requests, &leaked))
+	tr, err := NewTransport(Config{Next: next, Policy: hedge.Config{Trigger: hedge.After(5 * time.Millisecond), Budget: budget.Config{Ratio: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	get := func(trigger string) (string, error) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		if trigger != "" {
+			req.Header.Set(TriggerHeader, trigger)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	for _, tc := range []struct{ header, want string }{
+		{"", "hedge"},
+		{"none", "primary"},
+		{"off", "primary"},
+		{"after 1h", "primary"},
+		{"after 1ms", "hedge"},
+	} {
+		before := requests.Load()
+		if got, err := get(tc.header); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.header, got, err, tc.want)
+		}
+		if n := requests.Load() - before; tc.want == "primary" && n != 1 {
+			t.Errorf("%s: %d requests reached the server, want 1", tc.header, n)
+		}
+	}
+	if leaked.Load() != 0 {
+		t.Errorf("the server saw %s on %d requests", TriggerHeader, leaked.Load())
+	}
+	for _, bad := range []string{"quantil 0.9", "after soon", "tied", "start-aware 0.95"} {
+		if _, err := get(bad); !errors.Is(err, ErrTriggerHeader) {
+			t.Errorf("%q: %v, want ErrTriggerHeader", bad, err)
+		}
+	}
+}
+
+// Refresh gives a host whose configuration changed a new policy, and keeps the policy of a
+// host whose configuration is the same.
+func TestRefresh(t *testing.T) {
+	checkGoroutines(t)
+	var requests, leaked atomic.Int32
+	srv, next := startServer(t, "HTTP/1.1", slowPrimary(&requests, &leaked))
+	var mu sync.Mutex
+	cfg := hedge.Config{}
+	tr, err := NewTransport(Config{Next: next, PolicyFor: func(string) (hedge.Config, hedge.Repeatability) {
+		mu.Lock()
+		defer mu.Unlock()
+		return cfg, hedge.RepeatableDefault
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	get := func() string {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := get(); got != "primary" {
+		t.Fatalf("without a trigger: %q", got)
+	}
+	key := "http://" + srv.Listener.Addr().String()
+	first := tr.Policy(key)
+	if err := tr.Refresh(); err != nil || tr.Policy(key) != first {
+		t.Errorf("Refresh without a change: %v, policy replaced %v", err, tr.Policy(key) != first)
+	}
+	mu.Lock()
+	cfg = hedge.Config{Trigger: hedge.After(5 * time.Millisecond), Budget: budget.Config{Ratio: 1}}
+	mu.Unlock()
+	if err := tr.Refresh(); err != nil || tr.Policy(key) == first {
+		t.Fatalf("Refresh after a change: %v, policy replaced %v", err, tr.Policy(key) != first)
+	}
+	if got := get(); got != "hedge" {
+		t.Errorf("after the change: %q, want the hedge's answer", got)
+	}
+	mu.Lock()
+	cfg = hedge.Config{Attempts: -1}
+	mu.Unlock()
+	kept := tr.Policy(key)
+	if err := tr.Refresh(); !errors.Is(err, ErrConfig) || tr.Policy(key) != kept {
+		t.Errorf("Refresh to an invalid configuration: %v, policy kept %v", err, tr.Policy(key) == kept)
+	}
+}
