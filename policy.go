@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -33,11 +34,12 @@ type Policy struct {
 	classify func(error) Outcome
 	observe  func(Event)
 
-	overloadUntil atomic.Int64 // unix nanoseconds; hedging pauses until then
-	yieldScore    atomic.Int32 // whether Do's yield before arming a timer tends to pay
-	lastSignal    atomic.Int64 // unix nanoseconds of the latest start signal (StartAware)
-	lag           atomic.Int64 // nanoseconds: how late timers fire, a moving average (backlog gate)
-	loads         loadBoard    // the servers' latest load reports (serverload.go)
+	overloadUntil atomic.Int64  // unix nanoseconds; hedging pauses until then
+	yieldScore    atomic.Int32  // whether Do's yield before arming a timer tends to pay
+	lastSignal    atomic.Int64  // unix nanoseconds of the latest start signal (StartAware)
+	lag           atomic.Int64  // nanoseconds: how late timers fire, a moving average (backlog gate)
+	lastSlow      atomic.Uint32 // one bit per recent answer, newest lowest: it was slow (see quiet)
+	loads         loadBoard     // the servers' latest load reports (serverload.go)
 
 	calls         atomic.Int64
 	hedgesStarted atomic.Int64
@@ -169,8 +171,39 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 		}
 		p.recent.record(d)
 		p.blog.observe(now, p.recent.load())
+		p.noteAnswer(d)
 	}
 }
+
+// noteAnswer shifts into lastSlow whether an answer that took d was slow: more than twice the
+// recent median's lowest, beyond what this process adds itself and by at least
+// MinimumDelay/quietRiseDivisor. One answer in a few is slow by bad luck (a straggler); a
+// queue makes most of them slow at once, long before the median of a client with a thin
+// share of the traffic, which follows a change only over a few hundred answers, moves.
+func (p *Policy) noteAnswer(d time.Duration) {
+	f := p.blog.floor()
+	if f <= 0 {
+		return
+	}
+	r := d - f - p.selfDelay()
+	slow := uint32(0)
+	if r > f && r >= p.cfg.MinimumDelay/quietRiseDivisor {
+		slow = 1
+	}
+	for {
+		v := p.lastSlow.Load()
+		if p.lastSlow.CompareAndSwap(v, v<<1|slow) {
+			return
+		}
+	}
+}
+
+// quietSlowAnswers is how many of the policy's last quietAnswers answers may be slow while its
+// median still counts as quiet.
+const (
+	quietAnswers     = 8
+	quietSlowAnswers = 1
+)
 
 // recentDivisor sets the period over which the backlog gate counts calls crossing their
 // threshold: Window/recentDivisor (1s by default), long enough for a steady share, short enough
@@ -279,7 +312,15 @@ func (p *Policy) medianAndFloor() (m, f time.Duration, ok bool) {
 // process adds itself. It is the evidence a client has when nothing overtakes its calls (one
 // call in flight at a time, or a thin share of a fleet's traffic): a queue raises the median
 // of every call, a straggler does not.
+//
+// A median that is quiet while most of the latest answers are slow is a median that has not
+// caught up (a client with a thin share of a fleet's traffic, whose copies and its peers' build
+// a queue its few answers take minutes to show in the median): no more than quietSlowAnswers
+// of the last quietAnswers answers may be slow (noteAnswer).
 func (p *Policy) quiet() bool {
+	if bits.OnesCount32(p.lastSlow.Load()&(1<<quietAnswers-1)) > quietSlowAnswers {
+		return false
+	}
 	return p.inflated(quietRatio, p.cfg.MinimumDelay/quietRiseDivisor) == inflatedNo
 }
 
