@@ -38,23 +38,12 @@ type runConfig struct {
 	simSeeds    int           // simulated seeds per point; 0 = 10
 }
 
-// Model is the parameters of the run, as report.json's "model".
+// Model is the parameters of the run, as report.json's "model": hedgesim's model (the one
+// report vocabulary both tools write, its keys flat beside these) and what only a real run has.
 type Model struct {
-	Workers        int       `json:"workers"`
-	Replicas       int       `json:"replicas"`
-	Balancer       string    `json:"balancer"` // "" with one replica
-	Clients        int       `json:"clients"`  // always 1: one client process, one policy
-	ServiceTime    string    `json:"service_time"`
-	MeanServiceMs  float64   `json:"mean_service_ms"`
-	HedgeDelayMs   float64   `json:"hedge_delay_ms"`
-	Calls          int       `json:"calls"`
-	WarmupFraction float64   `json:"warmup_fraction"`
-	Seeds          []uint64  `json:"seeds"`
-	LoadsPct       []float64 `json:"loads_pct"`
-	Setups         []string  `json:"setups"`
-	Cancellations  []string  `json:"cancellations"`
-	Protocols      []string  `json:"protocols"`
-	TimeScale      float64   `json:"time_scale"` // wire time = model time × time_scale
+	sim.Model          // Clients is always 1: one client process, one policy
+	Protocols []string `json:"protocols"`
+	TimeScale float64  `json:"time_scale"` // wire time = model time × time_scale
 	// ServerScale is -server-scale: the real servers drew every service time this many times
 	// longer than the model's (1: the model; the simulator is never told).
 	ServerScale float64 `json:"server_scale"`
@@ -126,26 +115,28 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		return Report{}, err
 	}
 	rep := Report{Model: Model{
-		Workers:        cfg.workers,
-		Replicas:       cfg.replicas,
-		Balancer:       cfg.balancer,
-		Clients:        1,
-		ServiceTime:    cfg.service.String(),
-		MeanServiceMs:  float64(cfg.service.Mean()) / 1e6,
-		HedgeDelayMs:   float64(cfg.hedgeDelay) / 1e6,
-		Calls:          cfg.calls,
-		WarmupFraction: cfg.warmup,
-		Seeds:          cfg.seeds,
-		LoadsPct:       cfg.loads,
-		Setups:         cfg.setups,
-		Cancellations:  cfg.modes,
-		Protocols:      cfg.protocols,
-		TimeScale:      s,
-		ServerScale:    serverScale(cfg),
-		BandPct:        cfg.band,
-		MaxLagMs:       float64(cfg.maxLag) / 1e6,
+		Model: sim.Model{
+			Workers:        cfg.workers,
+			ServiceTime:    cfg.service.String(),
+			MeanServiceMs:  float64(cfg.service.Mean()) / 1e6,
+			HedgeDelayMs:   float64(cfg.hedgeDelay) / 1e6,
+			Calls:          cfg.calls,
+			WarmupFraction: cfg.warmup,
+			Seeds:          cfg.seeds,
+			LoadsPct:       cfg.loads,
+			Setups:         cfg.setups,
+			Cancellations:  cfg.modes,
+			Family:         sim.FamilyReference,
+			Replicas:       cfg.replicas,
+			Balancer:       cfg.balancer,
+			Clients:        1,
+		},
+		Protocols:   cfg.protocols,
+		TimeScale:   s,
+		ServerScale: serverScale(cfg),
+		BandPct:     cfg.band,
+		MaxLagMs:    float64(cfg.maxLag) / 1e6,
 	}}
-
 	// Calibration, one protocol at a time, at the highest load's arrival rate.
 	n := cfg.calibrateN
 	if n == 0 {
