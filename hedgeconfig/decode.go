@@ -258,6 +258,8 @@ func (d *decoder) field(v reflect.Value, key string, k, val *yaml.Node, path str
 }
 
 // value decodes n into v.
+// It is long because it is one case per kind of value the file format holds, each with its
+// own error, and a reader wants them side by side.
 func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 	t := v.Type()
 	switch {

@@ -235,6 +235,22 @@ func (cfg ScorecardConfig) candidate() (Setup, error) {
 	return setup, nil
 }
 
+// familiesByName is the named families, in order; none = every family.
+func familiesByName(names []string) ([]Family, error) {
+	var fams []Family
+	if len(names) == 0 {
+		fams = Families()
+	}
+	for _, n := range names {
+		f, err := FamilyByName(n)
+		if err != nil {
+			return nil, err
+		}
+		fams = append(fams, f)
+	}
+	return fams, nil
+}
+
 // Scorecard runs cfg's setup and "no hedge" on every family × load × mode × seed and judges each
 // point (a family with a MaxLoadPct runs only the loads up to it). Points come in a fixed order (family, load, mode, seed), so the same configuration
 // gives the same result. progress, when not nil, is called after each run with the runs done
@@ -251,16 +267,9 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 			noHedge = s
 		}
 	}
-	var fams []Family
-	if len(cfg.Families) == 0 {
-		fams = Families()
-	}
-	for _, n := range cfg.Families {
-		f, err := FamilyByName(n)
-		if err != nil {
-			return ScorecardResult{}, err
-		}
-		fams = append(fams, f)
+	fams, err := familiesByName(cfg.Families)
+	if err != nil {
+		return ScorecardResult{}, err
 	}
 	loads := cfg.Loads
 	if len(loads) == 0 {

@@ -19,6 +19,7 @@ import (
 // p99s, and is marked ✗ with a red frame when a seed does not hold (then its reasons are in
 // the cell's tooltip and in the list below the grids). The page is self-contained: no script,
 // no external resource.
+// It is long because it is a template: the page's style sheet and markup, in page order.
 func WriteScorecardHTML(w io.Writer, r sim.ScorecardResult) error {
 	bw := bufio.NewWriter(w)
 	held, total := r.Held()
