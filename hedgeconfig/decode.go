@@ -94,11 +94,19 @@ func Parse(name string, data []byte) (f *File, err error) {
 	if opsNode.Kind == yaml.ScalarNode && opsNode.Tag == "!!null" {
 		return f, nil
 	}
-	if opsNode.Kind != yaml.MappingNode {
-		return nil, d.errorf(opsNode, "operations", "must be a mapping from operation names to policies")
+	if err := d.operations(opsNode, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// operations decodes the operations mapping n into f.Operations, each over f's defaults.
+func (d *decoder) operations(n *yaml.Node, f *File) error {
+	if n.Kind != yaml.MappingNode {
+		return d.errorf(n, "operations", "must be a mapping from operation names to policies")
 	}
 	first := map[matcher]*yaml.Node{} // each operation's key, by what it matches
-	err = d.eachKey(opsNode, "operations", func(key string, k, v *yaml.Node) error {
+	return d.eachKey(n, "operations", func(key string, k, v *yaml.Node) error {
 		path := child("operations", key)
 		m, err := parseName(key)
 		if err != nil {
@@ -120,10 +128,6 @@ func Parse(name string, data []byte) (f *File, err error) {
 		f.Operations = append(f.Operations, op)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
 }
 
 // errEmpty is the error of a file with nothing in it.
@@ -254,6 +258,8 @@ func (d *decoder) field(v reflect.Value, key string, k, val *yaml.Node, path str
 }
 
 // value decodes n into v.
+// It is long because it is one case per kind of value the file format holds, each with its
+// own error, and a reader wants them side by side.
 func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 	t := v.Type()
 	switch {

@@ -100,25 +100,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	inline := info.Index == 0 && c.t.inline
 	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals, inline)
 	r := c.clone(reqCtx, inline && !c.t.signals)
-	switch {
-	case c.body != nil:
-		r.Body, _ = c.getBody()
-		r.GetBody = c.getBody
-	case info.Index == 0:
-		if c.req.Body != nil && c.req.Body != http.NoBody && !c.bodyOwned.CompareAndSwap(false, true) {
-			// RoundTrip has already returned and closed the caller's body: this attempt
-			// started after the call was over.
-			return nil, errBodyTaken
-		}
-		if c.prefix != nil {
-			r.Body = prefixed{io.MultiReader(bytes.NewReader(c.prefix), c.req.Body), c.req.Body}
-		}
-	case c.req.GetBody != nil && c.req.Body != nil && c.req.Body != http.NoBody:
-		b, err := c.req.GetBody()
-		if err != nil {
-			return nil, err
-		}
-		r.Body = b
+	if err := c.setBody(r, info.Index); err != nil {
+		return nil, err
 	}
 	if info.Hedge || info.Retry || c.t.signals {
 		c.t.mark(r, info)
@@ -172,6 +155,32 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp.Body = &attemptBody{ReadCloser: resp.Body, ar: ar}
 	return resp, nil
+}
+
+// setBody gives attempt index's request r its body: a copy of the buffered body, the caller's
+// own for the first attempt (behind what buffering read of it), or a fresh one from GetBody.
+func (c *call) setBody(r *http.Request, index int) error {
+	switch {
+	case c.body != nil:
+		r.Body, _ = c.getBody()
+		r.GetBody = c.getBody
+	case index == 0:
+		if c.req.Body != nil && c.req.Body != http.NoBody && !c.bodyOwned.CompareAndSwap(false, true) {
+			// RoundTrip has already returned and closed the caller's body: this attempt
+			// started after the call was over.
+			return errBodyTaken
+		}
+		if c.prefix != nil {
+			r.Body = prefixed{io.MultiReader(bytes.NewReader(c.prefix), c.req.Body), c.req.Body}
+		}
+	case c.req.GetBody != nil && c.req.Body != nil && c.req.Body != http.NoBody:
+		b, err := c.req.GetBody()
+		if err != nil {
+			return err
+		}
+		r.Body = b
+	}
+	return nil
 }
 
 // mark sets the headers of an attempt's request (whose header map clone made): the

@@ -14,6 +14,7 @@
 package hedgehttp
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -456,26 +457,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	// Repeatability: the caller's explicit word wins; then the operation's (PolicyFor); then
-	// the method or an idempotency key;
-	// then the body must be replayable.
-	said := hedge.RepeatabilityFrom(ctx)
-	rep := said
-	if rep == hedge.RepeatableDefault {
-		rep = st.repeat
-	}
-	repeatable := rep == hedge.Repeatable ||
-		rep == hedge.RepeatableDefault && (repeatableMethod(req.Method) || hasIdempotencyKey(req.Header))
-	if repeatable && req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		if err := c.bufferBody(); err != nil {
-			return nil, err
-		}
-		repeatable = c.body != nil
-	}
-	if !repeatable && said != hedge.NotRepeatable {
-		// Tell the core, whose gate then suppresses hedges and retries. (A repeatable call
-		// needs nothing: Do's default is repeatable.)
-		ctx = hedge.WithRepeatable(ctx, false)
+	ctx, err = c.repeatability(ctx, st.repeat)
+	if err != nil {
+		return nil, err
 	}
 
 	do := hedge.DoDetached[*http.Response]
@@ -512,6 +496,34 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, err
+}
+
+// repeatability decides whether the call may be sent more than once and, when it may not,
+// returns ctx marked so for the core. Buffering a body that cannot be replayed may fail.
+func (c *call) repeatability(ctx context.Context, op hedge.Repeatability) (context.Context, error) {
+	req := c.req
+	// Repeatability: the caller's explicit word wins; then the operation's (op: PolicyFor's); then
+	// the method or an idempotency key;
+	// then the body must be replayable.
+	said := hedge.RepeatabilityFrom(ctx)
+	rep := said
+	if rep == hedge.RepeatableDefault {
+		rep = op
+	}
+	repeatable := rep == hedge.Repeatable ||
+		rep == hedge.RepeatableDefault && (repeatableMethod(req.Method) || hasIdempotencyKey(req.Header))
+	if repeatable && req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		if err := c.bufferBody(); err != nil {
+			return ctx, err
+		}
+		repeatable = c.body != nil
+	}
+	if !repeatable && said != hedge.NotRepeatable {
+		// Tell the core, whose gate then suppresses hedges and retries. (A repeatable call
+		// needs nothing: Do's default is repeatable.)
+		ctx = hedge.WithRepeatable(ctx, false)
+	}
+	return ctx, nil
 }
 
 // lastStatusError returns the failing response to give the caller when every attempt

@@ -103,78 +103,14 @@ func compare(real sim.Point, sims []sim.Point, overheadMs, band float64) Agreeme
 		}
 		return a
 	}
-	figures := []struct {
-		name string
-		q    float64
-		get  func(sim.Point) float64
-	}{
-		{"p50_ms", 0.5, func(p sim.Point) float64 { return p.P50Ms }},
-		{"p99_ms", 0.99, func(p sim.Point) float64 { return p.P99Ms }},
-		{"p999_ms", 0.999, func(p sim.Point) float64 { return p.P999Ms }},
-	}
-	for _, f := range figures {
-		var xs []float64
-		for _, s := range sims {
-			if !s.Collapse {
-				xs = append(xs, f.get(s))
-			}
-		}
-		lo, med, hi := spreadOf(xs)
-		r := f.get(real)
-		c := Check{Figure: f.name, Real: msPtr(r), Sim: Spread{msPtr(lo), msPtr(med), msPtr(hi)}}
-		if real.Calls > 0 && float64(real.Calls)*(1-f.q) < minTailCalls {
-			// A percentile with a handful of calls beyond it is the luck of those few calls
-			// (whether one of them met a hiccup that went unhedged), not a property of the
-			// model: report it beside the simulated one, do not judge it.
-			c.OK, c.By = true, "few calls"
-			a.Checks = append(a.Checks, c)
-			continue
-		}
-		tol := band
-		if f.q == 0.5 {
-			tol = min(band, tightPct)
-		}
-		within := func(r, s float64) bool { return math.Abs(r-s) <= tol/100*s }
-		switch {
-		case c.Real == nil:
-			if c.OK = c.Sim.Max == nil; c.OK { // every seed lands on failures too
-				c.By = "failed"
-			}
-		case c.Sim.Median != nil:
-			d := 100 * (r - med) / med
-			adj := 100 * (r - overheadMs - med) / med
-			c.DiffPct, c.AdjustedDiffPct = &d, &adj
-		}
-		if c.Real != nil {
-			rules := []struct {
-				ok bool
-				by string
-			}{
-				{c.Sim.Median != nil && within(r, med), "band"},
-				{c.Sim.Median != nil && within(r-overheadMs, med), "overhead"},
-				{c.Sim.Min != nil && c.Sim.Max != nil && r >= (1-tol/100)*lo && r-overheadMs <= (1+tol/100)*hi, "spread"},
-			}
-			if f.q == 0.5 {
-				// The median call does not wait: the real p50 is the model's plus the
-				// measured overhead, and nothing else. It is compared less the overhead,
-				// always (the overhead is some 7 % of it, as much as a 10 % slower server
-				// moves it), and with the seeds' median only (their range is ±1.5 %).
-				rules = rules[:1]
-				rules[0].ok = c.Sim.Median != nil && within(r-overheadMs, med)
-			}
-			for _, try := range rules {
-				if try.ok {
-					c.OK, c.By = true, try.by
-					break
-				}
-			}
-		}
+	for _, f := range percentiles {
+		c, why := checkPercentile(real, sims, f, overheadMs, band)
 		if !c.OK {
 			a.OK = false
 			if a.Why != "" {
 				a.Why += "; "
 			}
-			a.Why += fmt.Sprintf("%s real %s, simulated %s (seeds %s–%s)", f.name, fmtMs(r), fmtMs(med), fmtMs(lo), fmtMs(hi))
+			a.Why += why
 		}
 		a.Checks = append(a.Checks, c)
 	}
@@ -189,6 +125,83 @@ func compare(real sim.Point, sims []sim.Point, overheadMs, band float64) Agreeme
 		a.Checks = append(a.Checks, c)
 	}
 	return a
+}
+
+// percentile is a latency figure compare judges: its report name, its quantile, its value.
+type percentile struct {
+	name string
+	q    float64
+	get  func(sim.Point) float64
+}
+
+var percentiles = []percentile{
+	{"p50_ms", 0.5, func(p sim.Point) float64 { return p.P50Ms }},
+	{"p99_ms", 0.99, func(p sim.Point) float64 { return p.P99Ms }},
+	{"p999_ms", 0.999, func(p sim.Point) float64 { return p.P999Ms }},
+}
+
+// checkPercentile checks one percentile of real against the simulated seeds that did not
+// collapse; why says what disagrees, "" when the check holds.
+func checkPercentile(real sim.Point, sims []sim.Point, f percentile, overheadMs, band float64) (Check, string) {
+	var xs []float64
+	for _, s := range sims {
+		if !s.Collapse {
+			xs = append(xs, f.get(s))
+		}
+	}
+	lo, med, hi := spreadOf(xs)
+	r := f.get(real)
+	c := Check{Figure: f.name, Real: msPtr(r), Sim: Spread{msPtr(lo), msPtr(med), msPtr(hi)}}
+	if real.Calls > 0 && float64(real.Calls)*(1-f.q) < minTailCalls {
+		// A percentile with a handful of calls beyond it is the luck of those few calls
+		// (whether one of them met a hiccup that went unhedged), not a property of the
+		// model: report it beside the simulated one, do not judge it.
+		c.OK, c.By = true, "few calls"
+		return c, ""
+	}
+	tol := band
+	if f.q == 0.5 {
+		tol = min(band, tightPct)
+	}
+	within := func(r, s float64) bool { return math.Abs(r-s) <= tol/100*s }
+	switch {
+	case c.Real == nil:
+		if c.OK = c.Sim.Max == nil; c.OK { // every seed lands on failures too
+			c.By = "failed"
+		}
+	case c.Sim.Median != nil:
+		d := 100 * (r - med) / med
+		adj := 100 * (r - overheadMs - med) / med
+		c.DiffPct, c.AdjustedDiffPct = &d, &adj
+	}
+	if c.Real != nil {
+		rules := []struct {
+			ok bool
+			by string
+		}{
+			{c.Sim.Median != nil && within(r, med), "band"},
+			{c.Sim.Median != nil && within(r-overheadMs, med), "overhead"},
+			{c.Sim.Min != nil && c.Sim.Max != nil && r >= (1-tol/100)*lo && r-overheadMs <= (1+tol/100)*hi, "spread"},
+		}
+		if f.q == 0.5 {
+			// The median call does not wait: the real p50 is the model's plus the
+			// measured overhead, and nothing else. It is compared less the overhead,
+			// always (the overhead is some 7 % of it, as much as a 10 % slower server
+			// moves it), and with the seeds' median only (their range is ±1.5 %).
+			rules = rules[:1]
+			rules[0].ok = c.Sim.Median != nil && within(r-overheadMs, med)
+		}
+		for _, try := range rules {
+			if try.ok {
+				c.OK, c.By = true, try.by
+				break
+			}
+		}
+	}
+	if !c.OK {
+		return c, fmt.Sprintf("%s real %s, simulated %s (seeds %s–%s)", f.name, fmtMs(r), fmtMs(med), fmtMs(lo), fmtMs(hi))
+	}
+	return c, ""
 }
 
 // utilisation checks the share of the time the real workers were busy against the simulated

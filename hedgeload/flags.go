@@ -67,6 +67,8 @@ type config struct {
 	progress bool
 }
 
+// parseArgs parses the command line into a run. It is long because it is the flag table:
+// one declaration and one check per flag, read top to bottom.
 func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("hedgeload", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

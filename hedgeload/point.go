@@ -109,6 +109,65 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			rp.close()
 		}
 	}()
+	reps, addrs, err := startReplicas(pc, acct)
+	if err != nil {
+		return sim.Point{}, diag, err
+	}
+	cl := &caller{pc: pc, ctx: ctx, warm: warm, acct: acct, recs: make([]callRecord, total), sup: map[string]int64{}}
+	client, closeClient, err := cl.newClient(addrs)
+	if err != nil {
+		return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
+	}
+	defer closeClient()
+	cl.client, cl.url = client, "http://"+addrs[0]+"/"
+	cl.left.Store(int64(pc.calls - warm))
+	pctx, stopPacer := context.WithCancel(ctx)
+	defer stopPacer()
+	cl.stopPacer = stopPacer
+
+	p, err := pace(pctx, pc, warm, total, cl.send, &diag)
+	if err == nil || errors.Is(err, context.Canceled) && cl.left.Load() == 0 {
+		if err := checkLag(p.lags, pc.maxLag); err != nil {
+			return sim.Point{}, diag, err
+		}
+	}
+	pt := sim.Point{Setup: pc.setup.Name, LoadPct: pc.loadPct, Cancellation: pc.mode, Seed: pc.seed, Suppressed: cl.sup,
+		Replicas: pc.replicas, Clients: 1}
+	if pc.replicas > 1 {
+		pt.Balancer = pc.balancer
+	}
+	var behind *BehindError
+	switch {
+	case errors.As(err, &behind) && behind.Limit > 0 && queued(reps) >= behind.InFlight/2:
+		// The calls in flight wait in the servers' queues: the server, not the client, cannot
+		// keep up. That is a collapse, a figure in its own right.
+		pt.Collapse = true
+		pt.Calls = behind.Call
+		return pt, diag, nil
+	case err != nil && !(errors.Is(err, context.Canceled) && cl.left.Load() == 0):
+		if ctx.Err() != nil && cl.left.Load() > 0 && behind == nil {
+			return pt, diag, fmt.Errorf("hedgeload: point did not end within %v: %w", pc.deadline, ctx.Err())
+		}
+		return pt, diag, err
+	}
+	if cl.left.Load() > 0 {
+		// Every call was sent and the measured ones have still not ended: the queue never
+		// drained.
+		pt.Collapse = true
+		return pt, diag, nil
+	}
+	if err := settle(pc, reps, acct); err != nil {
+		return pt, diag, err
+	}
+	diag.arrived, diag.reached = acct.arrived.Load(), acct.reached.Load()
+	cl.figures(&pt, &diag, reps)
+	return pt, diag, nil
+}
+
+// startReplicas starts the point's servers on loopback and returns them with their
+// addresses. The servers it started before an error are returned too, for the caller to close.
+func startReplicas(pc pointConfig, acct *accounts) ([]*server, []string, error) {
+	var reps []*server
 	for range pc.replicas {
 		rp, err := startReplica(serverConfig{
 			workers:  pc.workers,
@@ -122,7 +181,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			reports:  pc.setup.ServerLoad,
 		}, acct)
 		if err != nil {
-			return sim.Point{}, diag, err
+			return reps, nil, err
 		}
 		reps = append(reps, rp)
 	}
@@ -130,96 +189,111 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	for i, rp := range reps {
 		addrs[i] = rp.addr
 	}
+	return reps, addrs, nil
+}
 
-	var measuring atomic.Bool
-	var supMu sync.Mutex
-	sup := map[string]int64{}
-	pol := pc.setup.Config
+// caller is the client side of one real point: it sends each call, records what it saw, and
+// marks the window of the measured calls for the figures.
+type caller struct {
+	pc        pointConfig
+	ctx       context.Context // each call's parent: the point's deadline
+	warm      int
+	acct      *accounts
+	client    *http.Client
+	url       string
+	stopPacer func()
+
+	recs      []callRecord
+	left      atomic.Int64 // measured calls not yet ended
+	measuring atomic.Bool
+	supMu     sync.Mutex
+	sup       map[string]int64 // suppressions during the measured calls, by reason
+
+	winStart, winEnd   time.Time
+	areaStart, areaEnd float64
+	startOnce, endOnce sync.Once
+}
+
+// newClient builds the point's client: the setup's policy, its observer counting the
+// suppressions of the measured calls, over the servers at addrs.
+func (cl *caller) newClient(addrs []string) (*http.Client, func(), error) {
+	pol := cl.pc.setup.Config
 	user := pol.Observer
 	pol.Observer = func(e hedge.Event) {
 		if user != nil {
 			user(e)
 		}
-		if e.Kind == hedge.HedgeSuppressed && measuring.Load() {
-			supMu.Lock()
-			sup[e.Reason.String()]++
-			supMu.Unlock()
+		if e.Kind == hedge.HedgeSuppressed && cl.measuring.Load() {
+			cl.supMu.Lock()
+			cl.sup[e.Reason.String()]++
+			cl.supMu.Unlock()
 		}
 	}
 	var replicasOf func(string) []string
-	if pc.replicas > 1 {
+	if cl.pc.replicas > 1 {
 		replicasOf = func(string) []string { return addrs }
 	}
-	client, closeClient, err := newClient(pc.protocol, pol, replicasOf, pc.balancer)
+	return newClient(cl.pc.protocol, pol, replicasOf, cl.pc.balancer)
+}
+
+// send makes call i, due at due, and records it; the last measured call to end stops the pacer.
+func (cl *caller) send(i int, due time.Time) {
+	pc := cl.pc
+	measured := i >= cl.warm && i < pc.calls
+	if i == cl.warm {
+		cl.startOnce.Do(func() {
+			cl.measuring.Store(true)
+			cl.winStart = due
+			cl.areaStart = cl.acct.busyArea(due)
+		})
+	}
+	if i == pc.calls {
+		cl.measuring.Store(false)
+	}
+	rec := &cl.recs[i]
+	rec.winner = -1
+	cctx, ccancel := context.WithTimeout(cl.ctx, pc.callTimeout)
+	defer ccancel()
+	var lg hedge.Log
+	req, err := http.NewRequestWithContext(hedge.WithLog(cctx, &lg), http.MethodGet, cl.url, nil)
 	if err != nil {
-		return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
-	}
-	defer closeClient()
-	url := "http://" + addrs[0] + "/"
-
-	recs := make([]callRecord, total)
-	var left atomic.Int64 // measured calls not yet ended
-	left.Store(int64(pc.calls - warm))
-	pctx, stopPacer := context.WithCancel(ctx)
-	defer stopPacer()
-	var winStart, winEnd time.Time
-	var areaStart, areaEnd float64
-	var endOnce sync.Once
-	var startOnce sync.Once
-
-	send := func(i int, due time.Time) {
-		measured := i >= warm && i < pc.calls
-		if i == warm {
-			startOnce.Do(func() {
-				measuring.Store(true)
-				winStart = due
-				areaStart = acct.busyArea(due)
-			})
-		}
-		if i == pc.calls {
-			measuring.Store(false)
-		}
-		rec := &recs[i]
-		rec.winner = -1
-		cctx, ccancel := context.WithTimeout(ctx, pc.callTimeout)
-		defer ccancel()
-		var lg hedge.Log
-		req, err := http.NewRequestWithContext(hedge.WithLog(cctx, &lg), http.MethodGet, url, nil)
-		if err != nil {
-			rec.failed = true
+		rec.failed = true
+	} else {
+		req.Header.Set(callHeader, strconv.Itoa(i))
+		resp, err := cl.client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			rec.failed = resp.StatusCode != http.StatusOK
 		} else {
-			req.Header.Set(callHeader, strconv.Itoa(i))
-			resp, err := client.Do(req)
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				rec.failed = resp.StatusCode != http.StatusOK
-			} else {
-				rec.failed = true
-				rec.rejected = errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)
-			}
-		}
-		end := time.Now()
-		rec.lat = end.Sub(due)
-		for _, a := range lg.Attempts {
-			if a.Hedge {
-				rec.hedges++
-			}
-			if a.Result == hedge.OK {
-				rec.winner = int8(a.Index)
-				rec.won = a.Hedge
-			}
-		}
-		rec.ended = true
-		if measured && left.Add(-1) == 0 {
-			endOnce.Do(func() {
-				winEnd = end
-				areaEnd = acct.busyArea(end)
-				stopPacer()
-			})
+			rec.failed = true
+			rec.rejected = errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)
 		}
 	}
+	end := time.Now()
+	rec.lat = end.Sub(due)
+	for _, a := range lg.Attempts {
+		if a.Hedge {
+			rec.hedges++
+		}
+		if a.Result == hedge.OK {
+			rec.winner = int8(a.Index)
+			rec.won = a.Hedge
+		}
+	}
+	rec.ended = true
+	if measured && cl.left.Add(-1) == 0 {
+		cl.endOnce.Do(func() {
+			cl.winEnd = end
+			cl.areaEnd = cl.acct.busyArea(end)
+			cl.stopPacer()
+		})
+	}
+}
 
+// pace sends the point's calls on their schedule (or from closed-loop callers) until ctx ends,
+// and writes the generator's figures into diag.
+func pace(ctx context.Context, pc pointConfig, warm, total int, send func(int, time.Time), diag *diagnostics) (*pacer, error) {
 	lambda := rate(pc.loadPct, pc.workers, pc.replicas, pc.service)
 	offs := offsets(pc, total, lambda)
 	if pc.concurrency == 0 {
@@ -236,7 +310,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		closed:      pc.concurrency,
 	}
 	t0 := time.Now()
-	err = p.run(pctx, t0.Add(5*time.Millisecond))
+	err := p.run(ctx, t0.Add(5*time.Millisecond))
 	diag.DurationSecs = time.Since(t0).Seconds()
 	diag.Sent = len(p.lags)
 	diag.MaxInFlight = p.maxSeen
@@ -247,40 +321,15 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		diag.LagP99Us = float64(lags[len(lags)*99/100]) / 1e3
 		diag.LagMaxUs = float64(lags[len(lags)-1]) / 1e3
 	}
-	if err == nil || errors.Is(err, context.Canceled) && left.Load() == 0 {
-		if err := checkLag(p.lags, pc.maxLag); err != nil {
-			return sim.Point{}, diag, err
-		}
-	}
-	pt := sim.Point{Setup: pc.setup.Name, LoadPct: pc.loadPct, Cancellation: pc.mode, Seed: pc.seed, Suppressed: sup,
-		Replicas: pc.replicas, Clients: 1}
-	if pc.replicas > 1 {
-		pt.Balancer = pc.balancer
-	}
-	var behind *BehindError
-	switch {
-	case errors.As(err, &behind) && behind.Limit > 0 && queued(reps) >= behind.InFlight/2:
-		// The calls in flight wait in the servers' queues: the server, not the client, cannot
-		// keep up. That is a collapse, a figure in its own right.
-		pt.Collapse = true
-		pt.Calls = behind.Call
-		return pt, diag, nil
-	case err != nil && !(errors.Is(err, context.Canceled) && left.Load() == 0):
-		if ctx.Err() != nil && left.Load() > 0 && behind == nil {
-			return pt, diag, fmt.Errorf("hedgeload: point did not end within %v: %w", pc.deadline, ctx.Err())
-		}
-		return pt, diag, err
-	}
-	if left.Load() > 0 {
-		// Every call was sent and the measured ones have still not ended: the queue never
-		// drained.
-		pt.Collapse = true
-		return pt, diag, nil
-	}
-	// Losers the servers finish regardless ("ignored") still count in the server's figures.
+	return p, err
+}
+
+// settle waits for the servers to finish the losers they finish regardless ("ignored"), which
+// still count in the server's figures.
+func settle(pc pointConfig, reps []*server, acct *accounts) error {
 	for _, rp := range reps {
 		if err := rp.drain(time.Now().Add(pc.callTimeout)); err != nil {
-			return pt, diag, err
+			return err
 		}
 	}
 	if pc.mode == sim.Ignored {
@@ -293,13 +342,16 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		}
 		for _, rp := range reps {
 			if err := rp.drain(deadline); err != nil {
-				return pt, diag, err
+				return err
 			}
 		}
 	}
-	diag.arrived, diag.reached = acct.arrived.Load(), acct.reached.Load()
+	return nil
+}
 
-	// Figures over the measured calls, as the simulator computes them.
+// figures computes pt's figures over the measured calls, as the simulator computes them.
+func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
+	pc, warm, acct, recs := cl.pc, cl.warm, cl.acct, cl.recs
 	n := pc.calls - warm
 	var lat []int64
 	var failed, rejected, hedges, wins int
@@ -346,9 +398,9 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	}
 	pt.RejectedPct = 100 * float64(rejected) / float64(n)
 	pt.FailedPct = 100 * float64(failed) / float64(n)
-	if span := winEnd.Sub(winStart); span > 0 {
+	if span := cl.winEnd.Sub(cl.winStart); span > 0 {
 		diag.PerSecond = float64(n) / span.Seconds()
-		pt.UtilisationPct = 100 * (areaEnd - areaStart) / (float64(acct.workers) * float64(span))
+		pt.UtilisationPct = 100 * (cl.areaEnd - cl.areaStart) / (float64(acct.workers) * float64(span))
 	}
 	var waited time.Duration
 	var admitted uint64
@@ -364,7 +416,6 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	if served > 0 {
 		pt.WastedWorkPct = 100 * float64(wasted) / float64(served)
 	}
-	return pt, diag, nil
 }
 
 // holdExcessP50Us is the median, over the measured calls' winning attempts, of how much

@@ -121,17 +121,23 @@ func writeMarkdown(w io.Writer, rep Report) error {
 		}
 	}
 	b.WriteString("\n`failed %` is every failed call (rejected ones included) of the real run; percentiles count failed calls as slower than any success.\n")
+	writeGeneratorTable(&b, rep)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeGeneratorTable writes report.md's generator section: how late each point's calls were
+// sent, how many were in flight, the load offered and the overhead subtracted.
+func writeGeneratorTable(b *bytes.Buffer, rep Report) {
 	b.WriteString("\n## Generator\n\n")
 	b.WriteString("Offered: the measured calls' scheduled arrival rate, in % of the model's. Overhead: what the comparison subtracts (model ms), the calibrated round trip with the generator's lag at calibration traded for the point's.\n\n")
 	b.WriteString("| setup | load | cancellation | protocol | seed | lag p50 µs | lag p99 µs | lag max µs | most in flight | offered % | overhead ms | seconds |\n")
 	b.WriteString("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, p := range rep.Points {
 		g := p.Generator
-		fmt.Fprintf(&b, "| %s | %g%% | %s | %s | %d | %.0f | %.0f | %.0f | %d | %.2f | %.2f | %.1f |\n",
+		fmt.Fprintf(b, "| %s | %g%% | %s | %s | %d | %.0f | %.0f | %.0f | %d | %.2f | %.2f | %.1f |\n",
 			p.Setup, p.LoadPct, p.Cancellation, p.Protocol, p.Seed, g.LagP50Us, g.LagP99Us, g.LagMaxUs, g.MaxInFlight, g.OfferedPct, p.OverheadMs, g.DurationSecs)
 	}
-	_, err := w.Write(b.Bytes())
-	return err
 }
 
 // writeHTML writes report.html: the Markdown report's tables as an HTML page.

@@ -17,9 +17,9 @@ func sampleReport() Report {
 	simulated := real
 	simulated.P50Ms, simulated.P99Ms, simulated.P999Ms = 10.1, 26.0, 33.5
 	return Report{
-		Model: Model{Workers: 16, Replicas: 1, ServiceTime: "mixture", Calls: 22300, WarmupFraction: 0.1,
+		Model: Model{Model: sim.Model{Workers: 16, Replicas: 1, ServiceTime: "mixture", Calls: 22300, WarmupFraction: 0.1,
 			Seeds: []uint64{1}, LoadsPct: []float64{50}, Setups: []string{"recommended"},
-			Cancellations: []string{sim.Reaches}, Protocols: []string{HTTP2}, TimeScale: 1, BandPct: 15},
+			Cancellations: []string{sim.Reaches}}, Protocols: []string{HTTP2}, TimeScale: 1, BandPct: 15},
 		Calibration: []Calibration{{Protocol: HTTP2, RoundTripP50Us: 120, RoundTripP99Us: 400, SleepP50Us: 250, SleepP99Us: 900, OverheadUs: 370}},
 		Points: []Result{{Setup: "recommended", LoadPct: 50, Cancellation: sim.Reaches, Protocol: HTTP2, Seed: 1,
 			Real: real, Sim: simulated, SimSeeds: []uint64{1}, Agreement: compare(real, []sim.Point{simulated}, 0.37, 15)}},
@@ -43,6 +43,34 @@ func TestReportJSON(t *testing.T) {
 	}
 	if len(doc.Points) != 1 || doc.Model["time_scale"] != 1.0 || doc.Calibration[0]["overhead_us"] != 370.0 {
 		t.Fatalf("report.json = %s", b.String())
+	}
+	// The model is hedgesim's, keys flat, with hedgeload's own beside them: one vocabulary.
+	sm, err := json.Marshal(sim.Model{ClientInFlight: 1, HeavyClientShare: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var smKeys map[string]any
+	json.Unmarshal(sm, &smKeys)
+	rm := sampleReport().Model
+	rm.ClientInFlight, rm.HeavyClientShare = 1, 0.5
+	lm, err := json.Marshal(rm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lmKeys map[string]any
+	json.Unmarshal(lm, &lmKeys)
+	for k := range smKeys {
+		if _, ok := lmKeys[k]; !ok {
+			t.Errorf("hedgeload's model has no %q, hedgesim's key", k)
+		}
+	}
+	for _, k := range []string{"protocols", "time_scale", "server_scale", "band_pct", "max_lag_ms"} {
+		if _, ok := lmKeys[k]; !ok {
+			t.Errorf("hedgeload's model has no %q", k)
+		}
+	}
+	if len(lmKeys) != len(smKeys)+5 || doc.Model["workers"] != 16.0 || doc.Model["Model"] != nil {
+		t.Errorf("model keys = %v, want hedgesim's %v and five more, flat", slices.Sorted(maps.Keys(lmKeys)), slices.Sorted(maps.Keys(smKeys)))
 	}
 	p := doc.Points[0]
 	for k, want := range map[string]any{"setup": "recommended", "load_pct": 50.0, "cancellation": "reaches", "protocol": "http/2"} {

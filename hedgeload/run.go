@@ -38,23 +38,12 @@ type runConfig struct {
 	simSeeds    int           // simulated seeds per point; 0 = 10
 }
 
-// Model is the parameters of the run, as report.json's "model".
+// Model is the parameters of the run, as report.json's "model": hedgesim's model (the one
+// report vocabulary both tools write, its keys flat beside these) and what only a real run has.
 type Model struct {
-	Workers        int       `json:"workers"`
-	Replicas       int       `json:"replicas"`
-	Balancer       string    `json:"balancer"` // "" with one replica
-	Clients        int       `json:"clients"`  // always 1: one client process, one policy
-	ServiceTime    string    `json:"service_time"`
-	MeanServiceMs  float64   `json:"mean_service_ms"`
-	HedgeDelayMs   float64   `json:"hedge_delay_ms"`
-	Calls          int       `json:"calls"`
-	WarmupFraction float64   `json:"warmup_fraction"`
-	Seeds          []uint64  `json:"seeds"`
-	LoadsPct       []float64 `json:"loads_pct"`
-	Setups         []string  `json:"setups"`
-	Cancellations  []string  `json:"cancellations"`
-	Protocols      []string  `json:"protocols"`
-	TimeScale      float64   `json:"time_scale"` // wire time = model time × time_scale
+	sim.Model          // Clients is always 1: one client process, one policy
+	Protocols []string `json:"protocols"`
+	TimeScale float64  `json:"time_scale"` // wire time = model time × time_scale
 	// ServerScale is -server-scale: the real servers drew every service time this many times
 	// longer than the model's (1: the model; the simulator is never told).
 	ServerScale float64 `json:"server_scale"`
@@ -119,59 +108,112 @@ type job struct {
 // points that ended before it, and Stopped says why; the error is returned too.
 func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Result)) (Report, error) {
 	start := time.Now()
-	s := cfg.timeScale
-	wireSvc := scaleDist(cfg.service, s)
-	sets, err := setups(cfg.setups, cfg.hedgeDelay, s)
+	wireSvc := scaleDist(cfg.service, cfg.timeScale)
+	sets, err := setups(cfg.setups, cfg.hedgeDelay, cfg.timeScale)
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Model: Model{
-		Workers:        cfg.workers,
-		Replicas:       cfg.replicas,
-		Balancer:       cfg.balancer,
-		Clients:        1,
-		ServiceTime:    cfg.service.String(),
-		MeanServiceMs:  float64(cfg.service.Mean()) / 1e6,
-		HedgeDelayMs:   float64(cfg.hedgeDelay) / 1e6,
-		Calls:          cfg.calls,
-		WarmupFraction: cfg.warmup,
-		Seeds:          cfg.seeds,
-		LoadsPct:       cfg.loads,
-		Setups:         cfg.setups,
-		Cancellations:  cfg.modes,
-		Protocols:      cfg.protocols,
-		TimeScale:      s,
-		ServerScale:    serverScale(cfg),
-		BandPct:        cfg.band,
-		MaxLagMs:       float64(cfg.maxLag) / 1e6,
-	}}
+	rep := Report{Model: runModel(cfg)}
+	cal, err := calibrateAll(ctx, cfg, wireSvc, &rep)
+	if err != nil {
+		return rep, err
+	}
+	jobs, order := planJobs(cfg, sets)
+	results, ran, errs := runJobs(ctx, cfg, jobs, order, wireSvc, cal, progress)
+	for i := range jobs {
+		if ran[i] {
+			rep.Points = append(rep.Points, results[i])
+		}
+	}
+	rep.WallSeconds = time.Since(start).Seconds()
+	for i, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			j := jobs[i]
+			rep.Stopped = fmt.Sprintf("%s, %v%% load, %s, %s, seed %d: %v", j.setup.Name, j.load, j.mode, j.protocol, j.seed, e)
+			return rep, e
+		}
+	}
+	if len(rep.Points) < len(jobs) {
+		err := ctx.Err()
+		if err == nil {
+			err = errors.New("hedgeload: the run stopped before every point ran")
+		}
+		rep.Stopped = err.Error()
+		return rep, err
+	}
+	return rep, nil
+}
 
-	// Calibration, one protocol at a time, at the highest load's arrival rate.
+// runModel is the run's parameters as report.json's "model".
+func runModel(cfg runConfig) Model {
+	return Model{
+		Model: sim.Model{
+			Workers:        cfg.workers,
+			ServiceTime:    cfg.service.String(),
+			MeanServiceMs:  float64(cfg.service.Mean()) / 1e6,
+			HedgeDelayMs:   float64(cfg.hedgeDelay) / 1e6,
+			Calls:          cfg.calls,
+			WarmupFraction: cfg.warmup,
+			Seeds:          cfg.seeds,
+			LoadsPct:       cfg.loads,
+			Setups:         cfg.setups,
+			Cancellations:  cfg.modes,
+			Family:         sim.FamilyReference,
+			Replicas:       cfg.replicas,
+			Balancer:       cfg.balancer,
+			Clients:        1,
+		},
+		Protocols:   cfg.protocols,
+		TimeScale:   cfg.timeScale,
+		ServerScale: serverScale(cfg),
+		BandPct:     cfg.band,
+		MaxLagMs:    float64(cfg.maxLag) / 1e6,
+	}
+}
+
+// calibration is what the calibration measured, per protocol, for the points to use.
+type calibration struct {
+	overhead map[string]float64         // model ms
+	lag      map[string]float64         // wire µs
+	slack    map[string]time.Duration   // wire time
+	trips    map[string][]time.Duration // wire time
+}
+
+// calibrateAll calibrates one protocol at a time, at the highest load's arrival rate, and
+// appends each protocol's calibration to rep.
+func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, rep *Report) (calibration, error) {
+	s := cfg.timeScale
 	n := cfg.calibrateN
 	if n == 0 {
 		n = 2000
 	}
-	overhead := map[string]float64{}    // model ms
-	calLag := map[string]float64{}      // wire µs
-	slack := map[string]time.Duration{} // wire time
+	cal := calibration{
+		overhead: map[string]float64{},
+		lag:      map[string]float64{},
+		slack:    map[string]time.Duration{},
+		trips:    map[string][]time.Duration{},
+	}
 	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
-	trips := map[string][]time.Duration{} // wire time
 	if cfg.callers > 0 {
 		calRate, n = closedCalibrationRate, closedCalibrationCalls*n
 	}
 	for _, proto := range cfg.protocols {
 		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, calRate, cfg.callers)
 		if err != nil {
-			return rep, err
+			return cal, err
 		}
 		rep.Calibration = append(rep.Calibration, c)
-		overhead[proto] = c.OverheadUs / 1e3 / s
-		calLag[proto] = c.LagP50Us
-		slack[proto] = time.Duration(c.SleepP50Us * 1e3)
-		trips[proto] = c.trips
+		cal.overhead[proto] = c.OverheadUs / 1e3 / s
+		cal.lag[proto] = c.LagP50Us
+		cal.slack[proto] = time.Duration(c.SleepP50Us * 1e3)
+		cal.trips[proto] = c.trips
 	}
+	return cal, nil
+}
 
-	var jobs []job
+// planJobs lists every point of the run, in report order, and the order to run them in:
+// longest points (lowest load) first, so parallel runs end together.
+func planJobs(cfg runConfig, sets []sim.Setup) (jobs []job, order []int) {
 	for _, st := range sets {
 		for _, l := range cfg.loads {
 			for _, m := range cfg.modes {
@@ -183,8 +225,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 			}
 		}
 	}
-	// Longest points (lowest load) first, so parallel runs end together.
-	order := make([]int, len(jobs))
+	order = make([]int, len(jobs))
 	for i := range order {
 		order[i] = i
 	}
@@ -197,7 +238,13 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		}
 		return 0
 	})
+	return jobs, order
+}
 
+// runJobs runs the jobs in order, cfg.parallel at a time. The first error other than a
+// cancellation stops the others. Each job's result, whether it ran, and its error are
+// returned by the job's index.
+func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSvc sim.Distribution, cal calibration, progress func(done, total int, r Result)) ([]Result, []bool, []error) {
 	if progress != nil {
 		progress(0, len(jobs), Result{})
 	}
@@ -221,7 +268,8 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 				i := order[next]
 				next++
 				mu.Unlock()
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, overhead[jobs[i].protocol], calLag[jobs[i].protocol], slack[jobs[i].protocol], trips[jobs[i].protocol])
+				p := jobs[i].protocol
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.overhead[p], cal.lag[p], cal.slack[p], cal.trips[p])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -239,28 +287,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		})
 	}
 	wg.Wait()
-	for i := range jobs {
-		if ran[i] {
-			rep.Points = append(rep.Points, results[i])
-		}
-	}
-	rep.WallSeconds = time.Since(start).Seconds()
-	for i, e := range errs {
-		if e != nil && !errors.Is(e, context.Canceled) {
-			j := jobs[i]
-			rep.Stopped = fmt.Sprintf("%s, %v%% load, %s, %s, seed %d: %v", j.setup.Name, j.load, j.mode, j.protocol, j.seed, e)
-			return rep, e
-		}
-	}
-	if len(rep.Points) < len(jobs) {
-		err := ctx.Err()
-		if err == nil {
-			err = errors.New("hedgeload: the run stopped before every point ran")
-		}
-		rep.Stopped = err.Error()
-		return rep, err
-	}
-	return rep, nil
+	return results, ran, errs
 }
 
 // pointOverheadMs is the overhead a point's calls pay beyond the model, in model ms: the

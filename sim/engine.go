@@ -267,6 +267,8 @@ type runParams struct {
 	reports              bool // the servers report their load on every response (serverload.go)
 }
 
+// reset readies s for a run of p, reusing every buffer of the last run. It is long because
+// it is a list: one line per field of sim, to be kept beside the struct.
 func (s *sim) reset(p runParams, cl client) {
 	s.workers, s.dist, s.calls, s.warm, s.reaches = p.workers, p.dist, p.calls, p.warm, p.reaches
 	s.maxQueue, s.maxEvents, s.cl = p.maxQueue, p.maxEvents, cl

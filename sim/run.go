@@ -422,38 +422,8 @@ func (c SweepConfig) plan() (plan, error) {
 		delay = 20 * time.Millisecond
 	}
 	pl.params = params
-	all := Setups(delay)
-	names := c.Setups
-	if len(names) == 0 || slices.Contains(names, SetupAll) {
-		pl.setups = all
-		if len(names) == 0 && len(c.Extra) > 0 {
-			pl.setups = nil // only the extra setups were asked for
-		}
-	} else {
-		for _, n := range names {
-			i := slices.IndexFunc(all, func(s Setup) bool { return s.Name == n })
-			if i < 0 {
-				known := make([]string, len(all))
-				for j, s := range all {
-					known[j] = s.Name
-				}
-				return pl, fmt.Errorf("sim: unknown setup %q (known: %s, or %q)", n, strings.Join(known, "; "), SetupAll)
-			}
-			if !slices.ContainsFunc(pl.setups, func(s Setup) bool { return s.Name == n }) {
-				pl.setups = append(pl.setups, all[i])
-			}
-		}
-	}
-	for _, s := range c.Extra {
-		if s.Name == "" || slices.ContainsFunc(pl.setups, func(t Setup) bool { return t.Name == s.Name }) {
-			return pl, fmt.Errorf("sim: extra setup name %q is empty or already used", s.Name)
-		}
-		pl.setups = append(pl.setups, s)
-	}
-	for _, s := range pl.setups {
-		if _, err := hedge.New(s.Config); err != nil {
-			return pl, fmt.Errorf("sim: setup %q: %w", s.Name, err)
-		}
+	if pl.setups, err = c.planSetups(delay); err != nil {
+		return pl, err
 	}
 	pl.loads = c.Loads
 	if len(pl.loads) == 0 {
@@ -464,68 +434,132 @@ func (c SweepConfig) plan() (plan, error) {
 			return pl, err
 		}
 	}
-	for _, m := range c.Modes {
-		switch m {
-		case "both":
-			pl.modes = append(pl.modes, Ignored, Reaches)
-		case Ignored, Reaches:
-			pl.modes = append(pl.modes, m)
-		default:
-			return pl, fmt.Errorf("sim: cancellation must be %q, %q or \"both\", got %q", Ignored, Reaches, m)
-		}
+	if pl.modes, err = planModes(c.Modes); err != nil {
+		return pl, err
 	}
-	if len(pl.modes) == 0 {
-		pl.modes = []string{Ignored, Reaches}
-	}
-	pl.modes = dedup(pl.modes)
 	pl.seeds = c.Seeds
 	if len(pl.seeds) == 0 {
 		pl.seeds = []uint64{1, 2}
 	}
-	names = make([]string, len(pl.setups))
+	if pl.runs, err = c.planRuns(params, pl.setups, delay); err != nil {
+		return pl, err
+	}
+	pl.model = pl.sweepModel(fam, delay)
+	return pl, nil
+}
+
+// planSetups is the sweep's setups: the named ones (every one for none or "all", none when
+// only extras were asked for), then the extras, each checked by hedge.New.
+func (c SweepConfig) planSetups(delay time.Duration) ([]Setup, error) {
+	var setups []Setup
+	all := Setups(delay)
+	names := c.Setups
+	if len(names) == 0 || slices.Contains(names, SetupAll) {
+		setups = all
+		if len(names) == 0 && len(c.Extra) > 0 {
+			setups = nil // only the extra setups were asked for
+		}
+	} else {
+		for _, n := range names {
+			i := slices.IndexFunc(all, func(s Setup) bool { return s.Name == n })
+			if i < 0 {
+				known := make([]string, len(all))
+				for j, s := range all {
+					known[j] = s.Name
+				}
+				return nil, fmt.Errorf("sim: unknown setup %q (known: %s, or %q)", n, strings.Join(known, "; "), SetupAll)
+			}
+			if !slices.ContainsFunc(setups, func(s Setup) bool { return s.Name == n }) {
+				setups = append(setups, all[i])
+			}
+		}
+	}
+	for _, s := range c.Extra {
+		if s.Name == "" || slices.ContainsFunc(setups, func(t Setup) bool { return t.Name == s.Name }) {
+			return nil, fmt.Errorf("sim: extra setup name %q is empty or already used", s.Name)
+		}
+		setups = append(setups, s)
+	}
+	for _, s := range setups {
+		if _, err := hedge.New(s.Config); err != nil {
+			return nil, fmt.Errorf("sim: setup %q: %w", s.Name, err)
+		}
+	}
+	return setups, nil
+}
+
+// planModes is the sweep's cancellation modes, "both" spelled out, each once; none = both.
+func planModes(asked []string) ([]string, error) {
+	var modes []string
+	for _, m := range asked {
+		switch m {
+		case "both":
+			modes = append(modes, Ignored, Reaches)
+		case Ignored, Reaches:
+			modes = append(modes, m)
+		default:
+			return nil, fmt.Errorf("sim: cancellation must be %q, %q or \"both\", got %q", Ignored, Reaches, m)
+		}
+	}
+	if len(modes) == 0 {
+		modes = []string{Ignored, Reaches}
+	}
+	return dedup(modes), nil
+}
+
+// planRuns is every setup under each balancer, in report order. With replicas, the "no
+// hedge" baselines under random and p2c come first, whether or not they were asked for.
+func (c SweepConfig) planRuns(params Params, setups []Setup, delay time.Duration) ([]setupRun, error) {
+	var runs []setupRun
+	if params.Replicas <= 1 {
+		for _, s := range setups {
+			runs = append(runs, setupRun{s, params.Balancer})
+		}
+		return runs, nil
+	}
+	bals := c.Balancers
+	if len(bals) == 0 {
+		bals = []string{params.Balancer}
+	}
+	if slices.Contains(bals, "all") {
+		bals = Balancers
+	}
+	for _, b := range bals {
+		if err := checkBalancer(b); err != nil {
+			return nil, err
+		}
+	}
+	bals = dedup(bals)
+	var nh Setup
+	for _, s := range Setups(delay) {
+		if s.Name == SetupNoHedge {
+			nh = s
+		}
+	}
+	has := func(name, b string) bool {
+		return slices.Contains(bals, b) && slices.ContainsFunc(setups, func(s Setup) bool { return s.Name == name })
+	}
+	for _, b := range []string{BalancerRandom, BalancerP2C} { // the baselines, first
+		if !has(SetupNoHedge, b) {
+			runs = append(runs, setupRun{nh, b})
+		}
+	}
+	for _, s := range setups {
+		for _, b := range bals {
+			runs = append(runs, setupRun{s, b})
+		}
+	}
+	return runs, nil
+}
+
+// sweepModel is the planned sweep's report.json "model".
+func (pl plan) sweepModel(fam Family, delay time.Duration) Model {
+	params := pl.params
+	names := make([]string, len(pl.setups))
 	for i, s := range pl.setups {
 		names[i] = s.Name
 	}
-	pl.runs = nil
-	if params.Replicas <= 1 {
-		for _, s := range pl.setups {
-			pl.runs = append(pl.runs, setupRun{s, params.Balancer})
-		}
-	} else {
-		bals := c.Balancers
-		if len(bals) == 0 {
-			bals = []string{params.Balancer}
-		}
-		if slices.Contains(bals, "all") {
-			bals = Balancers
-		}
-		for _, b := range bals {
-			if err := checkBalancer(b); err != nil {
-				return pl, err
-			}
-		}
-		bals = dedup(bals)
-		var nh Setup
-		for _, s := range Setups(delay) {
-			if s.Name == SetupNoHedge {
-				nh = s
-			}
-		}
-		has := func(name, b string) bool {
-			return slices.Contains(bals, b) && slices.ContainsFunc(pl.setups, func(s Setup) bool { return s.Name == name })
-		}
-		for _, b := range []string{BalancerRandom, BalancerP2C} { // the baselines, first
-			if !has(SetupNoHedge, b) {
-				pl.runs = append(pl.runs, setupRun{nh, b})
-			}
-		}
-		for _, s := range pl.setups {
-			for _, b := range bals {
-				pl.runs = append(pl.runs, setupRun{s, b})
-			}
-		}
-	}
-	pl.model = Model{
+	return Model{
 		Workers:          params.Workers,
 		ServiceTime:      params.Service.String(),
 		MeanServiceMs:    float64(params.Service.Mean()) / 1e6,
@@ -544,7 +578,6 @@ func (c SweepConfig) plan() (plan, error) {
 		HeavyClientShare: params.HeavyClientShare,
 		TieDelayMs:       float64(params.TieDelay) / 1e6,
 	}
-	return pl, nil
 }
 
 // setupRun is a setup under a balancer.

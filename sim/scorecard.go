@@ -216,12 +216,9 @@ func scorecardPoint(f Family, hedged, noHedge Point) ScorecardPoint {
 	return sp
 }
 
-// Scorecard runs cfg's setup and "no hedge" on every family × load × mode × seed and judges each
-// point (a family with a MaxLoadPct runs only the loads up to it). Points come in a fixed order (family, load, mode, seed), so the same configuration
-// gives the same result. progress, when not nil, is called after each run with the runs done
-// and the total, from the scorecard's goroutines but never two at once. It stops early with
-// ctx's error.
-func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, total int)) (ScorecardResult, error) {
+// candidate is the setup the scorecard judges: cfg.Candidate, else the named one (default
+// "recommended").
+func (cfg ScorecardConfig) candidate() (Setup, error) {
 	setup := cfg.Candidate
 	if setup.Name == "" {
 		name := cfg.Setup
@@ -231,9 +228,38 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 		all := Setups(0)
 		i := slices.IndexFunc(all, func(s Setup) bool { return s.Name == name })
 		if i < 0 {
-			return ScorecardResult{}, fmt.Errorf("sim: unknown setup %q", name)
+			return Setup{}, fmt.Errorf("sim: unknown setup %q", name)
 		}
 		setup = all[i]
+	}
+	return setup, nil
+}
+
+// familiesByName is the named families, in order; none = every family.
+func familiesByName(names []string) ([]Family, error) {
+	var fams []Family
+	if len(names) == 0 {
+		fams = Families()
+	}
+	for _, n := range names {
+		f, err := FamilyByName(n)
+		if err != nil {
+			return nil, err
+		}
+		fams = append(fams, f)
+	}
+	return fams, nil
+}
+
+// Scorecard runs cfg's setup and "no hedge" on every family × load × mode × seed and judges each
+// point (a family with a MaxLoadPct runs only the loads up to it). Points come in a fixed order (family, load, mode, seed), so the same configuration
+// gives the same result. progress, when not nil, is called after each run with the runs done
+// and the total, from the scorecard's goroutines but never two at once. It stops early with
+// ctx's error.
+func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, total int)) (ScorecardResult, error) {
+	setup, err := cfg.candidate()
+	if err != nil {
+		return ScorecardResult{}, err
 	}
 	var noHedge Setup
 	for _, s := range Setups(0) {
@@ -241,36 +267,18 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 			noHedge = s
 		}
 	}
-	var fams []Family
-	if len(cfg.Families) == 0 {
-		fams = Families()
-	}
-	for _, n := range cfg.Families {
-		f, err := FamilyByName(n)
-		if err != nil {
-			return ScorecardResult{}, err
-		}
-		fams = append(fams, f)
+	fams, err := familiesByName(cfg.Families)
+	if err != nil {
+		return ScorecardResult{}, err
 	}
 	loads := cfg.Loads
 	if len(loads) == 0 {
 		loads = []float64{30, 50, 70, 85, 95}
 	}
-	var modes []string
-	for _, m := range cfg.Modes {
-		switch m {
-		case "both":
-			modes = append(modes, Ignored, Reaches)
-		case Ignored, Reaches:
-			modes = append(modes, m)
-		default:
-			return ScorecardResult{}, fmt.Errorf("sim: cancellation must be %q, %q or \"both\", got %q", Ignored, Reaches, m)
-		}
+	modes, err := planModes(cfg.Modes)
+	if err != nil {
+		return ScorecardResult{}, err
 	}
-	if len(modes) == 0 {
-		modes = []string{Ignored, Reaches}
-	}
-	modes = dedup(modes)
 	seeds := cfg.Seeds
 	if len(seeds) == 0 {
 		seeds = []uint64{1, 2, 3}

@@ -39,6 +39,8 @@ func ScriptCall(p *hedge.Policy, start time.Time, latencies []time.Duration) (he
 }
 
 // RunScript runs the scripted call s of p, starting at start; see ScriptCall.
+// It is long because its action handler and its event loop share the call's virtual-clock
+// state (the heap, the timer generation, the attempts in flight) as one closure.
 func RunScript(p *hedge.Policy, start time.Time, s Script) (hedge.Log, error) {
 	const (
 		evAnswer = iota

@@ -95,6 +95,7 @@ Flags:
 
 // parseArgs parses the command line. setupNames are the setups the simulator knows, in their
 // reference order. Errors are *usageError, except flag.ErrHelp for -h.
+// It is long because it is the flag table: one declaration and one check per flag.
 func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("hedgesim", flag.ContinueOnError)
 	// The flag package would print the whole usage after every mistake; the command prints the

@@ -44,6 +44,8 @@ func main() {
 	}
 }
 
+// run is the example, top to bottom: the dependency, the metrics pipeline, the hedging client,
+// the requests and the scrape. It is long because it is read as one story, as an Example is.
 func run(out io.Writer, requests int, listen string, hold time.Duration) error {
 	requests = min(max(requests, 1), 100000)
 

@@ -319,6 +319,8 @@ func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 // fmtTick formats a tick value in ms: "10", "200", "5000".
 func fmtTick(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
+// write writes the chart as an SVG: the title, the frame and axes, each setup's series, and
+// the legend.
 func (c *chart) write(bw *bufio.Writer) {
 	n := len(c.series)
 	maxName := 0
@@ -350,6 +352,30 @@ func (c *chart) write(bw *bufio.Writer) {
 		return plotBottom - (math.Log10(v)-llo)/(lhi-llo)*(plotBottom-plotTop)
 	}
 
+	c.writeFrame(bw, xOf, yOf)
+	for i, s := range c.series {
+		c.writeSeries(bw, i, s, xOf, yOf)
+	}
+	// Legend: line sample with marker, then the setup's name, in as many columns as fit.
+	for i, s := range c.series {
+		colour, dash, mk := lineColours[i%len(lineColours)], lineDashes[i%len(lineDashes)], markers[i%len(markers)]
+		col, row := i%cols, i/cols
+		x := legendLeft + float64(col)*colW
+		y := legendTop + float64(row)*legendRow
+		dashAttr := ""
+		if dash != "" {
+			dashAttr = " stroke-dasharray=\"" + dash + "\""
+		}
+		fmt.Fprintf(bw, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\" stroke-width=\"2\"%s/>",
+			f1(x), f1(y), f1(x+legendLineW), f1(y), colour, dashAttr)
+		writeMarker(bw, mk, x+legendLineW/2, y, colour)
+		fmt.Fprintf(bw, "<text x=\"%s\" y=\"%s\">%s</text>\n", f1(x+legendLineW+8), f1(y+4), esc(s.name))
+	}
+	bw.WriteString("</svg>\n")
+}
+
+// writeFrame writes the collapse band, the grid, the ticks and the axes with their labels.
+func (c *chart) writeFrame(bw *bufio.Writer, xOf, yOf func(float64) float64) {
 	// Collapse band.
 	fmt.Fprintf(bw, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"#fbe3e3\"/>\n",
 		f1(plotLeft), f1(bandTop), f1(plotRight-plotLeft), f1(bandBottom-bandTop))
@@ -388,111 +414,73 @@ func (c *chart) write(bw *bufio.Writer) {
 		f1((plotLeft+plotRight)/2), f1(plotBottom+36))
 	fmt.Fprintf(bw, "<text transform=\"translate(16 %s) rotate(-90)\" text-anchor=\"middle\" fill=\"#333\">%s latency, ms (log scale)</text>\n",
 		f1((plotTop+plotBottom)/2), esc(c.label))
+}
 
-	// Series: one path per setup (broken where a load has no point), then its markers.
-	for i, s := range c.series {
-		colour, dash, mk := lineColours[i%len(lineColours)], lineDashes[i%len(lineDashes)], markers[i%len(markers)]
-		dx := (float64(i) - float64(n-1)/2) * 2.5 // a small dodge so identical points stay visible
-		type pt struct {
-			x, y     float64
-			kind     int // 0 on scale, 1 off the top, 2 collapse, 3 failed
-			value    float64
-			load     float64
-			hasPoint bool
+// writeSeries writes setup i's series: one path (broken where a load has no point), then its
+// markers.
+func (c *chart) writeSeries(bw *bufio.Writer, i int, s series, xOf, yOf func(float64) float64) {
+	n := len(c.series)
+	colour, dash, mk := lineColours[i%len(lineColours)], lineDashes[i%len(lineDashes)], markers[i%len(markers)]
+	dx := (float64(i) - float64(n-1)/2) * 2.5 // a small dodge so identical points stay visible
+	pts := c.points(s, dx, xOf, yOf)
+	var d strings.Builder
+	pen := false
+	for _, p := range pts {
+		if !p.hasPoint {
+			pen = false
+			continue
 		}
-		pts := make([]pt, len(c.loads))
-		for j, l := range c.loads {
-			p := pt{x: xOf(l) + dx, load: l}
-			switch y := s.ys[j]; {
-			case s.collapse[j]:
-				p.hasPoint, p.kind, p.y = true, 2, (bandTop+bandBottom)/2
-			case math.IsNaN(y):
-			case sim.IsFailed(y):
-				p.hasPoint, p.kind, p.y = true, 3, plotTop
-			case y > c.hi:
-				p.hasPoint, p.kind, p.y, p.value = true, 1, plotTop, y
-			default:
-				p.hasPoint, p.value = true, y
-				p.y = yOf(max(y, c.lo))
-			}
-			pts[j] = p
+		if pen {
+			d.WriteString("L")
+		} else {
+			d.WriteString("M")
 		}
-		var d strings.Builder
-		pen := false
-		for _, p := range pts {
-			if !p.hasPoint {
-				pen = false
-				continue
-			}
-			if pen {
-				d.WriteString("L")
-			} else {
-				d.WriteString("M")
-			}
-			d.WriteString(f1(p.x) + " " + f1(p.y))
-			pen = true
+		d.WriteString(f1(p.x) + " " + f1(p.y))
+		pen = true
+	}
+	dashAttr := ""
+	if dash != "" {
+		dashAttr = " stroke-dasharray=\"" + dash + "\""
+	}
+	fmt.Fprintf(bw, "<g class=\"setup\" data-setup=\"%s\">\n", esc(s.name))
+	if d.Len() > 0 {
+		fmt.Fprintf(bw, "<path class=\"series\" d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\"%s/>\n",
+			d.String(), colour, dashAttr)
+	}
+	for _, p := range pts {
+		if !p.hasPoint {
+			continue
 		}
-		dashAttr := ""
-		if dash != "" {
-			dashAttr = " stroke-dasharray=\"" + dash + "\""
+		tip := s.name + ", " + fmtLoad(p.load) + ": "
+		switch p.kind {
+		case 2:
+			tip += collapseText
+		case 3:
+			tip += c.label + " " + failedText + " (lands on failed calls)"
+		default:
+			tip += c.label + " " + fmtMs(p.value) + " ms"
 		}
-		fmt.Fprintf(bw, "<g class=\"setup\" data-setup=\"%s\">\n", esc(s.name))
-		if d.Len() > 0 {
-			fmt.Fprintf(bw, "<path class=\"series\" d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\"%s/>\n",
-				d.String(), colour, dashAttr)
-		}
-		for _, p := range pts {
-			if !p.hasPoint {
-				continue
+		fmt.Fprintf(bw, "<g><title>%s</title>", esc(tip))
+		switch p.kind {
+		case 2:
+			writeCross(bw, p.x, p.y, colour)
+		case 1, 3:
+			tx, anchor := p.x+7, "start"
+			if p.x > (plotLeft+plotRight)/2 {
+				tx, anchor = p.x-7, "end"
 			}
-			tip := s.name + ", " + fmtLoad(p.load) + ": "
-			switch p.kind {
-			case 2:
-				tip += collapseText
-			case 3:
-				tip += c.label + " " + failedText + " (lands on failed calls)"
-			default:
-				tip += c.label + " " + fmtMs(p.value) + " ms"
+			label := failedText
+			if p.kind == 1 {
+				label = fmtDuration(p.value)
 			}
-			fmt.Fprintf(bw, "<g><title>%s</title>", esc(tip))
-			switch p.kind {
-			case 2:
-				writeCross(bw, p.x, p.y, colour)
-			case 1, 3:
-				tx, anchor := p.x+7, "start"
-				if p.x > (plotLeft+plotRight)/2 {
-					tx, anchor = p.x-7, "end"
-				}
-				label := failedText
-				if p.kind == 1 {
-					label = fmtDuration(p.value)
-				}
-				fmt.Fprintf(bw, "<path d=\"M%s %sl5 8h-10z\" fill=\"%s\"/><text x=\"%s\" y=\"%s\" text-anchor=\"%s\" font-size=\"10\" fill=\"%s\">%s</text>",
-					f1(p.x), f1(p.y-4), colour, f1(tx), f1(p.y+5), anchor, colour, esc(label))
-			default:
-				writeMarker(bw, mk, p.x, p.y, colour)
-			}
-			bw.WriteString("</g>\n")
+			fmt.Fprintf(bw, "<path d=\"M%s %sl5 8h-10z\" fill=\"%s\"/><text x=\"%s\" y=\"%s\" text-anchor=\"%s\" font-size=\"10\" fill=\"%s\">%s</text>",
+				f1(p.x), f1(p.y-4), colour, f1(tx), f1(p.y+5), anchor, colour, esc(label))
+		default:
+			writeMarker(bw, mk, p.x, p.y, colour)
 		}
 		bw.WriteString("</g>\n")
 	}
-
-	// Legend: line sample with marker, then the setup's name, in as many columns as fit.
-	for i, s := range c.series {
-		colour, dash, mk := lineColours[i%len(lineColours)], lineDashes[i%len(lineDashes)], markers[i%len(markers)]
-		col, row := i%cols, i/cols
-		x := legendLeft + float64(col)*colW
-		y := legendTop + float64(row)*legendRow
-		dashAttr := ""
-		if dash != "" {
-			dashAttr = " stroke-dasharray=\"" + dash + "\""
-		}
-		fmt.Fprintf(bw, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\" stroke-width=\"2\"%s/>",
-			f1(x), f1(y), f1(x+legendLineW), f1(y), colour, dashAttr)
-		writeMarker(bw, mk, x+legendLineW/2, y, colour)
-		fmt.Fprintf(bw, "<text x=\"%s\" y=\"%s\">%s</text>\n", f1(x+legendLineW+8), f1(y+4), esc(s.name))
-	}
-	bw.WriteString("</svg>\n")
+	bw.WriteString("</g>\n")
 }
 
 // writeMarker draws a point marker of the given shape; shapes starting with "o" are hollow.
@@ -520,4 +508,35 @@ func writeMarker(bw *bufio.Writer, shape string, x, y float64, colour string) {
 func writeCross(bw *bufio.Writer, x, y float64, colour string) {
 	fmt.Fprintf(bw, "<path d=\"M%s %sl9 9M%s %sl-9 9\" stroke=\"%s\" stroke-width=\"2.5\" stroke-linecap=\"round\"/>",
 		f1(x-4.5), f1(y-4.5), f1(x+4.5), f1(y-4.5), colour)
+}
+
+// plotPoint is where one load's figure of a series goes on the chart.
+type plotPoint struct {
+	x, y     float64
+	kind     int // 0 on scale, 1 off the top, 2 collapse, 3 failed
+	value    float64
+	load     float64
+	hasPoint bool
+}
+
+// points places series s's figures on the chart, dodged by dx.
+func (c *chart) points(s series, dx float64, xOf, yOf func(float64) float64) []plotPoint {
+	pts := make([]plotPoint, len(c.loads))
+	for j, l := range c.loads {
+		p := plotPoint{x: xOf(l) + dx, load: l}
+		switch y := s.ys[j]; {
+		case s.collapse[j]:
+			p.hasPoint, p.kind, p.y = true, 2, (bandTop+bandBottom)/2
+		case math.IsNaN(y):
+		case sim.IsFailed(y):
+			p.hasPoint, p.kind, p.y = true, 3, plotTop
+		case y > c.hi:
+			p.hasPoint, p.kind, p.y, p.value = true, 1, plotTop, y
+		default:
+			p.hasPoint, p.value = true, y
+			p.y = yOf(max(y, c.lo))
+		}
+		pts[j] = p
+	}
+	return pts
 }

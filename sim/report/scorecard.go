@@ -55,25 +55,7 @@ func WriteScorecardMarkdown(w io.Writer, r sim.ScorecardResult) error {
 		"stragglers are at least %g %% of its service times: p99 at %s load at most %g × no hedge's.\n\n",
 		sim.HoldRatio, sim.HoldSlackMs, 100*sim.PayoffMinShare, joinLoads(sim.PayoffLoads), sim.PayoffRatio)
 
-	var fams, modes []string
-	var loads []float64
-	var seeds []uint64
-	for _, p := range r.Points {
-		fams = appendUnique(fams, p.Family)
-		modes = appendUnique(modes, p.Cancellation)
-		loads = appendUnique(loads, p.LoadPct)
-		seeds = appendUnique(seeds, p.Seed)
-	}
-	slices.Sort(loads)
-	at := func(f string, l float64, m string) []sim.ScorecardPoint {
-		var ps []sim.ScorecardPoint
-		for _, p := range r.Points {
-			if p.Family == f && p.LoadPct == l && p.Cancellation == m {
-				ps = append(ps, p)
-			}
-		}
-		return ps
-	}
+	fams, modes, loads, seeds := scorecardAxes(r)
 	head := []string{"family"}
 	for _, l := range loads {
 		head = append(head, fmtLoad(l))
@@ -85,23 +67,7 @@ func WriteScorecardMarkdown(w io.Writer, r sim.ScorecardResult) error {
 		for _, f := range fams {
 			row := []string{f}
 			for _, l := range loads {
-				ps := at(f, l, m)
-				if len(ps) == 0 {
-					row = append(row, "")
-					continue
-				}
-				worst, ok := ps[0], true
-				for _, p := range ps {
-					ok = ok && p.Holds
-					if (!p.Holds && worst.Holds) || (p.Holds == worst.Holds && ratio(p) > ratio(worst)) {
-						worst = p
-					}
-				}
-				mark := "✓"
-				if !ok {
-					mark = "✗"
-				}
-				row = append(row, mark+" "+scoreMs(worst.P99Ms, worst.Hedged.Collapse)+" / "+scoreMs(worst.NoHedgeP99Ms, worst.NoHedge.Collapse))
+				row = append(row, mdCell(pointsAt(r, f, l, m)))
 			}
 			t.rows = append(t.rows, row)
 		}
@@ -109,36 +75,7 @@ func WriteScorecardMarkdown(w io.Writer, r sim.ScorecardResult) error {
 	}
 
 	if checked > 0 {
-		ph := []string{"family", "cancellation"}
-		for _, l := range sim.PayoffLoads {
-			ph = append(ph, fmtLoad(l))
-		}
-		t := table{head: ph}
-		for _, f := range fams {
-			for _, m := range modes {
-				row := []string{f, m}
-				any := false
-				for _, l := range sim.PayoffLoads {
-					var cells []string
-					for _, p := range at(f, l, m) {
-						if p.Payoff == nil {
-							continue
-						}
-						any = true
-						mark := "✓"
-						if !*p.Payoff {
-							mark = "✗"
-						}
-						cells = append(cells, mark+" "+scoreMs(p.P99Ms, p.Hedged.Collapse)+" / "+scoreMs(p.NoHedgeP99Ms, p.NoHedge.Collapse))
-					}
-					row = append(row, strings.Join(cells, ", "))
-				}
-				if any {
-					t.rows = append(t.rows, row)
-				}
-			}
-		}
-		writeMDTable(bw, t, fmt.Sprintf("## Payoff (p99 of %s / no hedge, ms, each seed; ✓ at most %g ×)", r.Setup, sim.PayoffRatio))
+		writeMDTable(bw, payoffTable(r, fams, modes), fmt.Sprintf("## Payoff (p99 of %s / no hedge, ms, each seed; ✓ at most %g ×)", r.Setup, sim.PayoffRatio))
 	}
 
 	var bad []sim.ScorecardPoint
@@ -158,6 +95,81 @@ func WriteScorecardMarkdown(w io.Writer, r sim.ScorecardResult) error {
 		writeMDTable(bw, t, "")
 	}
 	return bw.Flush()
+}
+
+// scorecardAxes is what r's points range over: the families, modes and seeds in the order
+// they first appear, the loads sorted.
+func scorecardAxes(r sim.ScorecardResult) (fams, modes []string, loads []float64, seeds []uint64) {
+	for _, p := range r.Points {
+		fams = appendUnique(fams, p.Family)
+		modes = appendUnique(modes, p.Cancellation)
+		loads = appendUnique(loads, p.LoadPct)
+		seeds = appendUnique(seeds, p.Seed)
+	}
+	slices.Sort(loads)
+	return fams, modes, loads, seeds
+}
+
+// worstSeed is the worst of a cell's seeds (one that does not hold first, then the highest
+// p99 ratio), and whether every seed holds.
+func worstSeed(ps []sim.ScorecardPoint) (worst sim.ScorecardPoint, ok bool) {
+	worst, ok = ps[0], true
+	for _, p := range ps {
+		ok = ok && p.Holds
+		if (!p.Holds && worst.Holds) || (p.Holds == worst.Holds && ratio(p) > ratio(worst)) {
+			worst = p
+		}
+	}
+	return worst, ok
+}
+
+// mdCell is one family × load × mode cell of scorecard.md: whether every seed holds, then the
+// worst seed's p99 against no hedge's; "" for a load not run.
+func mdCell(ps []sim.ScorecardPoint) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	worst, ok := worstSeed(ps)
+	mark := "✓"
+	if !ok {
+		mark = "✗"
+	}
+	return mark + " " + scoreMs(worst.P99Ms, worst.Hedged.Collapse) + " / " + scoreMs(worst.NoHedgeP99Ms, worst.NoHedge.Collapse)
+}
+
+// payoffTable is scorecard.md's payoff table: each seed's p99 against no hedge's at the
+// payoff loads, for every family × mode with a checked point.
+func payoffTable(r sim.ScorecardResult, fams, modes []string) table {
+	ph := []string{"family", "cancellation"}
+	for _, l := range sim.PayoffLoads {
+		ph = append(ph, fmtLoad(l))
+	}
+	t := table{head: ph}
+	for _, f := range fams {
+		for _, m := range modes {
+			row := []string{f, m}
+			any := false
+			for _, l := range sim.PayoffLoads {
+				var cells []string
+				for _, p := range pointsAt(r, f, l, m) {
+					if p.Payoff == nil {
+						continue
+					}
+					any = true
+					mark := "✓"
+					if !*p.Payoff {
+						mark = "✗"
+					}
+					cells = append(cells, mark+" "+scoreMs(p.P99Ms, p.Hedged.Collapse)+" / "+scoreMs(p.NoHedgeP99Ms, p.NoHedge.Collapse))
+				}
+				row = append(row, strings.Join(cells, ", "))
+			}
+			if any {
+				t.rows = append(t.rows, row)
+			}
+		}
+	}
+	return t
 }
 
 // ratio is how far a point's p99 is from no hedge's, for choosing the worst seed.

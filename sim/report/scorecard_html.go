@@ -6,7 +6,6 @@ import (
 	"html"
 	"io"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/hedgekit/hedge/sim"
@@ -20,20 +19,12 @@ import (
 // p99s, and is marked ✗ with a red frame when a seed does not hold (then its reasons are in
 // the cell's tooltip and in the list below the grids). The page is self-contained: no script,
 // no external resource.
+// It is long because it is a template: the page's style sheet and markup, in page order.
 func WriteScorecardHTML(w io.Writer, r sim.ScorecardResult) error {
 	bw := bufio.NewWriter(w)
 	held, total := r.Held()
 	paid, checked := r.Paid()
-	var fams, modes []string
-	var loads []float64
-	var seeds []uint64
-	for _, p := range r.Points {
-		fams = appendUnique(fams, p.Family)
-		modes = appendUnique(modes, p.Cancellation)
-		loads = appendUnique(loads, p.LoadPct)
-		seeds = appendUnique(seeds, p.Seed)
-	}
-	slices.Sort(loads)
+	fams, modes, loads, seeds := scorecardAxes(r)
 	title := fmt.Sprintf("Safety scorecard: %s against no hedge", r.Setup)
 	fmt.Fprintf(bw, `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>%s</title>
@@ -136,13 +127,9 @@ func writeCell(bw *bufio.Writer, ps []sim.ScorecardPoint) {
 		bw.WriteString(`<td class="c none" title="not run at this load">–</td>`)
 		return
 	}
-	worst, ok := ps[0], true
+	worst, ok := worstSeed(ps)
 	var tips []string
 	for _, p := range ps {
-		ok = ok && p.Holds
-		if (!p.Holds && worst.Holds) || (p.Holds == worst.Holds && ratio(p) > ratio(worst)) {
-			worst = p
-		}
 		tip := fmt.Sprintf("seed %d: p99 %s / %s ms, p99.9 %s / %s ms", p.Seed,
 			scoreMs(p.P99Ms, p.Hedged.Collapse), scoreMs(p.NoHedgeP99Ms, p.NoHedge.Collapse),
 			scoreMs(p.P999Ms, p.Hedged.Collapse), scoreMs(p.NoHedgeP999Ms, p.NoHedge.Collapse))
