@@ -129,10 +129,11 @@ type callState struct {
 	winner    int
 	err       error
 	ended     int
-	unsent    int   // attempts that never reached the dependency, resent at once
-	seq       int64 // this call's number in the policy, from 1
-	permanent bool  // an attempt failed Permanent: no new attempts start
-	won       int   // the attempt that succeeded, kept when a panic takes the win away; -1 if none
+	unsent    int       // attempts that never reached the dependency, resent at once
+	seq       int64     // this call's number in the policy, from 1
+	permanent bool      // an attempt failed Permanent: no new attempts start
+	pushback  time.Time // no retry before it: an attempt's Outcome.RetryAfter (gRPC's pushback, Retry-After)
+	won       int       // the attempt that succeeded, kept when a panic takes the win away; -1 if none
 	panicked  *PanicError
 }
 
@@ -571,6 +572,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	a.unsent = o.Unsent
 	a.local = o.Unsent || o.Ejected
 	a.permanent = o.Class == Permanent
+	if o.RetryAfter > 0 && now.Add(o.RetryAfter).After(c.pushback) {
+		c.pushback = now.Add(o.RetryAfter)
+	}
 	if o.Overload {
 		c.release(now, a, limit.Dropped)
 		p.noteOverload(now, o.RetryAfter)
@@ -642,7 +646,9 @@ func (c *Call) retryOrFail(now time.Time) {
 	case !p.bud.TryWithdraw(now):
 		c.fail(now, ErrBudgetExhausted)
 	default:
-		d := c.backoff()
+		// The server said when it will take another request (a pushback, a Retry-After):
+		// a retry sooner, to whichever replica, would only add to its load.
+		d := max(c.backoff(), c.pushback.Sub(now))
 		c.retries++
 		p.retries.Add(1)
 		c.emit(Event{Kind: RetryScheduled, Time: now, Attempt: len(c.attempts) - 1, Delay: d})

@@ -144,3 +144,21 @@ func TestCallResetReusesWithoutLeakingState(t *testing.T) {
 		t.Errorf("a reused Call allocates %v times per call, want 0", allocs)
 	}
 }
+
+// TestCallRetryWaitsPushback: an answer that asks to be left alone for 800ms (gRPC's
+// pushback) holds the call's retry back that long, not just the backoff.
+func TestCallRetryWaitsPushback(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Attempts: 2, Budget: noBudget, Backoff: hedge.Backoff{Initial: 5 * time.Millisecond, Jitter: -1}})
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(ms(0))
+	o := hedge.Outcome{Class: hedge.Retriable, Err: errors.New("RESOURCE_EXHAUSTED"), Overload: true, RetryAfter: 800 * time.Millisecond}
+	if got := actions(c.AttemptDone(ms(2), 0, o)); got != "timer 802ms" {
+		t.Fatalf("pushback: %q, want the retry 800ms after the answer", got)
+	}
+	if got := actions(c.TimerFired(ms(7))); got != "" {
+		t.Fatalf("at the backoff: %q, want nothing before the pushback", got)
+	}
+	if got := actions(c.TimerFired(ms(802))); got != "start 1 retry" {
+		t.Fatalf("at the pushback: %q", got)
+	}
+}

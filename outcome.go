@@ -39,7 +39,10 @@ type Outcome struct {
 	Err error
 	// Overload says the dependency signalled overload: hedging pauses for the policy's
 	// cool-down, or RetryAfter when longer.
-	Overload   bool
+	Overload bool
+	// RetryAfter is how long the dependency asked to be left alone (gRPC's retry pushback,
+	// HTTP's Retry-After): the call's next retry waits at least this long after this
+	// answer, whichever replica it would go to, as gRFC A6 has it.
 	RetryAfter time.Duration
 	// Unsent says the attempt never reached the dependency: nothing of the request was sent
 	// (a connection refused, a DNS failure, a TLS handshake failure, a connection reset before
