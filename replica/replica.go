@@ -399,8 +399,14 @@ func (s *Set) Pick(now time.Time, used []int) int {
 	case Random:
 		i = s.nth(best, s.randn(k), t, used)
 	case RoundRobin:
-		start := int(s.rr.Add(1) % uint64(n))
-		i = s.next(best, start, t, used)
+		// Only a call's first pick takes a turn: a hedge or a retry starts at the replica
+		// the next first attempt would get, so that copies, however many, leave the
+		// rotation of first attempts even.
+		turn := s.rr.Load() + 1
+		if count[1]+count[3] == 0 { // used names none of the replicas: a first pick
+			turn = s.rr.Add(1)
+		}
+		i = s.next(best, int(turn%uint64(n)), t, used)
 	case LeastOutstanding:
 		i = s.leastOutstanding(best, t, used)
 	default: // P2C
