@@ -268,8 +268,16 @@ func (i *Interceptor) DialOptions() []grpc.DialOption {
 }
 
 // attemptContext marks an attempt's outgoing metadata: its index when it is not the first,
-// and a request for the start signal when the method's trigger reads them.
+// and a request for the start signal when the method's trigger reads them. An attempt mark the
+// caller's outgoing metadata already carries (a proxy forwarding its incoming metadata) is
+// dropped first: it speaks of another call, and a server's queue would take a first attempt
+// for a copy. (A caller's request for the start signal is kept: asking for it is harmless.)
 func (m *method) attemptContext(ctx context.Context, k int) context.Context {
+	if metadata.ValueFromOutgoingContext(ctx, AttemptKey) != nil {
+		md, _ := metadata.FromOutgoingContext(ctx) // a copy: the caller's is left alone
+		md.Delete(AttemptKey)
+		ctx = metadata.NewOutgoingContext(ctx, md)
+	}
 	switch {
 	case k > 0 && m.signals:
 		return metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(k), StartSignalKey, "1")
@@ -294,12 +302,14 @@ func (m *method) repeatableFor(ctx context.Context) bool {
 }
 
 // callOptions splits a call's options into those the interceptor fills from the winning
-// attempt (header, trailer, peer) and those every attempt passes on.
+// attempt (header, trailer, peer), the grpc.OnFinish callbacks it runs once for the call (gRPC
+// documents them as once per RPC, not once per attempt), and those every attempt passes on.
 type callOptions struct {
-	header  *metadata.MD
-	trailer *metadata.MD
-	peer    *peer.Peer
-	rest    []grpc.CallOption
+	header   *metadata.MD
+	trailer  *metadata.MD
+	peer     *peer.Peer
+	onFinish []func(error)
+	rest     []grpc.CallOption
 }
 
 func splitOptions(opts []grpc.CallOption) callOptions {
@@ -307,7 +317,8 @@ func splitOptions(opts []grpc.CallOption) callOptions {
 	found := false
 	for _, o := range opts {
 		switch o.(type) {
-		case grpc.HeaderCallOption, *grpc.HeaderCallOption, grpc.TrailerCallOption, *grpc.TrailerCallOption, grpc.PeerCallOption, *grpc.PeerCallOption:
+		case grpc.HeaderCallOption, *grpc.HeaderCallOption, grpc.TrailerCallOption, *grpc.TrailerCallOption, grpc.PeerCallOption, *grpc.PeerCallOption,
+			grpc.OnFinishCallOption, *grpc.OnFinishCallOption:
 			found = true
 		}
 	}
@@ -329,6 +340,10 @@ func splitOptions(opts []grpc.CallOption) callOptions {
 			co.peer = o.PeerAddr
 		case *grpc.PeerCallOption:
 			co.peer = o.PeerAddr
+		case grpc.OnFinishCallOption:
+			co.onFinish = append(co.onFinish, o.OnFinish)
+		case *grpc.OnFinishCallOption:
+			co.onFinish = append(co.onFinish, o.OnFinish)
 		default:
 			co.rest = append(co.rest, o)
 		}
@@ -346,6 +361,13 @@ func (co *callOptions) fill(r *attemptResult) {
 	}
 	if co.peer != nil && r.peer.Addr != nil {
 		*co.peer = r.peer
+	}
+}
+
+// finish runs the call's grpc.OnFinish callbacks with its error.
+func (co *callOptions) finish(err error) {
+	for _, f := range co.onFinish {
+		f(err)
 	}
 }
 
@@ -373,10 +395,17 @@ func (e *attemptError) Error() string              { return e.err.Error() }
 func (e *attemptError) Unwrap() error              { return e.err }
 func (e *attemptError) GRPCStatus() *status.Status { return e.st }
 
-// mark classifies a failed attempt from its status code and trailer.
-func (i *Interceptor) mark(err error, r *attemptResult) error {
+// mark classifies a failed attempt from its status code and trailer. unsent says the
+// balancer saw that nothing of the attempt reached a server (no backend could be picked, or
+// its stream was never created): like HTTP's connection refused, it is [hedge.MarkUnsent]'s
+// case, and the core resends it at once to another backend.
+func (i *Interceptor) mark(err error, r *attemptResult, unsent bool) error {
 	st, _ := status.FromError(err)
 	e := &attemptError{err: err, st: st, result: r}
+	if unsent && st.Code() == codes.Unavailable {
+		e.outcome = hedge.Outcome{Class: hedge.Retriable, Err: e, Unsent: true}
+		return e
+	}
 	code := st.Code()
 	pushback, hasPushback, stop := pushbackFrom(r.trailer)
 	switch {
