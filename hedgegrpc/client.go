@@ -79,6 +79,10 @@ type Config struct {
 	// whatever this says (see [PushbackKey]); every other code is final.
 	NonFatal []codes.Code
 
+	// a6 holds what ConfigFromServiceConfig read beyond the exported fields: the retry
+	// throttle, and whether the default entry makes every method repeatable.
+	a6 *a6Settings
+
 	// Observer, when not nil, receives every event of every call with the full method name
 	// of the call that made it. It runs synchronously in the goroutine driving the call, so
 	// it must be fast and safe for concurrent use.
@@ -112,7 +116,8 @@ type method struct {
 	policy     *hedge.Policy
 	classify   func(error) hedge.Outcome
 	repeatable bool
-	signals    bool // the trigger reads start signals: attempts ask for them
+	signals    bool      // the trigger reads start signals: attempts ask for them
+	throttle   *throttle // gRFC A6's retry throttling, from ConfigFromServiceConfig; nil: none
 }
 
 // Policy is the method's policy.
@@ -201,7 +206,11 @@ func (i *Interceptor) newMethod(name string) (*method, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc), signals: pc.Trigger.ReadsStartSignals()}, nil
+	m := &method{name: name, template: template, policy: p, classify: pc.Classify, repeatable: i.idempotent(name, svc), signals: pc.Trigger.ReadsStartSignals()}
+	if i.cfg.a6 != nil {
+		m.throttle = i.cfg.a6.throttle
+	}
+	return m, nil
 }
 
 // serviceKey is "/pkg.Service/" of "/pkg.Service/Method".
@@ -215,6 +224,9 @@ func serviceKey(name string) string {
 // idempotent reports whether the configuration or the method's descriptor says the method is
 // safe to send more than once.
 func (i *Interceptor) idempotent(name, svc string) bool {
+	if i.cfg.a6 != nil && i.cfg.a6.defaultRepeatable {
+		return true
+	}
 	for _, k := range i.cfg.Idempotent {
 		if k == name || k == svc {
 			return true
@@ -289,9 +301,13 @@ func (m *method) attemptContext(ctx context.Context, k int) context.Context {
 	return ctx
 }
 
-// repeatable decides whether a call may reach the server more than once: the caller's word
+// repeatable decides whether a call may reach the server more than once: not while an A6
+// retry throttle holds calls to one attempt; otherwise the caller's word
 // (hedge.WithRepeatable) first, then the method's.
 func (m *method) repeatableFor(ctx context.Context) bool {
+	if m.throttle.throttled() {
+		return false
+	}
 	switch hedge.RepeatabilityFrom(ctx) {
 	case hedge.Repeatable:
 		return true
