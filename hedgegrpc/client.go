@@ -79,6 +79,12 @@ type Config struct {
 	// whatever this says (see [PushbackKey]); every other code is final.
 	NonFatal []codes.Code
 
+	// ReplayBuffer bounds, in bytes of protobuf encoding, the messages a client-streaming or
+	// bidi call keeps to replay on its copies (gRFC A6's per-RPC buffer). A call whose
+	// messages outgrow it commits to its earliest attempt still running, and is never
+	// hedged again. 0 means [DefaultReplayBuffer].
+	ReplayBuffer int
+
 	// a6 holds what ConfigFromServiceConfig read beyond the exported fields: the retry
 	// throttle, and whether the default entry makes every method repeatable.
 	a6 *a6Settings
@@ -140,6 +146,9 @@ func NewInterceptor(cfg Config) (*Interceptor, error) {
 			return nil, fmt.Errorf("%w: Config.NonFatal: %v cannot be a failure", ErrConfig, c)
 		}
 		i.nonFatal |= 1 << c
+	}
+	if cfg.ReplayBuffer < 0 {
+		return nil, fmt.Errorf("%w: Config.ReplayBuffer: must be >= 0, got %d", ErrConfig, cfg.ReplayBuffer)
 	}
 	for key := range cfg.Methods {
 		if !validKey(key) {

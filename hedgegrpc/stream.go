@@ -19,14 +19,23 @@ import (
 // the request and waits for its first message (or the end of an empty stream); the first to
 // get one wins, the others are cancelled, and the caller reads the rest of the winner's
 // stream. Once a message has reached the caller nothing is sent again: a stream that fails
-// after its first message returns its error. Client- and bidi-streaming calls are passed
-// through, unhedged: their requests are not known in advance.
+// after its first message returns its error. Client-streaming and bidi calls are hedged as
+// gRFC A6 says (see Config.ReplayBuffer): every sent message is kept and replayed in order on
+// each copy, and the call commits to the first attempt that receives a response message, or,
+// once the messages sent outgrow the buffer, to the earliest attempt still running. Such a
+// call needs its response type: a method whose descriptor is not registered passes through.
 //
 // The race starts at the caller's first RecvMsg, which gives the response type. A caller that
 // asks for Header before its first RecvMsg gets an unhedged stream: the headers of a stream
 // not yet chosen are nobody's.
 func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, fullMethod string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	if desc.ClientStreams || !desc.ServerStreams {
+	if desc.ClientStreams {
+		if rs := i.replayStreamFor(ctx, desc, cc, fullMethod, streamer, opts); rs != nil {
+			return rs, nil
+		}
+		return streamer(ctx, desc, cc, fullMethod, opts...)
+	}
+	if !desc.ServerStreams {
 		return streamer(ctx, desc, cc, fullMethod, opts...)
 	}
 	return &hedgedStream{ctx: ctx, i: i, desc: desc, cc: cc, method: fullMethod, streamer: streamer, co: splitOptions(opts)}, nil
