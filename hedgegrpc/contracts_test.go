@@ -239,7 +239,11 @@ func TestHedgePicksLeaveRoundRobinEven(t *testing.T) {
 			return check(ctx, b, req)
 		}
 	}
-	hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}})
+	// A threshold well above the copy's life (it lasts until its primary, which waited for
+	// it, answers), so that no loser counts as slow and no backend is ejected for it.
+	pc := hedgeNow()
+	pc.Trigger = hedge.After(20 * time.Millisecond)
+	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

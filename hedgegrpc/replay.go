@@ -244,6 +244,9 @@ func (s *replayStream) send(a *replayAttempt) {
 		}
 		if a.next < len(s.buf) {
 			m := s.buf[a.next]
+			if m == nil {
+				return // let go once another attempt carried it alone: this one has lost
+			}
 			s.mu.Unlock()
 			err := a.cs.SendMsg(m)
 			s.mu.Lock()
