@@ -134,10 +134,12 @@ type callState struct {
 	winner    int
 	err       error
 	ended     int
-	unsent    int   // attempts that never reached the dependency, resent at once
-	seq       int64 // this call's number in the policy, from 1
-	permanent bool  // an attempt failed Permanent: no new attempts start
-	won       int   // the attempt that succeeded, kept when a panic takes the win away; -1 if none
+	unsent    int       // attempts that never reached the dependency, resent at once
+	seq       int64     // this call's number in the policy, from 1
+	permanent bool      // an attempt failed Permanent: no new attempts start
+	next      bool      // the last failure asked for the next attempt at once (Outcome.Next)
+	pushback  time.Time // no retry before it: an attempt's Outcome.RetryAfter (gRPC's pushback, Retry-After)
+	won       int       // the attempt that succeeded, kept when a panic takes the win away; -1 if none
 	panicked  *PanicError
 }
 
@@ -609,6 +611,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	a.unsent = o.Unsent
 	a.local = o.Unsent || o.Ejected
 	a.permanent = o.Class == Permanent
+	if o.RetryAfter > 0 && now.Add(o.RetryAfter).After(c.pushback) {
+		c.pushback = now.Add(o.RetryAfter)
+	}
 	if o.Overload {
 		c.release(now, a, limit.Dropped)
 		p.noteOverload(now, o.RetryAfter)
@@ -631,12 +636,19 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		// it; a fast final failure from one copy (a stale replica's 404) must not cancel a
 		// slower copy that would have answered.
 		c.permanent, c.hedging = true, false
+		if o.Commit {
+			c.discardOthers(now, false)
+		}
 		if c.inflight == 0 {
 			c.fail(now, nil)
 		}
 	case c.inflight > 0:
+		if o.Next && c.hedging && c.sent() < p.cfg.attempts && c.inflight < p.cfg.maxConcurrent {
+			c.tryHedge(now, false)
+		}
 		c.maybeHedge(now)
 	default:
+		c.next = o.Next
 		c.retryOrFail(now)
 	}
 	return c.settle(now)
@@ -680,7 +692,13 @@ func (c *Call) retryOrFail(now time.Time) {
 	case !p.bud.TryWithdraw(now):
 		c.fail(now, ErrBudgetExhausted)
 	default:
+		// The server said when it will take another request (a pushback, a Retry-After):
+		// a retry sooner, to whichever replica, would only add to its load.
 		d := c.backoff()
+		if c.next {
+			d = 0 // the failure asked for the next attempt at once
+		}
+		d = max(d, c.pushback.Sub(now))
 		c.retries++
 		p.retries.Add(1)
 		c.emit(Event{Kind: RetryScheduled, Time: now, Attempt: len(c.attempts) - 1, Delay: d})

@@ -144,3 +144,44 @@ func TestCallResetReusesWithoutLeakingState(t *testing.T) {
 		t.Errorf("a reused Call allocates %v times per call, want 0", allocs)
 	}
 }
+
+// TestCallRetryWaitsPushback: an answer that asks to be left alone for 800ms (gRPC's
+// pushback) holds the call's retry back that long, not just the backoff.
+func TestCallRetryWaitsPushback(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Attempts: 2, Budget: noBudget, Backoff: hedge.Backoff{Initial: 5 * time.Millisecond, Jitter: -1}})
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(ms(0))
+	o := hedge.Outcome{Class: hedge.Retriable, Err: errors.New("RESOURCE_EXHAUSTED"), Overload: true, RetryAfter: 800 * time.Millisecond}
+	if got := actions(c.AttemptDone(ms(2), 0, o)); got != "timer 802ms" {
+		t.Fatalf("pushback: %q, want the retry 800ms after the answer", got)
+	}
+	if got := actions(c.TimerFired(ms(7))); got != "" {
+		t.Fatalf("at the backoff: %q, want nothing before the pushback", got)
+	}
+	if got := actions(c.TimerFired(ms(802))); got != "start 1 retry" {
+		t.Fatalf("at the pushback: %q", got)
+	}
+}
+
+// gRFC A6's hedging: a non-fatal failure sends the next copy at once (Next), a fatal one
+// ends the call at once, cancelling the copies still running (Commit).
+func TestCallNextAndCommit(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Second), Attempts: 3, MaximumConcurrent: 3, Budget: noBudget})
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(ms(0))
+	c.TimerFired(ms(1000))
+	next := hedge.Outcome{Class: hedge.Retriable, Err: errors.New("UNAVAILABLE"), Next: true}
+	if got := actions(c.AttemptDone(ms(1002), 1, next)); got != "start 2 hedge" {
+		t.Fatalf("non-fatal: %q, want the next copy at once", got)
+	}
+	commit := hedge.Outcome{Class: hedge.Permanent, Err: errors.New("INVALID_ARGUMENT"), Commit: true}
+	if got := actions(c.AttemptDone(ms(1003), 2, commit)); got != "cancel 0, finish -1" {
+		t.Fatalf("fatal: %q, want the call ended at once", got)
+	}
+	r := hedge.MustNew(hedge.Config{Attempts: 2, Budget: noBudget, Backoff: hedge.Backoff{Initial: time.Second, Jitter: -1}})
+	c = r.NewCall(hedge.CallOptions{})
+	c.Start(ms(0))
+	if got := actions(c.AttemptDone(ms(5), 0, next)); got != "timer 5ms" {
+		t.Fatalf("non-fatal, nothing in flight: %q, want the next attempt at once", got)
+	}
+}

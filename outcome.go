@@ -39,8 +39,18 @@ type Outcome struct {
 	Err error
 	// Overload says the dependency signalled overload: hedging pauses for the policy's
 	// cool-down, or RetryAfter when longer.
-	Overload   bool
+	Overload bool
+	// RetryAfter is how long the dependency asked to be left alone (gRPC's retry pushback,
+	// HTTP's Retry-After): the call's next retry waits at least this long after this
+	// answer, whichever replica it would go to, as gRFC A6 has it.
 	RetryAfter time.Duration
+	// Commit, on a Permanent failure, ends the call with it at once, cancelling the other
+	// attempts (gRFC A6: a status that is not non-fatal commits the call). Without it a
+	// Permanent failure stops new attempts but lets those running answer.
+	Commit bool
+	// Next, on a Retriable failure, sends the next attempt at once instead of at the hedge
+	// delay or after the backoff (gRFC A6's nonFatalStatusCodes); every gate still applies.
+	Next bool
 	// Unsent says the attempt never reached the dependency: nothing of the request was sent
 	// (a connection refused, a DNS failure, a TLS handshake failure, a connection reset before
 	// the request was written). Unless it is a Success, the call resends it at once, to

@@ -143,6 +143,18 @@ func BenchmarkGRPCPaired(b *testing.B) {
 			}
 			return []grpc.DialOption{grpc.WithUnaryInterceptor(hi.UnaryClient), grpc.WithDisableRetry()}
 		}},
+		// Everything the README tells users to install: both interceptors, the start-signal
+		// stats handler, gRPC's retries off and the hedging balancer.
+		{"hedgegrpc-dialoptions-no-fire", func(b *testing.B) []grpc.DialOption {
+			hi, err := hedgegrpc.NewInterceptor(hedgegrpc.Config{
+				Policy:     hedge.Config{Trigger: hedge.After(noFireDelay)},
+				Idempotent: []string{checkMethod},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return hi.DialOptions()
+		}},
 		{"failsafe-no-fire", func(b *testing.B) []grpc.DialOption {
 			hp := hedgepolicy.NewBuilderWithDelay[any](noFireDelay).Build()
 			return []grpc.DialOption{grpc.WithUnaryInterceptor(failsafegrpc.NewUnaryClientInterceptor[any](hp)), grpc.WithDisableRetry()}

@@ -84,7 +84,8 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		ready = append(ready, readyBackend{addr: c.Endpoint.Addresses[0].Addr, picker: c.State.Picker, group: g, hasGroup: has})
 	}
 	if len(ready) == 0 {
-		w.ClientConn.UpdateState(s) // nothing ready: endpointsharding's picker queues or fails picks
+		// Nothing ready: endpointsharding's picker queues or fails picks.
+		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: unreadyPicker{s.Picker}})
 		return
 	}
 	if groups := groupsOf(ready); groups != nil && w.updateGroupedPool(groups) {
@@ -146,6 +147,9 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	res, err := p.ready[i].picker.Pick(info)
 	if err != nil {
 		set.Done(time.Now(), i, replica.Ignored)
+		if r != nil {
+			r.pickFailed(k, err)
+		}
 		return res, err
 	}
 	if r != nil {
@@ -157,9 +161,31 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 			next(di)
 		}
 		noteLoad(info.Ctx, set, i, di.ServerLoad) // the server's ORCA report (load.go)
+		if r != nil && !di.BytesSent {
+			r.mu.Lock()
+			r.markUnsent(k)
+			r.mu.Unlock()
+		}
 		set.Done(time.Now(), i, resultOf(info.Ctx, di))
 	}
 	return res, nil
+}
+
+// unreadyPicker is the picker while no backend is READY: gRPC's own, which queues picks
+// while backends connect and fails them when none can be reached. A failure it returns
+// means the attempt reached no server: the call's route records it as unsent.
+type unreadyPicker struct{ balancer.Picker }
+
+func (p unreadyPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	res, err := p.Picker.Pick(info)
+	if err != nil {
+		if r, _ := info.Ctx.Value(routeKey{}).(*route); r != nil {
+			r.mu.Lock()
+			r.pickFailed(attemptIndex(info.Ctx), err)
+			r.mu.Unlock()
+		}
+	}
+	return res, err
 }
 
 // resultOf says what an attempt's end tells about its backend's health; ctx is the attempt's.
@@ -215,7 +241,39 @@ type route struct {
 
 type routeEntry struct {
 	attempt int
-	addr    string
+	addr    string // "" when no backend could be picked
+	unsent  bool   // nothing of the attempt reached a server
+}
+
+// pickFailed records that attempt k's pick failed with err. A pick that gRPC retries
+// (balancer.ErrNoSubConnAvailable: a backend is connecting) is not a failure of the attempt.
+func (r *route) pickFailed(k int, err error) {
+	if err == balancer.ErrNoSubConnAvailable {
+		return
+	}
+	r.use(k, "")
+	r.markUnsent(k)
+}
+
+// markUnsent records that nothing of attempt k reached a server.
+func (r *route) markUnsent(k int) {
+	for i := range r.used {
+		if r.used[i].attempt == k {
+			r.used[i].unsent = true
+		}
+	}
+}
+
+// unsent reports whether the balancer saw that nothing of attempt k reached a server.
+func (r *route) unsent(k int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.used {
+		if e.attempt == k {
+			return e.unsent
+		}
+	}
+	return false
 }
 
 // usedByOther reports whether an attempt other than k went to addr.
@@ -232,12 +290,12 @@ func (r *route) usedByOther(k int, addr string) bool {
 func (r *route) use(k int, addr string) {
 	for i := range r.used {
 		if r.used[i].attempt == k {
-			r.used[i].addr = addr
+			r.used[i].addr, r.used[i].unsent = addr, false
 			return
 		}
 	}
 	if r.used == nil {
 		r.used = r.inline[:0]
 	}
-	r.used = append(r.used, routeEntry{k, addr})
+	r.used = append(r.used, routeEntry{attempt: k, addr: addr})
 }

@@ -80,6 +80,16 @@ type Config struct {
 	// whatever this says (see [PushbackKey]); every other code is final.
 	NonFatal []codes.Code
 
+	// ReplayBuffer bounds, in bytes of protobuf encoding, the messages a client-streaming or
+	// bidi call keeps to replay on its copies (gRFC A6's per-RPC buffer). A call whose
+	// messages outgrow it commits to its earliest attempt still running, and is never
+	// hedged again. 0 means [DefaultReplayBuffer].
+	ReplayBuffer int
+
+	// a6 holds what ConfigFromServiceConfig read beyond the exported fields: the retry
+	// throttle, and whether the default entry makes every method repeatable.
+	a6 *a6Settings
+
 	// Observer, when not nil, receives every event of every call with the full method name
 	// of the call that made it. It runs synchronously in the goroutine driving the call, so
 	// it must be fast and safe for concurrent use.
@@ -115,7 +125,8 @@ type method struct {
 	policy     *hedge.Policy
 	classify   func(error) hedge.Outcome
 	repeatable bool
-	signals    bool // the trigger reads start signals: attempts ask for them
+	signals    bool      // the trigger reads start signals: attempts ask for them
+	throttle   *throttle // gRFC A6's retry throttling, from ConfigFromServiceConfig; nil: none
 }
 
 // Policy is the method's policy.
@@ -139,6 +150,9 @@ func NewInterceptor(cfg Config) (*Interceptor, error) {
 			return nil, fmt.Errorf("%w: Config.NonFatal: %v cannot be a failure", ErrConfig, c)
 		}
 		i.nonFatal |= 1 << c
+	}
+	if cfg.ReplayBuffer < 0 {
+		return nil, fmt.Errorf("%w: Config.ReplayBuffer: must be >= 0, got %d", ErrConfig, cfg.ReplayBuffer)
 	}
 	for key := range cfg.Methods {
 		if !validKey(key) {
@@ -218,7 +232,11 @@ func (i *Interceptor) buildMethod(name string, old *method) (*method, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &method{name: name, template: template, config: pc, policy: p, classify: hooked.Classify, repeatable: i.idempotent(tm, name, svc), signals: hooked.Trigger.ReadsStartSignals()}, nil
+	m := &method{name: name, template: template, config: pc, policy: p, classify: hooked.Classify, repeatable: i.idempotent(tm, name, svc), signals: hooked.Trigger.ReadsStartSignals()}
+	if i.cfg.a6 != nil {
+		m.throttle = i.cfg.a6.throttle
+	}
+	return m, nil
 }
 
 // serviceKey is "/pkg.Service/" of "/pkg.Service/Method".
@@ -232,6 +250,9 @@ func serviceKey(name string) string {
 // idempotent reports whether the configuration or the method's descriptor says the method is
 // safe to send more than once.
 func (i *Interceptor) idempotent(tm *templates, name, svc string) bool {
+	if i.cfg.a6 != nil && i.cfg.a6.defaultRepeatable {
+		return true
+	}
 	for _, k := range tm.idempotent {
 		if k == name || k == svc {
 			return true
@@ -285,8 +306,16 @@ func (i *Interceptor) DialOptions() []grpc.DialOption {
 }
 
 // attemptContext marks an attempt's outgoing metadata: its index when it is not the first,
-// and a request for the start signal when the method's trigger reads them.
+// and a request for the start signal when the method's trigger reads them. An attempt mark the
+// caller's outgoing metadata already carries (a proxy forwarding its incoming metadata) is
+// dropped first: it speaks of another call, and a server's queue would take a first attempt
+// for a copy. (A caller's request for the start signal is kept: asking for it is harmless.)
 func (m *method) attemptContext(ctx context.Context, k int) context.Context {
+	if metadata.ValueFromOutgoingContext(ctx, AttemptKey) != nil {
+		md, _ := metadata.FromOutgoingContext(ctx) // a copy: the caller's is left alone
+		md.Delete(AttemptKey)
+		ctx = metadata.NewOutgoingContext(ctx, md)
+	}
 	switch {
 	case k > 0 && m.signals:
 		return metadata.AppendToOutgoingContext(ctx, AttemptKey, strconv.Itoa(k), StartSignalKey, "1")
@@ -298,9 +327,13 @@ func (m *method) attemptContext(ctx context.Context, k int) context.Context {
 	return ctx
 }
 
-// repeatable decides whether a call may reach the server more than once: the caller's word
+// repeatable decides whether a call may reach the server more than once: not while an A6
+// retry throttle holds calls to one attempt; otherwise the caller's word
 // (hedge.WithRepeatable) first, then the method's.
 func (m *method) repeatableFor(ctx context.Context) bool {
+	if m.throttle.throttled() {
+		return false
+	}
 	switch hedge.RepeatabilityFrom(ctx) {
 	case hedge.Repeatable:
 		return true
@@ -311,12 +344,14 @@ func (m *method) repeatableFor(ctx context.Context) bool {
 }
 
 // callOptions splits a call's options into those the interceptor fills from the winning
-// attempt (header, trailer, peer) and those every attempt passes on.
+// attempt (header, trailer, peer), the grpc.OnFinish callbacks it runs once for the call (gRPC
+// documents them as once per RPC, not once per attempt), and those every attempt passes on.
 type callOptions struct {
-	header  *metadata.MD
-	trailer *metadata.MD
-	peer    *peer.Peer
-	rest    []grpc.CallOption
+	header   *metadata.MD
+	trailer  *metadata.MD
+	peer     *peer.Peer
+	onFinish []func(error)
+	rest     []grpc.CallOption
 }
 
 func splitOptions(opts []grpc.CallOption) callOptions {
@@ -324,7 +359,8 @@ func splitOptions(opts []grpc.CallOption) callOptions {
 	found := false
 	for _, o := range opts {
 		switch o.(type) {
-		case grpc.HeaderCallOption, *grpc.HeaderCallOption, grpc.TrailerCallOption, *grpc.TrailerCallOption, grpc.PeerCallOption, *grpc.PeerCallOption:
+		case grpc.HeaderCallOption, *grpc.HeaderCallOption, grpc.TrailerCallOption, *grpc.TrailerCallOption, grpc.PeerCallOption, *grpc.PeerCallOption,
+			grpc.OnFinishCallOption, *grpc.OnFinishCallOption:
 			found = true
 		}
 	}
@@ -346,6 +382,10 @@ func splitOptions(opts []grpc.CallOption) callOptions {
 			co.peer = o.PeerAddr
 		case *grpc.PeerCallOption:
 			co.peer = o.PeerAddr
+		case grpc.OnFinishCallOption:
+			co.onFinish = append(co.onFinish, o.OnFinish)
+		case *grpc.OnFinishCallOption:
+			co.onFinish = append(co.onFinish, o.OnFinish)
 		default:
 			co.rest = append(co.rest, o)
 		}
@@ -363,6 +403,13 @@ func (co *callOptions) fill(r *attemptResult) {
 	}
 	if co.peer != nil && r.peer.Addr != nil {
 		*co.peer = r.peer
+	}
+}
+
+// finish runs the call's grpc.OnFinish callbacks with its error.
+func (co *callOptions) finish(err error) {
+	for _, f := range co.onFinish {
+		f(err)
 	}
 }
 
@@ -390,10 +437,17 @@ func (e *attemptError) Error() string              { return e.err.Error() }
 func (e *attemptError) Unwrap() error              { return e.err }
 func (e *attemptError) GRPCStatus() *status.Status { return e.st }
 
-// mark classifies a failed attempt from its status code and trailer.
-func (i *Interceptor) mark(err error, r *attemptResult) error {
+// mark classifies a failed attempt from its status code and trailer. unsent says the
+// balancer saw that nothing of the attempt reached a server (no backend could be picked, or
+// its stream was never created): like HTTP's connection refused, it is [hedge.MarkUnsent]'s
+// case, and the core resends it at once to another backend.
+func (i *Interceptor) mark(err error, r *attemptResult, unsent bool) error {
 	st, _ := status.FromError(err)
 	e := &attemptError{err: err, st: st, result: r}
+	if unsent && st.Code() == codes.Unavailable {
+		e.outcome = hedge.Outcome{Class: hedge.Retriable, Err: e, Unsent: true}
+		return e
+	}
 	code := st.Code()
 	pushback, hasPushback, stop := pushbackFrom(r.trailer)
 	switch {

@@ -22,8 +22,10 @@
 // does not hide the primary's OK a moment later. When no attempt succeeds the call returns
 // the most informative failure: a final one before a retriable one, then the last to answer.
 //
-// Server-streaming calls are hedged until their first response message, the commit point;
-// client- and bidi-streaming calls pass through unhedged.
+// Server-streaming calls are hedged until their first response message, the commit point.
+// Client-streaming and bidi calls are hedged with gRFC A6's replay buffer: sent messages are
+// replayed in order on each copy until the call commits, at its first response message or
+// when the messages outgrow Config.ReplayBuffer.
 //
 // # Native retries
 //

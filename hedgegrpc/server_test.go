@@ -101,7 +101,14 @@ func TestQueueHandsSlotToWaiter(t *testing.T) {
 	}
 	release := make(chan struct{})
 	be := blockUntil(release)
-	cc := startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
+	startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
+	// A plain connection: it sends the copies' marks as the test writes them (an Interceptor
+	// sets its own and drops a caller's).
+	cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
 	client := healthpb.NewHealthClient(cc)
 	results := make(chan error, 2)
 	for range 2 {
@@ -260,7 +267,14 @@ func TestQueueHedgedLast(t *testing.T) {
 		}
 		return serving(), nil
 	}}
-	cc := startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
+	startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
+	// A plain connection: it sends the copies' marks as the test writes them (an Interceptor
+	// sets its own and drops a caller's).
+	cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
 	client := healthpb.NewHealthClient(cc)
 	type result struct {
 		name    string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
@@ -18,14 +19,23 @@ import (
 // the request and waits for its first message (or the end of an empty stream); the first to
 // get one wins, the others are cancelled, and the caller reads the rest of the winner's
 // stream. Once a message has reached the caller nothing is sent again: a stream that fails
-// after its first message returns its error. Client- and bidi-streaming calls are passed
-// through, unhedged: their requests are not known in advance.
+// after its first message returns its error. Client-streaming and bidi calls are hedged as
+// gRFC A6 says (see Config.ReplayBuffer): every sent message is kept and replayed in order on
+// each copy, and the call commits to the first attempt that receives a response message, or,
+// once the messages sent outgrow the buffer, to the earliest attempt still running. Such a
+// call needs its response type: a method whose descriptor is not registered passes through.
 //
 // The race starts at the caller's first RecvMsg, which gives the response type. A caller that
 // asks for Header before its first RecvMsg gets an unhedged stream: the headers of a stream
 // not yet chosen are nobody's.
 func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, fullMethod string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	if desc.ClientStreams || !desc.ServerStreams {
+	if desc.ClientStreams {
+		if rs := i.replayStreamFor(ctx, desc, cc, fullMethod, streamer, opts); rs != nil {
+			return rs, nil
+		}
+		return streamer(ctx, desc, cc, fullMethod, opts...)
+	}
+	if !desc.ServerStreams {
 		return streamer(ctx, desc, cc, fullMethod, opts...)
 	}
 	return &hedgedStream{ctx: ctx, i: i, desc: desc, cc: cc, method: fullMethod, streamer: streamer, co: splitOptions(opts)}, nil
@@ -49,8 +59,15 @@ type hedgedStream struct {
 	started bool
 	winner  *streamAttempt
 	release func()
-	err     error // the race's failure, or the winner's end
+	err     error       // the race's failure, or the winner's end
+	trailer metadata.MD // the trailer of the failure the race returned
 	ended   bool
+
+	// The caller's grpc.OnFinish callbacks run once, for the winner (gRPC runs them once per
+	// RPC): each attempt's stream reports its end here, and the winner's is passed on.
+	finMu     sync.Mutex
+	finWinner *streamAttempt
+	finDone   bool
 }
 
 // streamAttempt is one attempt's stream and what it received before the commit point.
@@ -58,6 +75,45 @@ type streamAttempt struct {
 	grpc.ClientStream
 	first proto.Message // the first message, until the caller has read it
 	eof   bool          // the stream ended, OK, before any message
+
+	finished bool  // gRPC has ended the attempt's stream (under hedgedStream.finMu)
+	finErr   error // with this error
+}
+
+// attemptFinished is an attempt's grpc.OnFinish: the caller's callbacks run when it is the
+// winner's, now or once the winner is known.
+func (s *hedgedStream) attemptFinished(a *streamAttempt, err error) {
+	s.finMu.Lock()
+	a.finished, a.finErr = true, err
+	run := s.finWinner == a && !s.finDone
+	if run {
+		s.finDone = true
+	}
+	s.finMu.Unlock()
+	if run {
+		s.co.finish(err)
+	}
+}
+
+// decided tells the OnFinish relay the race's result: the winner, or nil and the call's
+// error when there is none.
+func (s *hedgedStream) decided(w *streamAttempt, err error) {
+	if len(s.co.onFinish) == 0 {
+		return
+	}
+	s.finMu.Lock()
+	s.finWinner = w
+	run := !s.finDone && (w == nil || w.finished)
+	if run {
+		s.finDone = true
+		if w != nil {
+			err = w.finErr
+		}
+	}
+	s.finMu.Unlock()
+	if run {
+		s.co.finish(err)
+	}
 }
 
 func (s *hedgedStream) SendMsg(m any) error {
@@ -93,7 +149,7 @@ func (s *hedgedStream) Header() (metadata.MD, error) {
 
 func (s *hedgedStream) Trailer() metadata.MD {
 	if s.winner == nil {
-		return nil
+		return s.trailer // the failing attempt's, as a plain stream gives its own
 	}
 	return s.winner.Trailer()
 }
@@ -162,16 +218,22 @@ func (s *hedgedStream) race(typ proto.Message) {
 		info, _ := hedge.AttemptFrom(ctx)
 		ctx = m.attemptContext(ctx, info.Index)
 		var r attemptResult
-		cs, err := s.streamer(ctx, s.desc, s.cc, s.method, s.co.rest...)
-		if err != nil {
-			return nil, s.i.mark(err, &r)
+		a := &streamAttempt{}
+		opts := s.co.rest
+		if len(s.co.onFinish) > 0 {
+			opts = append(opts[:len(opts):len(opts)], grpc.OnFinish(func(err error) { s.attemptFinished(a, err) }))
 		}
-		a := &streamAttempt{ClientStream: cs}
+		mark := func(err error) error { return s.i.mark(err, &r, s.rctx.route.unsent(info.Index)) }
+		cs, err := s.streamer(ctx, s.desc, s.cc, s.method, opts...)
+		if err != nil {
+			return nil, mark(err)
+		}
+		a.ClientStream = cs
 		if err := cs.SendMsg(s.req); err != nil && err != io.EOF {
-			return nil, s.i.mark(err, &r)
+			return nil, mark(err)
 		}
 		if err := cs.CloseSend(); err != nil {
-			return nil, s.i.mark(err, &r)
+			return nil, mark(err)
 		}
 		first := mt.New().Interface()
 		switch err := cs.RecvMsg(first); err {
@@ -185,25 +247,33 @@ func (s *hedgedStream) race(typ proto.Message) {
 			if p, ok := peer.FromContext(cs.Context()); ok {
 				r.peer = *p
 			}
-			return nil, s.i.mark(err, &r)
+			return nil, mark(err)
 		}
 		return a, nil
 	}
 	w, release, err := hedge.DoDetached(ctx, m.policy, attempt, nil)
 	if err != nil {
 		release()
-		if ctxErr := s.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			s.err = status.FromContextError(ctxErr).Err()
-			return
-		}
-		e := newError(err)
-		if e.attempt != nil {
-			s.co.fill(e.attempt.result)
-		}
-		s.err = e
+		s.err = s.failure(err)
+		s.decided(nil, s.err)
 		return
 	}
 	s.winner, s.release = w, release
+	s.decided(w, nil)
+}
+
+// failure is the error the caller sees for a race no attempt won; the caller's header, trailer
+// and peer, and the stream's Trailer, come from the attempt whose failure it names.
+func (s *hedgedStream) failure(err error) error {
+	if ctxErr := s.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return status.FromContextError(ctxErr).Err()
+	}
+	e := newError(err)
+	if e.attempt != nil {
+		s.co.fill(e.attempt.result)
+		s.trailer = e.attempt.result.trailer
+	}
+	return e
 }
 
 // startOnce opens one unhedged stream: the caller needs it before a race could start.
@@ -219,6 +289,9 @@ func (s *hedgedStream) startOnce() {
 	if s.co.peer != nil {
 		opts = append(opts, grpc.Peer(s.co.peer))
 	}
+	for _, f := range s.co.onFinish {
+		opts = append(opts, grpc.OnFinish(f))
+	}
 	cs, err := s.streamer(s.ctx, s.desc, s.cc, s.method, opts...)
 	if err == nil {
 		if err = cs.SendMsg(s.req); err == nil || err == io.EOF {
@@ -230,5 +303,5 @@ func (s *hedgedStream) startOnce() {
 		return
 	}
 	s.winner, s.release = &streamAttempt{ClientStream: cs}, func() {}
-	s.co = callOptions{rest: s.co.rest} // grpc fills them itself
+	s.co = callOptions{rest: s.co.rest} // grpc fills them and runs OnFinish itself
 }

@@ -129,6 +129,7 @@ func TestServerStreamCommitPoint(t *testing.T) {
 }
 
 // Client- and bidi-streaming calls reach the next streamer unchanged.
+// Client-streaming and bidi calls of a method not safe to repeat pass through.
 func TestStreamPassThrough(t *testing.T) {
 	hi := newInterceptor(t, Config{Policy: hedgeNow()})
 	for _, desc := range []*grpc.StreamDesc{{ClientStreams: true}, {ClientStreams: true, ServerStreams: true}} {

@@ -36,7 +36,10 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 		return invoker(ctx, fullMethod, req, reply, cc, opts...) // cannot be copied per attempt
 	}
 	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
+		err = status.FromContextError(err).Err()
+		co := splitOptions(opts)
+		co.finish(err)
+		return err
 	}
 	m := i.method(fullMethod)
 	c := &unaryCall{i: i, m: m, req: req, replyType: rm.ProtoReflect().Type(), cc: cc, invoker: invoker, co: splitOptions(opts)}
@@ -51,9 +54,11 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 		proto.Reset(rm)
 		proto.Merge(rm, r.reply)
 		c.co.fill(r)
-		return nil
+	} else {
+		err = c.failure(err)
 	}
-	return c.failure(err)
+	c.co.finish(err)
+	return err
 }
 
 // unaryCall is one call through the interceptor: what each attempt sends, and how many
@@ -123,7 +128,7 @@ func (c *unaryCall) attempt(ctx context.Context) (*attemptResult, error) {
 		r.opts = append(r.opts, grpc.Peer(&r.peer))
 	}
 	if err := c.invoker(c.m.attemptContext(ctx, info.Index), c.m.name, c.req, r.reply, c.cc, r.opts...); err != nil {
-		return nil, c.i.mark(err, r)
+		return nil, c.i.mark(err, r, c.route.unsent(info.Index))
 	}
 	return r, nil
 }

@@ -583,3 +583,24 @@ func TestSlowRuleOff(t *testing.T) {
 		t.Fatalf("Slow.String() = %q", Slow.String())
 	}
 }
+
+// A hedge's pick does not take a turn of the round robin: over two replicas, sequential calls
+// that each send a first attempt and a hedge alternate their first attempts (were hedges to
+// take turns, every first attempt would land on the same replica).
+func TestRoundRobinHedgePicksTakeNoTurn(t *testing.T) {
+	s := mustNew(t, 2, Config{Balancer: RoundRobin})
+	var firsts [2]int
+	for range 30 {
+		i := s.Pick(t0, nil)
+		j := s.Pick(t0, []int{i})
+		if j == i {
+			t.Fatalf("hedge picked its primary's replica %d", i)
+		}
+		firsts[i]++
+		s.Done(t0, i, Success)
+		s.Done(t0, j, Success)
+	}
+	if firsts != [2]int{15, 15} {
+		t.Fatalf("first attempts per replica %v, want 15 each", firsts)
+	}
+}

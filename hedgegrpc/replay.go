@@ -1,0 +1,432 @@
+package hedgegrpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// DefaultReplayBuffer is the default of Config.ReplayBuffer: 256 KiB of sent messages per
+// call, the per-RPC retry buffer gRPC's own implementations (Java, C++) use for gRFC A6.
+const DefaultReplayBuffer = 256 << 10
+
+// replayStream is a client-streaming or bidi call hedged as gRFC A6 says: every message the
+// caller sends is kept (up to the replay buffer) and sent on every attempt, a copy started
+// later replaying them in order first; the call commits to the first attempt that receives a
+// response message, or, when the buffer overflows first, to the earliest attempt still
+// running, which then carries the rest of the call alone.
+type replayStream struct {
+	ctx      context.Context
+	rctx     routeCtx
+	i        *Interceptor
+	m        *method
+	desc     *grpc.StreamDesc
+	cc       *grpc.ClientConn
+	name     string
+	streamer grpc.Streamer
+	co       callOptions
+	respType protoreflect.MessageType
+	limit    int
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	buf      []proto.Message // every message sent, in order
+	size     int
+	closed   bool             // CloseSend was called
+	overflow bool             // the buffer overflowed: the call commits to commitTo
+	running  []*replayAttempt // attempts that opened a stream, in order
+	commitTo *replayAttempt
+	commit   chan struct{} // closed on overflow
+	lost     chan struct{} // closed when the attempt committed to on overflow fails
+	lostErr  error         // its failure
+
+	done    chan struct{} // the race is decided
+	winner  *replayAttempt
+	release func()
+	err     error
+	trailer metadata.MD
+	ended   bool
+
+	finOnce sync.Once // the caller's grpc.OnFinish callbacks run once for the call
+}
+
+// finish runs the caller's grpc.OnFinish callbacks, once.
+func (s *replayStream) finish(err error) {
+	if len(s.co.onFinish) > 0 {
+		s.finOnce.Do(func() { s.co.finish(err) })
+	}
+}
+
+// replayAttempt is one attempt's stream and its sender's progress through the buffer.
+type replayAttempt struct {
+	cs       grpc.ClientStream
+	ctx      context.Context
+	cancel   context.CancelFunc
+	next     int   // the next buffered message its sender sends (under replayStream.mu)
+	sendErr  error // why its sender stopped early
+	sendDone chan struct{}
+	first    proto.Message // the first response, until the caller reads it
+	pending  chan error    // committed on overflow: the first receive still runs
+	eof      bool
+}
+
+// replayStreamFor returns a hedged stream for a client-streaming or bidi call, or nil when the
+// call cannot be hedged (not safe to repeat, or its response type is unknown).
+func (i *Interceptor) replayStreamFor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, name string, streamer grpc.Streamer, opts []grpc.CallOption) *replayStream {
+	m := i.method(name)
+	if !m.repeatableFor(ctx) {
+		return nil
+	}
+	rt := i.responseType(name)
+	if rt == nil {
+		return nil
+	}
+	s := &replayStream{ctx: ctx, i: i, m: m, desc: desc, cc: cc, name: name, streamer: streamer, co: splitOptions(opts),
+		respType: rt, limit: i.cfg.ReplayBuffer, commit: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{})}
+	if s.limit == 0 {
+		s.limit = DefaultReplayBuffer
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.rctx.Context = ctx
+	go s.race()
+	return s
+}
+
+// responseType finds a method's response message type through its descriptor.
+func (i *Interceptor) responseType(name string) protoreflect.MessageType {
+	full := protoreflect.FullName(strings.Replace(strings.TrimPrefix(name, "/"), "/", ".", 1))
+	d, err := i.descriptors.FindDescriptorByName(full)
+	if err != nil {
+		return nil
+	}
+	md, ok := d.(protoreflect.MethodDescriptor)
+	if !ok {
+		return nil
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Output().FullName())
+	if err != nil {
+		return nil
+	}
+	return mt
+}
+
+func (s *replayStream) race() {
+	defer close(s.done)
+	w, release, err := hedge.DoDetached(context.Context(&s.rctx), s.m.policy, s.attempt, nil)
+	if err != nil {
+		release()
+		s.err = s.failure(err)
+		s.finish(s.err)
+		return
+	}
+	s.winner, s.release = w, func() { w.cancel(); release() }
+	if len(s.co.onFinish) > 0 {
+		// A caller that gives up on the stream ends it too, as a plain stream's does.
+		context.AfterFunc(w.ctx, func() { s.finish(status.FromContextError(w.ctx.Err()).Err()) })
+	}
+	s.mu.Lock()
+	s.commitTo = w
+	s.cond.Broadcast() // the winner's sender now follows the caller, unbounded
+	s.mu.Unlock()
+}
+
+func (s *replayStream) failure(err error) error {
+	if ctxErr := s.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return status.FromContextError(ctxErr).Err()
+	}
+	e := newError(err)
+	if e.attempt != nil {
+		s.co.fill(e.attempt.result)
+		s.trailer = e.attempt.result.trailer
+	}
+	return e
+}
+
+// attempt opens a stream, replays the buffer on it (its sender goroutine), and waits for its
+// first response message, or for the commit when the buffer overflows.
+func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
+	info, _ := hedge.AttemptFrom(ctx)
+	s.mu.Lock()
+	late := s.overflow && s.commitTo != nil
+	s.mu.Unlock()
+	if late {
+		// Committed: a copy started now must not be sent. It loses to the committed attempt,
+		// or fails with its failure.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.lost:
+			return nil, s.lostErr
+		}
+	}
+	var r attemptResult
+	mark := func(err error) error { return s.i.mark(err, &r, s.rctx.route.unsent(info.Index)) }
+	actx, cancel := context.WithCancel(s.m.attemptContext(ctx, info.Index))
+	cs, err := s.streamer(actx, s.desc, s.cc, s.name, s.co.rest...)
+	if err != nil {
+		cancel()
+		return nil, mark(err)
+	}
+	a := &replayAttempt{cs: cs, ctx: actx, cancel: cancel, sendDone: make(chan struct{})}
+	s.mu.Lock()
+	s.running = append(s.running, a)
+	if s.overflow && s.commitTo == nil {
+		s.commitTo = a
+	}
+	s.mu.Unlock()
+	stop := context.AfterFunc(actx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
+	go func() {
+		defer close(a.sendDone)
+		defer stop()
+		s.send(a)
+	}()
+	recv := make(chan error, 1)
+	first := s.respType.New().Interface()
+	go func() { recv <- cs.RecvMsg(first) }()
+	var rerr error
+	select {
+	case rerr = <-recv:
+	case <-s.commit:
+		s.mu.Lock()
+		mine := s.commitTo == a
+		s.mu.Unlock()
+		if mine {
+			a.pending, a.first = recv, first
+			return a, nil
+		}
+		rerr = <-recv
+	}
+	switch rerr {
+	case nil:
+		a.first = first
+		return a, nil
+	case io.EOF:
+		a.eof = true
+		return a, nil
+	}
+	r.header, _ = cs.Header()
+	r.trailer = cs.Trailer()
+	cancel()
+	<-a.sendDone
+	err = mark(rerr)
+	s.mu.Lock()
+	if s.commitTo == a {
+		s.lostErr = err
+		close(s.lost)
+	}
+	s.mu.Unlock()
+	return nil, err
+}
+
+// send is an attempt's sender: it sends the buffered messages in order, waiting for more,
+// and closes its side once the caller has; it stops when its attempt ends.
+func (s *replayStream) send(a *replayAttempt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for a.next == len(s.buf) && !s.closed && a.ctx.Err() == nil {
+			s.cond.Wait()
+		}
+		if a.ctx.Err() != nil {
+			return
+		}
+		if a.next < len(s.buf) {
+			m := s.buf[a.next]
+			if m == nil {
+				return // let go once another attempt carried it alone: this one has lost
+			}
+			s.mu.Unlock()
+			err := a.cs.SendMsg(m)
+			s.mu.Lock()
+			a.next++
+			if s.commitTo == a {
+				s.buf[a.next-1] = nil // no other attempt will replay it
+			}
+			s.cond.Broadcast()
+			if err != nil {
+				a.sendErr = err
+				return
+			}
+			continue
+		}
+		s.mu.Unlock()
+		a.cs.CloseSend()
+		s.mu.Lock()
+		return
+	}
+}
+
+// SendMsg keeps m for every attempt. Until the call commits it returns at once; past the
+// buffer it commits the call; after the commit it returns once the committed attempt has
+// sent m, as a plain stream's SendMsg does.
+func (s *replayStream) SendMsg(m any) error {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return status.Error(codes.Unknown, "hedgegrpc: a hedged stream sends protobuf messages only")
+	}
+	pm = proto.Clone(pm) // attempts send it later, some after the caller has reused its own
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("hedgegrpc: SendMsg after CloseSend")
+	}
+	s.buf = append(s.buf, pm)
+	k := len(s.buf)
+	if s.commitTo == nil && !s.overflow {
+		if s.size += proto.Size(pm); s.size > s.limit {
+			s.overflow = true
+			if len(s.running) > 0 {
+				s.commitTo = s.earliestRunning()
+			}
+			close(s.commit)
+		}
+	}
+	s.cond.Broadcast()
+	a := s.commitTo
+	if a == nil {
+		return nil
+	}
+	for a.next < k && a.sendErr == nil && a.ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	if a.sendErr != nil {
+		return a.sendErr
+	}
+	return nil
+}
+
+// earliestRunning is the first attempt whose stream is still live.
+func (s *replayStream) earliestRunning() *replayAttempt {
+	for _, a := range s.running {
+		if a.ctx.Err() == nil {
+			return a
+		}
+	}
+	return s.running[len(s.running)-1]
+}
+
+func (s *replayStream) CloseSend() error {
+	s.mu.Lock()
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *replayStream) wait() bool {
+	<-s.done
+	return s.winner != nil
+}
+
+func (s *replayStream) Context() context.Context {
+	select {
+	case <-s.done:
+		if s.winner != nil {
+			return s.winner.cs.Context()
+		}
+	default:
+	}
+	return s.ctx
+}
+
+func (s *replayStream) Header() (metadata.MD, error) {
+	if !s.wait() {
+		return nil, s.err
+	}
+	return s.winner.cs.Header()
+}
+
+func (s *replayStream) Trailer() metadata.MD {
+	select {
+	case <-s.done:
+	default:
+		return nil
+	}
+	if s.winner == nil {
+		return s.trailer
+	}
+	return s.winner.cs.Trailer()
+}
+
+func (s *replayStream) RecvMsg(m any) error {
+	if !s.wait() {
+		return s.err
+	}
+	if s.ended {
+		return s.err
+	}
+	w := s.winner
+	var err error
+	switch {
+	case w.pending != nil:
+		err = <-w.pending
+		w.pending = nil
+		if err == nil {
+			err = w.deliver(m)
+		}
+	case w.first != nil:
+		err = w.deliver(m)
+	case w.eof:
+		err = io.EOF
+	default:
+		err = w.cs.RecvMsg(m)
+	}
+	if err != nil {
+		s.ended, s.err = true, err
+		s.end()
+		return err
+	}
+	if !s.desc.ServerStreams {
+		// A client-streaming call has one response: gRPC has already read the stream's end
+		// behind it, so the call is over.
+		s.ended, s.err = true, io.EOF
+		s.end()
+	}
+	return nil
+}
+
+// deliver hands the first response to the caller's message.
+func (a *replayAttempt) deliver(m any) error {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return status.Error(codes.Internal, "hedgegrpc: a hedged stream receives protobuf messages only")
+	}
+	proto.Reset(pm)
+	proto.Merge(pm, a.first)
+	a.first = nil
+	return nil
+}
+
+// end fills the caller's header, trailer and peer from the winner and lets its context go.
+func (s *replayStream) end() {
+	w := s.winner
+	if s.co.header != nil {
+		*s.co.header, _ = w.cs.Header()
+	}
+	if s.co.trailer != nil {
+		*s.co.trailer = w.cs.Trailer()
+	}
+	if s.co.peer != nil {
+		if p, ok := peer.FromContext(w.cs.Context()); ok {
+			*s.co.peer = *p
+		}
+	}
+	if s.err == io.EOF {
+		s.finish(nil)
+	} else {
+		s.finish(s.err)
+	}
+	s.release()
+}
