@@ -49,7 +49,7 @@ func (s *scriptedHealth) Check(ctx context.Context, _ *healthpb.HealthCheckReque
 	s.mu.Unlock()
 	waited := time.Duration(0)
 	if a.Starts && (a.Stuck || a.StartAfter <= a.After) {
-		if !pause(ctx, a.StartAfter) {
+		if !hedgetest.Sleep(ctx, a.StartAfter) {
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 		waited = a.StartAfter
@@ -61,7 +61,7 @@ func (s *scriptedHealth) Check(ctx context.Context, _ *healthpb.HealthCheckReque
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	if !pause(ctx, a.After-waited) {
+	if !hedgetest.Sleep(ctx, a.After-waited) {
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	switch {
@@ -72,21 +72,6 @@ func (s *scriptedHealth) Check(ctx context.Context, _ *healthpb.HealthCheckReque
 		return nil, status.Error(codes.NotFound, a.Err.Error())
 	}
 	return nil, status.Error(codes.Unavailable, a.Err.Error())
-}
-
-// pause waits d, and reports false when ctx ended first.
-func pause(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // bufconnDriver is a hedgetest.Driver: the interceptor, with the start-signal stats

@@ -88,7 +88,7 @@ func playHTTP(w http.ResponseWriter, r *http.Request, a hedgetest.Answer[string]
 	ctx := r.Context()
 	waited := time.Duration(0)
 	if a.Starts && (a.Stuck || a.StartAfter <= a.After) {
-		if !sleep(ctx, a.StartAfter) {
+		if !hedgetest.Sleep(ctx, a.StartAfter) {
 			return
 		}
 		waited = a.StartAfter
@@ -100,7 +100,7 @@ func playHTTP(w http.ResponseWriter, r *http.Request, a hedgetest.Answer[string]
 		<-ctx.Done()
 		return
 	}
-	if !sleep(ctx, a.After-waited) {
+	if !hedgetest.Sleep(ctx, a.After-waited) {
 		return
 	}
 	switch {
@@ -110,21 +110,6 @@ func playHTTP(w http.ResponseWriter, r *http.Request, a hedgetest.Answer[string]
 		http.Error(w, a.Err.Error(), http.StatusNotFound)
 	default:
 		http.Error(w, a.Err.Error(), http.StatusServiceUnavailable)
-	}
-}
-
-// sleep waits d, and reports false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

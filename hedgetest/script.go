@@ -46,7 +46,7 @@ func Script[T any](answers ...Answer[T]) func(context.Context) (T, error) {
 		}
 		waited := time.Duration(0)
 		if a.Starts && (a.Stuck || a.StartAfter <= a.After) {
-			if !wait(ctx, a.StartAfter) {
+			if !Sleep(ctx, a.StartAfter) {
 				return zero, ctx.Err()
 			}
 			waited = a.StartAfter
@@ -56,15 +56,17 @@ func Script[T any](answers ...Answer[T]) func(context.Context) (T, error) {
 			<-ctx.Done()
 			return zero, ctx.Err()
 		}
-		if !wait(ctx, a.After-waited) {
+		if !Sleep(ctx, a.After-waited) {
 			return zero, ctx.Err()
 		}
 		return a.Value, a.Err
 	}
 }
 
-// wait waits d, and reports false when ctx ended first.
-func wait(ctx context.Context, d time.Duration) bool {
+// Sleep waits d, and reports false when ctx ended first: what an attempt function of a test
+// does to take its time and still honour cancellation (inside a synctest bubble the wait is
+// virtual).
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
