@@ -142,16 +142,9 @@ func (s *replayStream) race() {
 	s.mu.Unlock()
 }
 
+// failure is the error the caller sees for a race no attempt won (see streamFailure).
 func (s *replayStream) failure(err error) error {
-	if ctxErr := s.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		return status.FromContextError(ctxErr).Err()
-	}
-	e := newError(err)
-	if e.attempt != nil {
-		s.co.fill(e.attempt.result)
-		s.trailer = e.attempt.result.trailer
-	}
-	return e
+	return streamFailure(s.ctx, &s.co, &s.trailer, err)
 }
 
 // attempt opens a stream, replays the buffer on it (its sender goroutine), and waits for its

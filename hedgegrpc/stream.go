@@ -265,13 +265,20 @@ func (s *hedgedStream) race(typ proto.Message) {
 // failure is the error the caller sees for a race no attempt won; the caller's header, trailer
 // and peer, and the stream's Trailer, come from the attempt whose failure it names.
 func (s *hedgedStream) failure(err error) error {
-	if ctxErr := s.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+	return streamFailure(s.ctx, &s.co, &s.trailer, err)
+}
+
+// streamFailure is a stream's error for a race no attempt won: the caller's own context error
+// when that ended it; otherwise the failure the core names, whose attempt fills the caller's
+// header, trailer and peer options (co) and the stream's Trailer (trailer).
+func streamFailure(ctx context.Context, co *callOptions, trailer *metadata.MD, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return status.FromContextError(ctxErr).Err()
 	}
 	e := newError(err)
 	if e.attempt != nil {
-		s.co.fill(e.attempt.result)
-		s.trailer = e.attempt.result.trailer
+		co.fill(e.attempt.result)
+		*trailer = e.attempt.result.trailer
 	}
 	return e
 }
