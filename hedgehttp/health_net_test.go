@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,14 +39,7 @@ func TestFailingAnswersEjectTheirReplica(t *testing.T) {
 			w.WriteHeader(tc.status)
 		}))
 		good, _ := startServer(t, "HTTP/1.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-		addrs := []string{bad.Listener.Addr().String(), good.Listener.Addr().String()}
-		tr := newTransport(t, Config{
-			Policy:   hedge.Config{Attempts: 1},
-			Next:     base,
-			Key:      func(*http.Request) string { return "svc" },
-			Replicas: func(string) []string { return addrs },
-			Replica:  replica.Config{Balancer: replica.RoundRobin, ConsecutiveFailures: 3},
-		})
+		tr := pairTransport(t, base, bad, good)
 		for range 8 {
 			if _, err := getStatus(t, tr, good.URL); err != nil {
 				t.Fatal(err)
@@ -56,6 +50,20 @@ func TestFailingAnswersEjectTheirReplica(t *testing.T) {
 		}
 		tr.CloseIdleConnections()
 	}
+}
+
+// pairTransport is a Transport of one attempt per call over two replicas, a and b, taken in
+// turn, with outlier detection ejecting after three consecutive failures.
+func pairTransport(t *testing.T, base http.RoundTripper, a, b *httptest.Server) *Transport {
+	t.Helper()
+	addrs := []string{a.Listener.Addr().String(), b.Listener.Addr().String()}
+	return newTransport(t, Config{
+		Policy:   hedge.Config{Attempts: 1},
+		Next:     base,
+		Key:      func(*http.Request) string { return "svc" },
+		Replicas: func(string) []string { return addrs },
+		Replica:  replica.Config{Balancer: replica.RoundRobin, ConsecutiveFailures: 3},
+	})
 }
 
 // Successes end a replica's run of failures: one that fails every other request is never
@@ -69,14 +77,7 @@ func TestSuccessesEndARunOfFailures(t *testing.T) {
 		}
 	}))
 	good, _ := startServer(t, "HTTP/1.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	addrs := []string{flaky.Listener.Addr().String(), good.Listener.Addr().String()}
-	tr := newTransport(t, Config{
-		Policy:   hedge.Config{Attempts: 1},
-		Next:     base,
-		Key:      func(*http.Request) string { return "svc" },
-		Replicas: func(string) []string { return addrs },
-		Replica:  replica.Config{Balancer: replica.RoundRobin, ConsecutiveFailures: 3},
-	})
+	tr := pairTransport(t, base, flaky, good)
 	defer tr.CloseIdleConnections()
 	for range 24 {
 		if _, err := getStatus(t, tr, good.URL); err != nil {
