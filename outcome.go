@@ -14,8 +14,10 @@ const (
 	// Retriable: the attempt failed in a way another attempt may not (a 5xx, a timeout, a
 	// transport error). It never wins a race; a sequential retry may follow.
 	Retriable
-	// Permanent: the dependency answered with a final failure (a 4xx). The call returns it at
-	// once, cancelling other attempts, and does not retry.
+	// Permanent: the dependency answered with a final failure (a 4xx). No new attempt starts
+	// (no hedge, no retry), but attempts already running may still answer: a stale replica's
+	// fast 404 must not beat a healthy replica's success. Set [Outcome.Commit] to end the call
+	// at once instead.
 	Permanent
 )
 
