@@ -29,12 +29,30 @@ func (i *Interceptor) Reconfigure(policy hedge.Config, methods map[string]hedge.
 	if err := i.checkTemplates(tm); err != nil {
 		return err
 	}
+	i.dialMu.Lock()
+	defer i.dialMu.Unlock()
+	if i.unsignalled && tm.readStartSignals(i) {
+		return fmt.Errorf("%w: a trigger reads start signals, but DialOptions left the start-signal stats handler out (no trigger read them then): dial with grpc.WithStatsHandler(StatsHandler()) to reconfigure to one", ErrConfig)
+	}
 	// Store first, then rebuild under the registry's writer lock: a method created meanwhile
 	// is either built from tm or rebuilt from it below.
 	i.templates.Store(tm)
 	return i.methods.Update(func(name string, m *method) (*method, error) {
 		return i.buildMethod(name, m)
 	})
+}
+
+// readStartSignals reports whether a trigger of tm reads start signals, as i's hooks leave it.
+func (tm *templates) readStartSignals(i *Interceptor) bool {
+	if i.policyConfig("", tm.policy).Trigger.ReadsStartSignals() {
+		return true
+	}
+	for key, pc := range tm.methods {
+		if i.policyConfig(key, pc).Trigger.ReadsStartSignals() {
+			return true
+		}
+	}
+	return false
 }
 
 // checkTemplates applies NewInterceptor's rules to tm.
