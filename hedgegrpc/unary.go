@@ -174,9 +174,10 @@ func (c *unaryCall) waitIdle() {
 		c.mu.Unlock()
 		return
 	}
-	c.idle = make(chan struct{})
+	idle := make(chan struct{})
+	c.idle = idle
 	c.mu.Unlock()
-	<-c.idle
+	<-idle
 }
 
 // failure turns the call's error into the one the caller sees, and fills the caller's
