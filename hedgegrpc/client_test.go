@@ -37,6 +37,58 @@ func slowBackend0(i int) *backend {
 	}}
 }
 
+// The first attempt receives into the caller's reply; when both attempts answer, the
+// caller's reply holds the winner's and nothing of the other's, whichever won: the reply's
+// status names the attempt that sent it, and the peer the backend that answered.
+func TestReplyIsTheWinnersWhenBothAnswer(t *testing.T) {
+	checkLeaks(t)
+	var hedgeArrived sync.Map // call -> chan struct{}, closed when the hedge reached a server
+	var primaryAt sync.Map    // call -> the address of the backend its first attempt reached
+	arrival := func(call string) chan struct{} {
+		ch, _ := hedgeArrived.LoadOrStore(call, make(chan struct{}))
+		return ch.(chan struct{})
+	}
+	bs := startBackends(t, 2, func(int) *backend {
+		return &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if attemptOf(ctx) == 0 {
+				primaryAt.Store(req.Service, b.addr)
+				// Answer once the hedge has reached its server: both answers race back.
+				select {
+				case <-arrival(req.Service):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+			}
+			close(arrival(req.Service))
+			return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING}, nil
+		}}
+	})
+	hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}})
+	cc := dial(t, hi, bs)
+	servedBy := map[healthpb.HealthCheckResponse_ServingStatus]int{}
+	for i := range 40 {
+		var p peer.Peer
+		reply := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVICE_UNKNOWN}
+		if err := cc.Invoke(t.Context(), checkMethod, &healthpb.HealthCheckRequest{Service: fmt.Sprint(i)}, reply, grpc.Peer(&p)); err != nil {
+			t.Fatal(err)
+		}
+		if reply.Status != healthpb.HealthCheckResponse_SERVING && reply.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Fatalf("call %d: reply %v, want one attempt's", i, reply)
+		}
+		servedBy[reply.Status]++
+		// The primary and the hedge go to different backends: the peer tells which answered,
+		// and must be the one whose reply the caller holds.
+		at, _ := primaryAt.Load(fmt.Sprint(i))
+		if p.Addr == nil || (p.Addr.String() == at) != (reply.Status == healthpb.HealthCheckResponse_SERVING) {
+			t.Fatalf("call %d: reply %v from %v, the first attempt at %v: not the answering attempt's reply", i, reply.Status, p.Addr, at)
+		}
+	}
+	if servedBy[healthpb.HealthCheckResponse_NOT_SERVING] == 0 {
+		t.Fatalf("replies %v: the hedge never won, so nothing was checked", servedBy)
+	}
+}
+
 func TestHedgeBeatsSlowBackend(t *testing.T) {
 	checkLeaks(t)
 	bs := startBackends(t, 3, slowBackend0)

@@ -18,8 +18,9 @@ import (
 
 // An Interceptor is built once and shared: each method it calls gets its own policy, which
 // learns that method's latency. Only methods known to be safe to send twice are hedged.
-// DialOptions installs the interceptors, the start-signal stats handler and the balancer
-// that sends each attempt of a call to a different backend, and turns gRPC's own retries off.
+// DialOptions installs the interceptors and the balancer that sends each attempt of a call to
+// a different backend, and turns gRPC's own retries off (and, for a trigger that reads start
+// signals, installs the start-signal stats handler).
 func ExampleNewInterceptor() {
 	// A server: grpc's own health service, on loopback.
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

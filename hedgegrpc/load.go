@@ -3,6 +3,7 @@ package hedgegrpc
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"time"
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
@@ -85,8 +86,7 @@ func (q *Queue) report(ctx context.Context, wait time.Duration, own bool) {
 	}
 	l := q.core.Load(wait)
 	if rec == nil {
-		var buf [reportSize]byte
-		_ = grpc.SetTrailer(ctx, metadata.MD{orcaTrailerKey: []string{string(appendReport(buf[:0], l))}})
+		_ = grpc.SetTrailer(ctx, q.reports.trailer(l))
 		return
 	}
 	rec.SetNamedMetric(MetricQueued, float64(l.Queued))
@@ -102,6 +102,47 @@ func (q *Queue) report(ctx context.Context, wait time.Duration, own bool) {
 	if l.QPS > 0 {
 		rec.SetQPS(l.QPS)
 	}
+}
+
+// reportCache keeps the trailers of the reports the queue sent last, so that a call whose
+// report is the same as an earlier one's (a server whose load holds steady between calls, the
+// common case: the rate changes once a second) sends that trailer again without encoding it
+// or allocating: grpc copies the trailer it is given, so one can be shared by every call. It
+// is a small table indexed by the load's figures, each slot holding the latest report that
+// fell in it; a report that does not match its slot's is encoded and replaces it. A call that
+// waited for its worker has a report of its own (its wait) and is not kept.
+type reportCache struct {
+	slots [reportSlots]atomic.Pointer[cachedReport]
+}
+
+// reportSlots is the size of a [reportCache]: room for the few loads a steady server moves
+// between (a worker more or less busy, a call more or less queued).
+const reportSlots = 8
+
+// cachedReport is one [reportCache] slot: a load and the trailer that reports it.
+type cachedReport struct {
+	load workqueue.Load
+	md   metadata.MD
+}
+
+// trailer returns the trailer that carries l's report, from the cache when it has it.
+func (c *reportCache) trailer(l workqueue.Load) metadata.MD {
+	if l.Wait != 0 {
+		return encodeTrailer(l)
+	}
+	slot := &c.slots[uint(l.Busy*3+l.Queued)%reportSlots]
+	if r := slot.Load(); r != nil && r.load == l {
+		return r.md
+	}
+	md := encodeTrailer(l)
+	slot.Store(&cachedReport{load: l, md: md})
+	return md
+}
+
+// encodeTrailer returns a new trailer carrying l's report.
+func encodeTrailer(l workqueue.Load) metadata.MD {
+	var buf [reportSize]byte
+	return metadata.MD{orcaTrailerKey: []string{string(appendReport(buf[:0], l))}}
 }
 
 // The field numbers of xds.data.orca.v3.OrcaLoadReport that the queue fills, and of a map
@@ -138,12 +179,22 @@ func appendReport(b []byte, l workqueue.Load) []byte {
 	return b
 }
 
-// appendEntry appends one entry of the map<string, double> field num.
+// appendEntry appends one entry of the map<string, double> field num. A zero value is left
+// out of the entry, as protobuf's map encoding allows (a parser reads the key with the value's
+// default): the trailer is shorter by nine bytes for each figure that is zero, and grpc
+// handles a binary trailer by the byte (base64 and HPACK both ways).
 func appendEntry(b []byte, num protowire.Number, key string, v float64) []byte {
+	n := 1 + protowire.SizeBytes(len(key))
+	if v != 0 {
+		n += 1 + 8
+	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(1+protowire.SizeBytes(len(key))+1+8))
+	b = protowire.AppendVarint(b, uint64(n))
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendString(b, key)
+	if v == 0 {
+		return b
+	}
 	b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
 	return protowire.AppendFixed64(b, math.Float64bits(v))
 }

@@ -3,11 +3,13 @@ package hedgegrpc
 import (
 	"context"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/workqueue"
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/balancer/weightedroundrobin" // registers weighted_round_robin
 	"google.golang.org/grpc/credentials/insecure"
@@ -208,5 +210,64 @@ func TestQueueJoinsORCARecorder(t *testing.T) {
 	}
 	if v := trailer.Get(orcaTrailer); len(v) != 0 {
 		t.Fatalf("UnaryServer without a recorder sent a report: %v", v)
+	}
+}
+
+// TestReportEncoding decodes the queue's own encoding with the standard message, as
+// balancer.DoneInfo.ServerLoad and every ORCA-aware client do, for loads with and without
+// zero figures (left out of their map entries, read back as zero), and checks that the report
+// cache hands back the trailer of an equal load and a fresh one for any other.
+func TestReportEncoding(t *testing.T) {
+	loads := []workqueue.Load{
+		{},
+		{Workers: 4},
+		{Busy: 1, Workers: 4, QPS: 1234.5},
+		{Queued: 3, Busy: 4, Workers: 4, Wait: 2500 * time.Microsecond, QPS: 80},
+		{Queued: 0, Busy: 0, Workers: 64, Wait: time.Nanosecond},
+	}
+	var c reportCache
+	for _, l := range loads {
+		md := c.trailer(l)
+		v := md.Get(orcaTrailer)
+		if len(v) != 1 {
+			t.Fatalf("%+v: trailer %v", l, md)
+		}
+		var r v3orcapb.OrcaLoadReport
+		if err := proto.Unmarshal([]byte(v[0]), &r); err != nil {
+			t.Fatalf("%+v: %v", l, err)
+		}
+		want := &v3orcapb.OrcaLoadReport{
+			NamedMetrics: map[string]float64{
+				MetricQueued:  float64(l.Queued),
+				MetricBusy:    float64(l.Busy),
+				MetricWorkers: float64(l.Workers),
+				MetricWaitMs:  float64(l.Wait) / float64(time.Millisecond),
+			},
+			ApplicationUtilization: l.Utilization(),
+			RpsFractional:          l.QPS,
+		}
+		if l.Workers > 0 {
+			want.Utilization = map[string]float64{MetricWorkersBusy: float64(l.Busy) / float64(l.Workers)}
+		}
+		if !proto.Equal(&r, want) {
+			t.Fatalf("%+v: decoded %v, want %v", l, &r, want)
+		}
+		got, ok := loadOf(&r)
+		if !ok || got.Queued != l.Queued || got.Busy != l.Busy || got.Workers != l.Workers || got.Wait != l.Wait {
+			t.Fatalf("loadOf = %+v, %v; want %+v", got, ok, l)
+		}
+		again := c.trailer(l)
+		if again.Get(orcaTrailer)[0] != v[0] {
+			t.Fatalf("%+v: a second trailer reports something else", l)
+		}
+		if shared := reflect.ValueOf(again).UnsafePointer() == reflect.ValueOf(md).UnsafePointer(); shared != (l.Wait == 0) {
+			t.Fatalf("%+v: trailer shared with the previous call = %v, want %v (only a call that did not wait shares)", l, shared, l.Wait == 0)
+		}
+	}
+	// A load that falls in a used slot replaces its report there.
+	a, b := workqueue.Load{Busy: 1, Workers: 8}, workqueue.Load{Busy: 1, Workers: 8, QPS: 5}
+	ma := c.trailer(a)
+	if mb := c.trailer(b); mb.Get(orcaTrailer)[0] == ma.Get(orcaTrailer)[0] {
+		t.Fatal("two different loads share a report")
 	}
 }

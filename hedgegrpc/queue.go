@@ -77,6 +77,7 @@ type Queue struct {
 	trailer    metadata.MD
 	hedgedLast bool // read the AttemptKey metadata only when it matters
 	core       *workqueue.Queue
+	reports    reportCache // the trailers of the latest load reports (load.go)
 }
 
 // isCopy reports whether the call is a hedged copy or a retry: its AttemptKey metadata is

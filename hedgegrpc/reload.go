@@ -23,11 +23,18 @@ type templates struct {
 // trigger learns it the same way ([hedge.NewFrom]), while its budget, breaker and limit
 // start afresh. Calls already running finish under the policy they started with. The
 // arguments are checked as [NewInterceptor] checks them: on an error (wrapping [ErrConfig])
-// nothing changes. The maps and slices are copied: the caller may change them afterwards.
+// nothing changes. A trigger that reads start signals is refused once [Interceptor.DialOptions]
+// has left the start-signal stats handler out (no trigger read them then): on connections
+// dialed with those options it would never see a signal. The maps and slices are copied: the caller may change them afterwards.
 func (i *Interceptor) Reconfigure(policy hedge.Config, methods map[string]hedge.Config, idempotent []string) error {
 	tm := &templates{policy: policy, methods: maps.Clone(methods), idempotent: slices.Clone(idempotent)}
 	if err := i.checkTemplates(tm); err != nil {
 		return err
+	}
+	i.dialMu.Lock()
+	defer i.dialMu.Unlock()
+	if i.unsignalled && tm.readStartSignals(i) {
+		return fmt.Errorf("%w: a trigger reads start signals, but DialOptions left the start-signal stats handler out (no trigger read them then): install the dial options by hand, grpc.WithStatsHandler(StatsHandler()) among them, to reconfigure to one", ErrConfig)
 	}
 	// Store first, then rebuild under the registry's writer lock: a method created meanwhile
 	// is either built from tm or rebuilt from it below.
@@ -35,6 +42,19 @@ func (i *Interceptor) Reconfigure(policy hedge.Config, methods map[string]hedge.
 	return i.methods.Update(func(name string, m *method) (*method, error) {
 		return i.buildMethod(name, m)
 	})
+}
+
+// readStartSignals reports whether a trigger of tm reads start signals, as i's hooks leave it.
+func (tm *templates) readStartSignals(i *Interceptor) bool {
+	if i.policyConfig("", tm.policy).Trigger.ReadsStartSignals() {
+		return true
+	}
+	for key, pc := range tm.methods {
+		if i.policyConfig(key, pc).Trigger.ReadsStartSignals() {
+			return true
+		}
+	}
+	return false
 }
 
 // checkTemplates applies NewInterceptor's rules to tm.

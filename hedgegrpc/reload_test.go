@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -71,5 +72,42 @@ func TestReconfigure(t *testing.T) {
 	cancel()
 	if status.Code(err) != codes.DeadlineExceeded || calls() != 4 {
 		t.Errorf("no longer idempotent: %v after %d attempts in all, want the deadline after 4", err, calls())
+	}
+}
+
+// DialOptions leaves the start-signal stats handler out when no trigger reads start signals,
+// and Reconfigure then refuses one that does (it would never see a signal on that
+// connection); an interceptor whose trigger reads them gets the handler, and one whose
+// options were installed by hand may be reconfigured to such a trigger.
+func TestDialOptionsStatsHandlerOnlyForStartSignals(t *testing.T) {
+	// The options are opaque: the stats handler is the fifth, after the interceptors, the
+	// retries and the balancer. That it works is TestStartSignalCancelsQueuedCopy's
+	// (a Tied interceptor through DialOptions).
+	hasHandler := func(opts []grpc.DialOption) bool { return len(opts) == 5 }
+	tied := hedge.Config{Trigger: hedge.Tied()}
+	idem := []string{checkMethod}
+
+	hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: idem})
+	if opts := hi.DialOptions(); hasHandler(opts) {
+		t.Fatalf("DialOptions without a start-signal trigger: %d options, want 4 (no stats handler)", len(opts))
+	}
+	if err := hi.Reconfigure(tied, nil, idem); !errors.Is(err, ErrConfig) {
+		t.Fatalf("Reconfigure to Tied after DialOptions left the handler out: %v, want ErrConfig", err)
+	}
+	if err := hi.Reconfigure(hedgeNow(), map[string]hedge.Config{checkMethod: tied}, idem); !errors.Is(err, ErrConfig) {
+		t.Fatalf("Reconfigure of one method to Tied after DialOptions left the handler out: %v, want ErrConfig", err)
+	}
+	if err := hi.Reconfigure(hedge.Config{Trigger: hedge.After(time.Second)}, nil, idem); err != nil {
+		t.Fatalf("Reconfigure to a trigger that reads no start signals: %v", err)
+	}
+
+	for _, cfg := range []Config{{Policy: tied}, {Methods: map[string]hedge.Config{checkMethod: tied}}} {
+		if opts := newInterceptor(t, cfg).DialOptions(); !hasHandler(opts) {
+			t.Fatalf("DialOptions with Tied in %+v: no stats handler", cfg)
+		}
+	}
+	byHand := newInterceptor(t, Config{Idempotent: idem})
+	if err := byHand.Reconfigure(tied, nil, idem); err != nil {
+		t.Fatalf("Reconfigure to Tied without DialOptions: %v", err)
 	}
 }

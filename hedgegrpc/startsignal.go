@@ -60,8 +60,10 @@ func StreamStartSignal(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, 
 // StatsHandler returns the client-side stats.Handler that reads the start signal: when an
 // attempt's response headers carry [StartedKey], it reports the attempt as in service to its
 // call (see [hedge.Trigger] and the start-aware trigger). Install it on the client connection
-// with grpc.WithStatsHandler, or through [Interceptor.DialOptions]. It costs nothing for
-// calls whose server sends no signal.
+// with grpc.WithStatsHandler, or through [Interceptor.DialOptions], which installs it when a
+// trigger of the interceptor reads start signals. Its own work is nothing for calls whose
+// server sends no signal, but any stats handler makes grpc-go build an event at each step of
+// every call of the connection.
 func StatsHandler() stats.Handler { return startSignal{report: hedge.StartedService} }
 
 type startSignal struct {

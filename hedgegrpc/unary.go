@@ -48,11 +48,15 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 	if !m.repeatableFor(ctx) && hedge.RepeatabilityFrom(ctx) != hedge.NotRepeatable {
 		callCtx = hedge.WithRepeatable(callCtx, false) // the core's gate suppresses hedges and retries
 	}
+	c.reply = rm
 	defer c.waitIdle() // also when the call panics or an attempt calls runtime.Goexit
 	r, err := hedge.DoInline(callCtx, m.policy, unaryAttempt)
+	c.waitIdle() // attempt 0 may be writing the caller's reply until it has returned
 	if err == nil {
-		proto.Reset(rm)
-		proto.Merge(rm, r.reply)
+		if r.reply != rm { // a hedge or a retry won
+			proto.Reset(rm)
+			proto.Merge(rm, r.reply)
+		}
 		c.co.fill(r)
 	} else {
 		err = c.failure(err)
@@ -71,16 +75,19 @@ type unaryCall struct {
 	i         *Interceptor
 	m         *method
 	req       any
-	replyType protoreflect.MessageType // attempts never touch the caller's reply
+	reply     proto.Message            // the caller's: attempt 0 receives into it
+	replyType protoreflect.MessageType // of the replies of the other attempts
 	cc        *grpc.ClientConn
 	invoker   grpc.UnaryInvoker
 	co        callOptions
 	first     attemptResult // attempt 0's, in the same allocation
 
 	// Hedges and retries run on goroutines of their own and may outlive DoInline (it cancels
-	// them when the call is decided, but does not wait for them): they count themselves in
-	// active, so that the caller can wait for them (waitIdle). The first attempt runs on the
-	// caller's goroutine and has returned before DoInline does: it needs no counting.
+	// them when the call is decided, but does not wait for them): every attempt counts itself
+	// in active, so that the caller can wait for them (waitIdle). The first attempt usually
+	// runs on the caller's goroutine and has returned before DoInline does, but is counted
+	// all the same: it receives into the caller's reply, which nothing may touch while it
+	// runs.
 	mu     sync.Mutex
 	active int
 	over   bool          // DoInline has returned: an attempt starting now must not send
@@ -105,15 +112,19 @@ func unaryAttempt(ctx context.Context) (*attemptResult, error) {
 // attempt sends one attempt with its own reply message and its own header, trailer and peer.
 func (c *unaryCall) attempt(ctx context.Context) (*attemptResult, error) {
 	info, _ := hedge.AttemptFrom(ctx)
-	r := &c.first
-	if info.Index > 0 {
-		if !c.enter() {
-			return nil, context.Canceled // the call is over: the caller may be reusing its request
-		}
-		defer c.leave()
-		r = &attemptResult{}
+	if !c.enter() {
+		return nil, context.Canceled // the call is over: the caller may be reusing its request
 	}
-	r.reply = c.replyType.New().Interface()
+	defer c.leave()
+	r := &c.first
+	if info.Index == 0 {
+		// Into the caller's reply, as a plain call does: the call waits for attempt 0 before
+		// it returns or copies a winner's reply in (waitIdle), and no other attempt writes it.
+		r.reply = c.reply
+	} else {
+		r = &attemptResult{}
+		r.reply = c.replyType.New().Interface()
+	}
 	// A slice of its own: attempts run at once, and must not append to a shared one.
 	r.opts = r.optBuf[:0]
 	if n := len(c.co.rest) + 3; n > len(r.optBuf) {
@@ -151,6 +162,7 @@ func (c *unaryCall) leave() {
 	defer c.mu.Unlock()
 	if c.active--; c.active == 0 && c.idle != nil {
 		close(c.idle)
+		c.idle = nil
 	}
 }
 
@@ -162,9 +174,10 @@ func (c *unaryCall) waitIdle() {
 		c.mu.Unlock()
 		return
 	}
-	c.idle = make(chan struct{})
+	idle := make(chan struct{})
+	c.idle = idle
 	c.mu.Unlock()
-	<-c.idle
+	<-idle
 }
 
 // failure turns the call's error into the one the caller sees, and fills the caller's

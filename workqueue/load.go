@@ -36,6 +36,11 @@ func (l Load) Utilization() float64 {
 // long enough to average a few requests even at low rates.
 const rateEvery = time.Second
 
+// earlyEvery is how often the rate is estimated within the first window. A rate that changed
+// on every request would make every report a new one; a steady report is one a server can
+// send again as it is (hedgegrpc keeps its encoding, HTTP/2's header compression indexes it).
+const earlyEvery = rateEvery / 10
+
 // Load returns the queue's state now, for a request that waited wait: the report its response
 // carries. It takes the queue's lock once and reads the clock once.
 func (q *Queue) Load(wait time.Duration) Load {
@@ -48,10 +53,11 @@ func (q *Queue) Load(wait time.Duration) Load {
 	case el >= rateEvery:
 		q.qps = float64(q.stats.Admitted-q.rateN) / el.Seconds()
 		q.rateAt, q.rateN, q.rated = now, q.stats.Admitted, true
-	case !q.rated && el > 0:
-		// Within the first window, the rate so far: a balancer that ignores a report
-		// without a rate (gRFC A58's) can then use the first ones.
+	case !q.rated && el > 0 && now.Sub(q.early) >= earlyEvery:
+		// Within the first window, the rate so far, every earlyEvery: a balancer that
+		// ignores a report without a rate (gRFC A58's) can then use the first ones.
 		q.qps = float64(q.stats.Admitted-q.rateN) / el.Seconds()
+		q.early = now
 	}
 	l.QPS = q.qps
 	q.mu.Unlock()

@@ -43,7 +43,17 @@ func TestLoad(t *testing.T) {
 			q.Acquire(ctx, false)
 			q.Release(false)
 		}
-		time.Sleep(time.Second)
+		// Within the first window the estimate is renewed only every earlyEvery: a report
+		// soon after the last one repeats it.
+		time.Sleep(earlyEvery / 2)
+		if l := q.Load(0); math.Abs(l.QPS-1/0.75) > 1e-9 {
+			t.Fatalf("QPS = %v %v after the last estimate, want it unchanged (1 admission over 0.75s)", l.QPS, earlyEvery/2)
+		}
+		time.Sleep(earlyEvery / 2)
+		if l := q.Load(0); math.Abs(l.QPS-10/0.85) > 1e-9 {
+			t.Fatalf("QPS = %v, want 10 admissions over 0.85s", l.QPS)
+		}
+		time.Sleep(time.Second - earlyEvery)
 		if l := q.Load(0); math.Abs(l.QPS-10/1.75) > 1e-9 {
 			t.Fatalf("QPS = %v, want 10 admissions over 1.75s", l.QPS)
 		}

@@ -137,7 +137,8 @@ type Queue struct {
 	rateAt time.Time
 	rateN  uint64
 	qps    float64
-	rated  bool // a whole window has been measured
+	rated  bool      // a whole window has been measured
+	early  time.Time // when the rate was last estimated within the first window
 }
 
 // New returns a [Queue] with the limits in cfg, or an error wrapping [ErrConfig] that names
