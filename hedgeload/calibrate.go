@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -155,12 +153,11 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		return nil, nil, err
 	}
 	defer rp.close()
-	client, closeClient, err := newClient(protocol, hedge.Config{}, nil, "")
+	client, err := newLoadClient(protocol, hedge.Config{}, nil, "", rp.addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer closeClient()
-	url := "http://" + rp.addr + "/"
+	defer client.close()
 	lat = make([]time.Duration, n)
 	failed := make([]bool, n)
 	p := &pacer{
@@ -169,20 +166,9 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		maxLag:      time.Second,
 		maxInFlight: 100 * workers,
 		send: func(i int, due time.Time) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				failed[i] = true
-				return
-			}
-			req.Header.Set(callHeader, strconv.Itoa(i))
-			resp, err := client.Do(req)
-			if err != nil {
-				failed[i] = true
-				return
-			}
-			resp.Body.Close()
+			err := client.call(ctx, i)
 			lat[i] = time.Since(due)
-			failed[i] = resp.StatusCode != http.StatusOK
+			failed[i] = err != nil
 		},
 	}
 	if err := p.run(ctx, time.Now().Add(time.Millisecond)); err != nil {
