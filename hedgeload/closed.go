@@ -161,3 +161,14 @@ func closedTwin(callers int, perSecond float64, levels []CallerLevel, simRun fun
 	top := ls[len(ls)-1]
 	return levelDelay(top), float64(top.Callers), nil
 }
+
+// tieDelay is how late a busy client's cancellation reaches the server, for its twin, when
+// cancellation reaches it at all: the client's CPU writes the reset (HTTP/2, gRPC) or closes the
+// connection (HTTP/1.1) as late as it reads an answer, at the median (16 × the timers' delay;
+// see levelDelay). An open loop's twin (no client delay) has none.
+func tieDelay(mode string, d sim.ClientDelay) time.Duration {
+	if mode != sim.Reaches {
+		return 0
+	}
+	return 16 * d.Timers
+}

@@ -119,5 +119,10 @@ func TestClosedTwin(t *testing.T) {
 		if _, mixed := d.Answers.(sim.Mixture); math.Abs(k-tc.want) > 0.01 || mixed != tc.mixed || d.Every == 0 || d.For != d.Every {
 			t.Errorf("%d callers: twin of %.2f callers, %+v; want %.0f (mixture %v)", tc.callers, k, d, tc.want, tc.mixed)
 		}
+		// A cancellation reaches the server as late as an answer reaches the caller, at the
+		// median; where cancellation does not reach it, nothing is late.
+		if tie := tieDelay(sim.Reaches, d); tie != 16*d.Timers || tie == 0 || tieDelay(sim.Ignored, d) != 0 {
+			t.Errorf("%d callers: cancellation late by %v (ignored: %v), timers by %v", tc.callers, tie, tieDelay(sim.Ignored, d), d.Timers)
+		}
 	}
 }

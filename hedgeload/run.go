@@ -355,7 +355,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 			return Result{}, err
 		}
 		delay, twinCallers, err = closedTwin(cfg.callers, diag.PerSecond, levels, func(d sim.ClientDelay) (sim.Point, error) {
-			return simulate(cfg, j, wireSvc, j.seed, d)
+			return simulate(cfg, j, wireSvc, j.seed, d, tieDelay(j.mode, d))
 		})
 		if err != nil {
 			return Result{}, err
@@ -369,7 +369,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	var seeds []uint64
 	for i := range k {
 		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
-		sp, err := simulate(cfg, j, wireSvc, seed, delay)
+		sp, err := simulate(cfg, j, wireSvc, seed, delay, tieDelay(j.mode, delay))
 		if err != nil {
 			return Result{}, err
 		}
@@ -404,10 +404,11 @@ func serverScale(cfg runConfig) float64 {
 }
 
 // simulate runs the point's twin in the simulator, with the given seed: the same model, the
-// same (scaled) setup.
-func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay sim.ClientDelay) (sim.Point, error) {
+// same (scaled) setup, the client late by delay and its cancellations by tie.
+func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay sim.ClientDelay, tie time.Duration) (sim.Point, error) {
 	return sim.Run(sim.Params{
 		ClientDelay:    delay,
+		TieDelay:       tie,
 		Workers:        cfg.workers,
 		Replicas:       cfg.replicas,
 		Balancer:       cfg.balancer,
