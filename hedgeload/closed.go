@@ -133,33 +133,36 @@ func levelDelay(l CallerLevel) sim.ClientDelay {
 // is the one unknown of the model (how many callers compete for the CPU at once), solved from
 // the two figures that define the closed loop. Nothing is fitted to the percentiles or the
 // utilisation it is compared on. simRun runs the twin with a delay and returns its point
-// (wire time).
-func closedTwin(callers int, perSecond float64, levels []CallerLevel, simRun func(sim.ClientDelay) (sim.Point, error)) (sim.ClientDelay, float64, error) {
+// (wire time). inFlight is how many calls the chosen delay keeps in flight at perSecond:
+// callers, unless no level brackets them; fewer than callers when even the most contended
+// level is faster than the real calls were (the machine was busier during the point than
+// during its calibration: the twin cannot stand for it).
+func closedTwin(callers int, perSecond float64, levels []CallerLevel, simRun func(sim.ClientDelay) (sim.Point, error)) (d sim.ClientDelay, twinCallers, inFlight float64, err error) {
 	ls := slices.Clone(levels)
 	slices.SortFunc(ls, func(a, b CallerLevel) int { return a.Callers - b.Callers })
-	inFlight := make([]float64, len(ls))
+	in := make([]float64, len(ls))
 	for i, l := range ls {
 		p, err := simRun(levelDelay(l))
 		if err != nil {
-			return sim.ClientDelay{}, 0, err
+			return sim.ClientDelay{}, 0, 0, err
 		}
-		inFlight[i] = perSecond * p.MeanMs / 1e3 // Little: calls in flight = rate × mean latency
-		if inFlight[i] < float64(callers) {
+		in[i] = perSecond * p.MeanMs / 1e3 // Little: calls in flight = rate × mean latency
+		if in[i] < float64(callers) {
 			continue
 		}
 		if i == 0 {
-			return levelDelay(l), float64(l.Callers), nil
+			return levelDelay(l), float64(l.Callers), in[i], nil
 		}
 		a, b := ls[i-1], l
-		f := (float64(callers) - inFlight[i-1]) / (inFlight[i] - inFlight[i-1])
+		f := (float64(callers) - in[i-1]) / (in[i] - in[i-1])
 		da, db := levelDelay(a), levelDelay(b)
 		return sim.ClientDelay{Every: time.Hour, For: time.Hour,
 			Timers:  time.Duration((1-f)*float64(da.Timers) + f*float64(db.Timers)),
 			Answers: sim.Mixture{Components: []sim.Component{{Weight: 1 - f, Dist: da.Answers}, {Weight: f, Dist: db.Answers}}},
-		}, float64(a.Callers) + f*float64(b.Callers-a.Callers), nil
+		}, float64(a.Callers) + f*float64(b.Callers-a.Callers), float64(callers), nil
 	}
 	top := ls[len(ls)-1]
-	return levelDelay(top), float64(top.Callers), nil
+	return levelDelay(top), float64(top.Callers), in[len(in)-1], nil
 }
 
 // tieDelay is how late a busy client's cancellation reaches the server, for its twin, when

@@ -103,18 +103,23 @@ func TestClosedTwin(t *testing.T) {
 		return sim.Point{MeanMs: 1 + float64(sum)/float64(len(e.Samples))/1e6}, nil
 	}
 	for _, tc := range []struct {
-		callers int
-		want    float64 // the twin's callers
-		mixed   bool
+		callers  int
+		want     float64 // the twin's callers
+		mixed    bool
+		inFlight float64 // what the twin keeps in flight
 	}{
-		{20, 16, false}, // fewer in flight than the lowest level keeps: the lowest
-		{30, 24, true},  // halfway between 16 (23.3) and 32 (36.7)
-		{64, 64, false}, // above the top level's 63.3: the top
-		{50, 48, true},  // halfway between 32 (36.7) and 64 (63.3)
+		{20, 16, false, 23.33}, // fewer in flight than the lowest level keeps: the lowest
+		{30, 24, true, 30},     // halfway between 16 (23.3) and 32 (36.7)
+		{64, 64, false, 63.33}, // above the top level's 63.3: the top, short of 64
+		{50, 48, true, 50},     // halfway between 32 (36.7) and 64 (63.3)
 	} {
-		d, k, err := closedTwin(tc.callers, 10000, levels, simRun)
+		d, k, in, err := closedTwin(tc.callers, 10000, levels, simRun)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// 64 callers are more than the top level keeps in flight (63.3): the twin says so.
+		if math.Abs(in-tc.inFlight) > 0.01 {
+			t.Errorf("%d callers: the twin keeps %.2f in flight, want %.2f", tc.callers, in, tc.inFlight)
 		}
 		if _, mixed := d.Answers.(sim.Mixture); math.Abs(k-tc.want) > 0.01 || mixed != tc.mixed || d.Every == 0 || d.For != d.Every {
 			t.Errorf("%d callers: twin of %.2f callers, %+v; want %.0f (mixture %v)", tc.callers, k, d, tc.want, tc.mixed)

@@ -69,6 +69,11 @@ type Result struct {
 	// TwinCallers is, for a closed loop, how many callers compete for the CPU in its twin
 	// (interpolated between the calibrated levels; see closedTwin).
 	TwinCallers float64 `json:"twin_callers,omitempty"`
+	// TwinInFlight is how many calls the twin keeps in flight at the rate the callers reached
+	// (Little's law): the callers themselves, unless even the most contended calibrated level
+	// is faster than the real calls were, when the machine was busier during the point than
+	// while it was calibrated (see closedTwin).
+	TwinInFlight float64 `json:"twin_in_flight,omitempty"`
 	// CallerLevels is a closed loop's calibration taken right before the point (see
 	// Calibration.Levels): the one its twin is built from.
 	CallerLevels []CallerLevel `json:"caller_levels,omitempty"`
@@ -343,7 +348,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		return Result{}, err
 	}
 	var delay sim.ClientDelay
-	var twinCallers float64
+	var twinCallers, twinInFlight float64
 	if cfg.callers > 0 {
 		// The twin is offered the rate the closed loop reached, late by the client's delay
 		// at the contention that rate and the callers make (see closedTwin).
@@ -354,7 +359,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		if levels, err = calibrateLevels(ctx, j.protocol, cfg.workers, closedCalibrationCalls*calibrationCalls(cfg), cfg.callers, medianOf(wireSvc), slack); err != nil {
 			return Result{}, err
 		}
-		delay, twinCallers, err = closedTwin(cfg.callers, diag.PerSecond, levels, func(d sim.ClientDelay) (sim.Point, error) {
+		delay, twinCallers, twinInFlight, err = closedTwin(cfg.callers, diag.PerSecond, levels, func(d sim.ClientDelay) (sim.Point, error) {
 			return simulate(cfg, j, wireSvc, j.seed, d, tieDelay(j.mode, d))
 		})
 		if err != nil {
@@ -389,6 +394,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		SimSeeds:     seeds,
 		OverheadMs:   overheadMs,
 		TwinCallers:  twinCallers,
+		TwinInFlight: twinInFlight,
 		CallerLevels: levels,
 		Agreement:    compare(real, sims, overheadMs, cfg.band),
 		Generator:    diag,
