@@ -71,6 +71,28 @@ var paces = []int{4, 1}
 // The real servers agree with the simulator, and a simulator run with a wrong parameter does
 // not: the comparison can fail.
 func TestAgreement(t *testing.T) {
+	agreement(t, shortRun())
+}
+
+// grpcRun is the short comparison over gRPC: both setups at 50 % load, cancellation reaching
+// the server (as gRPC's does: a cancelled call's stream is reset), one server through
+// hedgegrpc.DialOptions. About 7 s, 13 s if it must run one point at a time.
+func grpcRun() runConfig {
+	cfg := shortRun()
+	cfg.protocols = []string{GRPC}
+	cfg.modes = []string{sim.Reaches}
+	return cfg
+}
+
+// The gRPC servers agree with the simulator as the HTTP ones do, and a wrong model does not.
+func TestAgreementGRPC(t *testing.T) {
+	agreement(t, grpcRun())
+}
+
+// agreement runs cfg's points, real and simulated, and checks that they agree, and that
+// simulators told a wrong model do not.
+func agreement(t *testing.T, cfg runConfig) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("real-clock load test: not in -short")
 	}
@@ -78,7 +100,7 @@ func TestAgreement(t *testing.T) {
 		// Collect garbage as rarely as the command does (see main).
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
-	cfg := shortRun()
+	want := len(cfg.setups) * len(cfg.loads) * len(cfg.modes) * len(cfg.protocols) * len(cfg.seeds)
 	var rep Report
 	var why []string // each attempt's reason for not being able to judge
 	for _, parallel := range paces {
@@ -93,8 +115,8 @@ func TestAgreement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Points) != 4 {
-			t.Fatalf("%d points, want 4", len(r.Points))
+		if len(r.Points) != want {
+			t.Fatalf("%d points, want %d", len(r.Points), want)
 		}
 		if busy := busyPoints(t, r, cfg); len(busy) > 0 {
 			why = append(why, fmt.Sprintf("at -parallel %d, the generator itself was late by more than the band allows: %s", parallel, strings.Join(busy, "; ")))

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -48,7 +46,21 @@ type Calibration struct {
 	// drawn service time, and the servers carry the model's load, not 4 % more.
 	OverheadUs float64 `json:"overhead_us"`
 
-	trips []time.Duration // the round trips themselves (a closed loop's twin is late by them)
+	// Levels: a closed loop's calibration, at every level of contention its twin may need
+	// (see callerLevels): the round trips of k callers at once against the same server. The
+	// first level is the run's own -concurrency; the figures above are its.
+	Levels []CallerLevel `json:"caller_levels,omitempty"`
+}
+
+// CallerLevel is the closed-loop round trip with Callers callers at once (wire µs), the
+// service time excluded: the client's own delay when that many callers compete for the CPU.
+type CallerLevel struct {
+	Callers int     `json:"callers"`
+	P50Us   float64 `json:"p50_us"`
+	MeanUs  float64 `json:"mean_us"`
+	P99Us   float64 `json:"p99_us"`
+
+	delays []time.Duration // each round trip less the service time
 }
 
 // calibrate measures the timer slack and the round trip on this machine: n sleeps of
@@ -61,19 +73,56 @@ func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distri
 	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
 	med := medianOf(svc)
 	c.ServiceUs = float64(med) / 1e3
-	rt, lags, err := roundTrips(ctx, protocol, workers, n, callRate, callers, med, time.Duration(c.SleepP50Us*1e3))
+	slack := time.Duration(c.SleepP50Us * 1e3)
+	if callers > 0 {
+		// A closed loop's twin carries the client's delay itself (see closedTwin): nothing is
+		// subtracted from its real figures.
+		var err error
+		if c.Levels, err = calibrateLevels(ctx, protocol, workers, n, callers, med, slack); err != nil {
+			return c, err
+		}
+		c.RoundTripP50Us = c.Levels[0].P50Us + c.ServiceUs
+		c.RoundTripP99Us = c.Levels[0].P99Us + c.ServiceUs
+		return c, nil
+	}
+	rt, lags, err := roundTrips(ctx, protocol, workers, n, callRate, callers, med, slack)
 	if err != nil {
 		return c, err
 	}
 	c.RoundTripP50Us, c.RoundTripP99Us = pctUs(rt, 0.50), pctUs(rt, 0.99)
 	c.LagP50Us = pctUs(lags, 0.50)
 	c.OverheadUs = max(c.RoundTripP50Us-c.ServiceUs, 0)
-	// What each round trip paid beyond its service time: a closed loop's twin is late by it.
-	c.trips = make([]time.Duration, len(rt))
-	for i, d := range rt {
-		c.trips[i] = max(d-med, 0)
-	}
 	return c, nil
+}
+
+// calibrateLevels measures the client's delay at each of callerLevels(callers): about n calls in
+// all, in a closed loop, to a server that holds each call for service (its sleep shortened by
+// slack).
+func calibrateLevels(ctx context.Context, protocol string, workers, n, callers int, service, slack time.Duration) ([]CallerLevel, error) {
+	var out []CallerLevel
+	levels := callerLevels(callers)
+	for _, k := range levels {
+		rt, _, err := roundTrips(ctx, protocol, workers, max(n/len(levels), 500), closedCalibrationRate, k, service, slack)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, callerLevel(k, rt, service))
+	}
+	return out, nil
+}
+
+// callerLevel is the level of k callers whose round trips were rt to a server that holds each
+// call for service.
+func callerLevel(k int, rt []time.Duration, service time.Duration) CallerLevel {
+	l := CallerLevel{Callers: k, delays: make([]time.Duration, len(rt))}
+	var sum time.Duration
+	for i, d := range rt {
+		l.delays[i] = max(d-service, 0)
+		sum += l.delays[i]
+	}
+	l.P50Us, l.P99Us = pctUs(l.delays, 0.5), pctUs(l.delays, 0.99)
+	l.MeanUs = float64(sum) / float64(len(rt)) / 1e3
+	return l
 }
 
 // medianOf is the median of 2,001 draws of d (a fixed stream: the same d, the same median).
@@ -104,12 +153,11 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		return nil, nil, err
 	}
 	defer rp.close()
-	client, closeClient, err := newClient(protocol, hedge.Config{}, nil, "")
+	client, err := newLoadClient(protocol, hedge.Config{}, nil, "", rp.addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer closeClient()
-	url := "http://" + rp.addr + "/"
+	defer client.close()
 	lat = make([]time.Duration, n)
 	failed := make([]bool, n)
 	p := &pacer{
@@ -118,20 +166,9 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		maxLag:      time.Second,
 		maxInFlight: 100 * workers,
 		send: func(i int, due time.Time) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				failed[i] = true
-				return
-			}
-			req.Header.Set(callHeader, strconv.Itoa(i))
-			resp, err := client.Do(req)
-			if err != nil {
-				failed[i] = true
-				return
-			}
-			resp.Body.Close()
+			err := client.call(ctx, i)
 			lat[i] = time.Since(due)
-			failed[i] = resp.StatusCode != http.StatusOK
+			failed[i] = err != nil
 		},
 	}
 	if err := p.run(ctx, time.Now().Add(time.Millisecond)); err != nil {

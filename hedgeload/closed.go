@@ -17,7 +17,12 @@ import (
 // its caller sent it; there is no schedule to fall behind. The simulator has no closed loop,
 // but against a server with no queue (-workers above twice N: no call waits for a worker,
 // hedges included) a call's latency does not depend on when the others were sent, so its twin
-// is an open-loop run at the rate the real callers reached.
+// is an open-loop run at the rate the real callers reached, its answers late by the client's
+// own delay. That delay is the CPU the callers compete for: it is calibrated right before each
+// point at several numbers of callers at once (a caller waiting on a straggler competes for
+// nothing), and the twin takes the level that keeps N calls in flight at the rate reached
+// (see closedTwin). Closed-loop points run one at a time, as their calibration did. The twin
+// carries the client's delay itself, so nothing is subtracted from the real figures.
 
 // stragglersName is the -service value of the straggler-only server.
 const stragglersName = "stragglers"
@@ -32,8 +37,8 @@ func stragglers() sim.Distribution {
 	}}
 }
 
-// closedCalibrationCalls: a closed loop's calibration makes this many times the usual calls,
-// since its round trips are the twin's client delay, tail and all.
+// closedCalibrationCalls: a closed loop's calibration makes this many times the usual calls
+// (split over its levels), since its round trips are the twin's client delay, tail and all.
 const closedCalibrationCalls = 10
 
 // closedCalibrationRate is the rate, in calls per second, at which a closed-loop run measures
@@ -42,8 +47,9 @@ const closedCalibrationCalls = 10
 const closedCalibrationRate = 1000
 
 // runCallers makes calls 0, 1, … total-1 from n callers in a closed loop, until every call was
-// made or ctx is done (then it returns ctx's error once the calls in flight have ended).
-func runCallers(ctx context.Context, n, total int, send func(i int, due time.Time)) error {
+// made or ctx is done (then it returns ctx's error once the calls in flight have ended). It
+// returns how many calls it made.
+func runCallers(ctx context.Context, n, total int, send func(i int, due time.Time)) (int, error) {
 	var (
 		mu   sync.Mutex
 		next int
@@ -71,9 +77,9 @@ func runCallers(ctx context.Context, n, total int, send func(i int, due time.Tim
 	}
 	wg.Wait()
 	if next < total {
-		return ctx.Err()
+		return next, ctx.Err()
 	}
-	return nil
+	return next, nil
 }
 
 // closedLoad is the load, in % of the servers' capacity without hedges (to 0.01 %), that
@@ -92,17 +98,80 @@ func offsets(pc pointConfig, total int, lambda float64) []time.Duration {
 	return poissonOffsets(total, lambda, pc.seed)
 }
 
-// twinDelay is what a closed loop's client adds to each call, for its simulated twin: the
-// closed loop's calibration round trips (wire time: the same callers against a server that
-// answers at once) are the client's own delay, busy all the time. Each of the twin's answers
-// is late by a draw from them, and its timers by a sixteenth of their median (as a real busy
-// client's are; see sim.ClientDelay). Open-loop runs add nothing: their round trip is
-// subtracted by the comparison instead.
-func twinDelay(callers int, roundTrips []time.Duration) sim.ClientDelay {
-	if callers <= 0 || len(roundTrips) == 0 {
-		return sim.ClientDelay{}
+// callerLevels are the numbers of callers at once a closed loop of n callers is calibrated at,
+// largest first: n, and fewer, down to a sixteenth of n. Against stragglers, not every caller
+// competes for the CPU: those waiting on a straggler (a seventh of 64 callers without hedges
+// at 30,000 calls/s; 45 of them) cost nothing until it answers, so the client is as busy as
+// fewer callers would make it.
+func callerLevels(n int) []int {
+	var out []int
+	for _, f := range []float64{1, 0.75, 0.5, 0.375, 0.25, 0.125, 0.0625} {
+		k := max(1, int(math.Round(f*float64(n))))
+		if len(out) == 0 || out[len(out)-1] != k {
+			out = append(out, k)
+		}
 	}
-	s := slices.Clone(roundTrips)
+	return out
+}
+
+// levelDelay is what a closed loop's client adds to each call at one calibrated level, for its
+// simulated twin: each of the twin's answers is late by a draw from the level's round trips
+// (the service time excluded), and its timers by a sixteenth of their median (as a real busy
+// client's are; see sim.ClientDelay).
+func levelDelay(l CallerLevel) sim.ClientDelay {
+	s := slices.Clone(l.delays)
 	slices.Sort(s)
 	return sim.ClientDelay{Every: time.Hour, For: time.Hour, Timers: s[len(s)/2] / 16, Answers: sim.Empirical{Samples: s}}
+}
+
+// closedTwin is a closed loop's simulated twin: the client delay under which an open-loop run
+// at the rate the callers reached (perSecond, wire time) keeps callers calls in flight, and
+// the (interpolated) number of competing callers it stands for. A closed loop of N callers
+// is defined by Little's law: at X calls a second, its calls last N/X on average. Of the
+// calibrated levels (levels, any order), the twin takes the one whose delay keeps N in flight
+// at X — interpolating between the two levels around N, as a mixture of their delays — which
+// is the one unknown of the model (how many callers compete for the CPU at once), solved from
+// the two figures that define the closed loop. Nothing is fitted to the percentiles or the
+// utilisation it is compared on. simRun runs the twin with a delay and returns its point
+// (wire time). inFlight is how many calls the chosen delay keeps in flight at perSecond:
+// callers, unless no level brackets them; fewer than callers when even the most contended
+// level is faster than the real calls were (the machine was busier during the point than
+// during its calibration: the twin cannot stand for it).
+func closedTwin(callers int, perSecond float64, levels []CallerLevel, simRun func(sim.ClientDelay) (sim.Point, error)) (d sim.ClientDelay, twinCallers, inFlight float64, err error) {
+	ls := slices.Clone(levels)
+	slices.SortFunc(ls, func(a, b CallerLevel) int { return a.Callers - b.Callers })
+	in := make([]float64, len(ls))
+	for i, l := range ls {
+		p, err := simRun(levelDelay(l))
+		if err != nil {
+			return sim.ClientDelay{}, 0, 0, err
+		}
+		in[i] = perSecond * p.MeanMs / 1e3 // Little: calls in flight = rate × mean latency
+		if in[i] < float64(callers) {
+			continue
+		}
+		if i == 0 {
+			return levelDelay(l), float64(l.Callers), in[i], nil
+		}
+		a, b := ls[i-1], l
+		f := (float64(callers) - in[i-1]) / (in[i] - in[i-1])
+		da, db := levelDelay(a), levelDelay(b)
+		return sim.ClientDelay{Every: time.Hour, For: time.Hour,
+			Timers:  time.Duration((1-f)*float64(da.Timers) + f*float64(db.Timers)),
+			Answers: sim.Mixture{Components: []sim.Component{{Weight: 1 - f, Dist: da.Answers}, {Weight: f, Dist: db.Answers}}},
+		}, float64(a.Callers) + f*float64(b.Callers-a.Callers), float64(callers), nil
+	}
+	top := ls[len(ls)-1]
+	return levelDelay(top), float64(top.Callers), in[len(in)-1], nil
+}
+
+// tieDelay is how late a busy client's cancellation reaches the server, for its twin, when
+// cancellation reaches it at all: the client's CPU writes the reset (HTTP/2, gRPC) or closes the
+// connection (HTTP/1.1) as late as it reads an answer, at the median (16 × the timers' delay;
+// see levelDelay). An open loop's twin (no client delay) has none.
+func tieDelay(mode string, d sim.ClientDelay) time.Duration {
+	if mode != sim.Reaches {
+		return 0
+	}
+	return 16 * d.Timers
 }

@@ -54,6 +54,7 @@ Examples:
   hedgeload                                   # the standard comparison (about 2.5 minutes)
   hedgeload -calls 3000 -loads 50 -time-scale 0.5
   hedgeload -protocol both -cancellation ignored
+  hedgeload -protocol grpc                    # the standard comparison over gRPC
   hedgeload -concurrency 64 -service stragglers -workers 256 -protocol both
                                               # a busy client, stragglers, no queue
 
@@ -78,7 +79,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setupList := fs.String("setups", defaultSetups, "setups to run, separated by ';' (hedgesim's names), or all")
 	cancel := fs.String("cancellation", "both", "cancellation mode: ignored (the handler finishes regardless), reaches (it stops when cancelled) or both")
-	protocol := fs.String("protocol", "http/2", "protocol: http/1.1, http/2 (cleartext) or both")
+	protocol := fs.String("protocol", "http/2", "protocol: http/1.1, http/2 (cleartext), both (the two) or grpc (a unary method through hedgegrpc.DialOptions)")
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
 	workers := fs.Int("workers", defaultWorkers, "workers per server")
 	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
@@ -87,7 +88,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		"or stragglers (at once, except 2% of requests that stall 100ms)")
 	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
-	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind")
+	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind (a closed loop runs one at a time)")
 	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
 	band := fs.Float64("band", defaultBand, "agreement band: a real p99/p99.9 agrees within ±band % of the simulated one (the p50 and the utilisation within ±5 %, or band if smaller)")
 	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
@@ -161,8 +162,13 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		r.protocols = []string{HTTP2}
 	case "both":
 		r.protocols = []string{HTTP1, HTTP2}
+	case "grpc":
+		if r.replicas > 1 {
+			return c, usagef("-protocol grpc runs one server: -replicas must be 1, got %d", r.replicas)
+		}
+		r.protocols = []string{GRPC}
 	default:
-		return c, usagef("-protocol must be http/1.1, http/2 or both, got %q", *protocol)
+		return c, usagef("-protocol must be http/1.1, http/2, both (the two) or grpc, got %q", *protocol)
 	}
 	if r.replicas > 1 {
 		if _, err := replica.ParseBalancer(*balancer); err != nil || !slices.Contains(sim.Balancers, *balancer) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-band", "0"},
 		{"-server-scale", "0"},
 		{"-server-scale", "3"},
+		{"-protocol", "grpc", "-replicas", "2"},
 		{"stray"},
 	} {
 		if _, err := parseArgs(args, &bytes.Buffer{}); err == nil {
@@ -59,6 +61,9 @@ func TestParseArgsErrors(t *testing.T) {
 	}
 	if strings.Join(c.run.setups, ";") != "recommended;no hedge" || len(c.run.protocols) != 2 || c.run.modes[0] != "reaches" || c.run.timeScale != 0.5 {
 		t.Errorf("parsed %+v", c.run)
+	}
+	if c, err := parseArgs([]string{"-protocol", "gRPC"}, &bytes.Buffer{}); err != nil || !slices.Equal(c.run.protocols, []string{GRPC}) {
+		t.Errorf("-protocol gRPC: %v, %v", c.run.protocols, err)
 	}
 	if c.run.serverScale != 1 {
 		t.Errorf("-server-scale defaults to %v, want 1", c.run.serverScale)

@@ -111,8 +111,11 @@ type pacer struct {
 // end first), and ctx's error when ctx is done before every call was sent.
 func (p *pacer) run(ctx context.Context, start time.Time) error {
 	if p.closed > 0 {
+		// Each call is sent the moment its caller is free: it is never late.
 		p.maxSeen = p.closed
-		return runCallers(ctx, p.closed, len(p.offsets), p.send)
+		n, err := runCallers(ctx, p.closed, len(p.offsets), p.send)
+		p.lags = make([]time.Duration, n)
+		return err
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()

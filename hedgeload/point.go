@@ -25,7 +25,7 @@ type pointConfig struct {
 	setup    sim.Setup
 	loadPct  float64
 	mode     string // sim.Ignored or sim.Reaches
-	protocol string // HTTP1 or HTTP2
+	protocol string // HTTP1, HTTP2 or GRPC
 	seed     uint64
 	workers  int              // per replica
 	replicas int              // servers
@@ -114,12 +114,12 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		return sim.Point{}, diag, err
 	}
 	cl := &caller{pc: pc, ctx: ctx, warm: warm, acct: acct, recs: make([]callRecord, total), sup: map[string]int64{}}
-	client, closeClient, err := cl.newClient(addrs)
+	client, err := cl.newClient(addrs)
 	if err != nil {
 		return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
 	}
-	defer closeClient()
-	cl.client, cl.url = client, "http://"+addrs[0]+"/"
+	defer client.close()
+	cl.client = client
 	cl.left.Store(int64(pc.calls - warm))
 	pctx, stopPacer := context.WithCancel(ctx)
 	defer stopPacer()
@@ -199,8 +199,7 @@ type caller struct {
 	ctx       context.Context // each call's parent: the point's deadline
 	warm      int
 	acct      *accounts
-	client    *http.Client
-	url       string
+	client    loadClient
 	stopPacer func()
 
 	recs      []callRecord
@@ -209,14 +208,17 @@ type caller struct {
 	supMu     sync.Mutex
 	sup       map[string]int64 // suppressions during the measured calls, by reason
 
-	winStart, winEnd   time.Time
+	winStart, winEnd time.Time
+	// afterSent is when call pc.calls, the first after the measured ones, was sent: in a
+	// closed loop each send follows an end, so the measured calls' sends span their rate.
+	afterSent          time.Time
 	areaStart, areaEnd float64
 	startOnce, endOnce sync.Once
 }
 
 // newClient builds the point's client: the setup's policy, its observer counting the
 // suppressions of the measured calls, over the servers at addrs.
-func (cl *caller) newClient(addrs []string) (*http.Client, func(), error) {
+func (cl *caller) newClient(addrs []string) (loadClient, error) {
 	pol := cl.pc.setup.Config
 	user := pol.Observer
 	pol.Observer = func(e hedge.Event) {
@@ -233,7 +235,7 @@ func (cl *caller) newClient(addrs []string) (*http.Client, func(), error) {
 	if cl.pc.replicas > 1 {
 		replicasOf = func(string) []string { return addrs }
 	}
-	return newClient(cl.pc.protocol, pol, replicasOf, cl.pc.balancer)
+	return newLoadClient(cl.pc.protocol, pol, replicasOf, cl.pc.balancer, addrs[0])
 }
 
 // send makes call i, due at due, and records it; the last measured call to end stops the pacer.
@@ -249,26 +251,16 @@ func (cl *caller) send(i int, due time.Time) {
 	}
 	if i == pc.calls {
 		cl.measuring.Store(false)
+		cl.afterSent = due
 	}
 	rec := &cl.recs[i]
 	rec.winner = -1
 	cctx, ccancel := context.WithTimeout(cl.ctx, pc.callTimeout)
 	defer ccancel()
 	var lg hedge.Log
-	req, err := http.NewRequestWithContext(hedge.WithLog(cctx, &lg), http.MethodGet, cl.url, nil)
-	if err != nil {
+	if err := cl.client.call(hedge.WithLog(cctx, &lg), i); err != nil {
 		rec.failed = true
-	} else {
-		req.Header.Set(callHeader, strconv.Itoa(i))
-		resp, err := cl.client.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			rec.failed = resp.StatusCode != http.StatusOK
-		} else {
-			rec.failed = true
-			rec.rejected = errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)
-		}
+		rec.rejected = errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)
 	}
 	end := time.Now()
 	rec.lat = end.Sub(due)
@@ -400,12 +392,18 @@ func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
 	pt.FailedPct = 100 * float64(failed) / float64(n)
 	if span := cl.winEnd.Sub(cl.winStart); span > 0 {
 		diag.PerSecond = float64(n) / span.Seconds()
+		if sent := cl.afterSent.Sub(cl.winStart); pc.concurrency > 0 && sent > 0 {
+			// The window to the last measured call's end would count that call's whole
+			// latency (a straggler's 100 ms of a one-second window) against the rate; the
+			// sends of a closed loop keep its pace.
+			diag.PerSecond = float64(n) / sent.Seconds()
+		}
 		pt.UtilisationPct = 100 * (cl.areaEnd - cl.areaStart) / (float64(acct.workers) * float64(span))
 	}
 	var waited time.Duration
 	var admitted uint64
 	for _, rp := range reps {
-		st := rp.q.Stats()
+		st := rp.stats()
 		waited += st.WaitTotal
 		admitted += st.Admitted
 	}
@@ -456,7 +454,7 @@ func quantileMs(sorted []int64, n int, q float64) float64 {
 func rejected(reps []*server) uint64 {
 	var n uint64
 	for _, rp := range reps {
-		n += rp.q.Stats().Rejected
+		n += rp.stats().Rejected
 	}
 	return n
 }
@@ -465,9 +463,52 @@ func rejected(reps []*server) uint64 {
 func queued(reps []*server) int {
 	n := 0
 	for _, rp := range reps {
-		n += rp.q.Stats().Queued
+		n += rp.stats().Queued
 	}
 	return n
+}
+
+// loadClient is a point's client, whatever its protocol: call makes call i (its index in
+// arrival order) and returns nil for an OK answer; close closes its connections.
+type loadClient struct {
+	call  func(ctx context.Context, i int) error
+	close func()
+}
+
+// errStatus is an HTTP answer other than 200 OK.
+var errStatus = errors.New("hedgeload: the server did not answer 200 OK")
+
+// newLoadClient returns a client that hedges under policy over protocol to the server at addr
+// (or, over HTTP, to the replicas replicas names).
+func newLoadClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer, addr string) (loadClient, error) {
+	if protocol == GRPC {
+		return newGRPCClient(policy, addr)
+	}
+	client, closeIdle, err := newClient(protocol, policy, replicas, balancer)
+	if err != nil {
+		return loadClient{}, err
+	}
+	url := "http://" + addr + "/"
+	return loadClient{
+		call: func(ctx context.Context, i int) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			req.Header.Set(callHeader, strconv.Itoa(i))
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%w: %s", errStatus, resp.Status)
+			}
+			return nil
+		},
+		close: closeIdle,
+	}, nil
 }
 
 // newClient returns an HTTP client that hedges under policy through hedgehttp.Transport, over

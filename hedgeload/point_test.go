@@ -27,7 +27,7 @@ func TestRealPoint(t *testing.T) {
 		replicas    int
 	}{
 		{sim.Ignored, HTTP1, 1}, {sim.Ignored, HTTP2, 1}, {sim.Reaches, HTTP1, 1}, {sim.Reaches, HTTP2, 1},
-		{sim.Reaches, HTTP2, 3},
+		{sim.Reaches, HTTP2, 3}, {sim.Ignored, GRPC, 1}, {sim.Reaches, GRPC, 1},
 	} {
 		mode, proto := tc.mode, tc.proto
 		{

@@ -65,9 +65,20 @@ type Result struct {
 	// OverheadMs is the measured overhead the comparison subtracts, in model ms: the
 	// calibrated round trip, with the generator's lag at calibration traded for this point's,
 	// plus the point's workers' excess hold (see pointOverheadMs).
-	OverheadMs float64     `json:"overhead_ms"`
-	Agreement  Agreement   `json:"agreement"`
-	Generator  diagnostics `json:"generator"`
+	OverheadMs float64 `json:"overhead_ms"`
+	// TwinCallers is, for a closed loop, how many callers compete for the CPU in its twin
+	// (interpolated between the calibrated levels; see closedTwin).
+	TwinCallers float64 `json:"twin_callers,omitempty"`
+	// TwinInFlight is how many calls the twin keeps in flight at the rate the callers reached
+	// (Little's law): the callers themselves, unless even the most contended calibrated level
+	// is faster than the real calls were, when the machine was busier during the point than
+	// while it was calibrated (see closedTwin).
+	TwinInFlight float64 `json:"twin_in_flight,omitempty"`
+	// CallerLevels is a closed loop's calibration taken right before the point (see
+	// Calibration.Levels): the one its twin is built from.
+	CallerLevels []CallerLevel `json:"caller_levels,omitempty"`
+	Agreement    Agreement     `json:"agreement"`
+	Generator    diagnostics   `json:"generator"`
 }
 
 // Report is everything a run produced; report.json is this, encoded.
@@ -112,6 +123,11 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	sets, err := setups(cfg.setups, cfg.hedgeDelay, cfg.timeScale)
 	if err != nil {
 		return Report{}, err
+	}
+	if cfg.callers > 0 {
+		// A closed loop's pace is the CPU it gets, and its twin's delay was calibrated with
+		// the machine to itself: two closed loops at once would each get half of it.
+		cfg.parallel = 1
 	}
 	rep := Report{Model: runModel(cfg)}
 	cal, err := calibrateAll(ctx, cfg, wireSvc, &rep)
@@ -173,25 +189,22 @@ func runModel(cfg runConfig) Model {
 
 // calibration is what the calibration measured, per protocol, for the points to use.
 type calibration struct {
-	overhead map[string]float64         // model ms
-	lag      map[string]float64         // wire µs
-	slack    map[string]time.Duration   // wire time
-	trips    map[string][]time.Duration // wire time
+	overhead map[string]float64       // model ms
+	lag      map[string]float64       // wire µs
+	slack    map[string]time.Duration // wire time
+	levels   map[string][]CallerLevel // a closed loop's, wire time
 }
 
 // calibrateAll calibrates one protocol at a time, at the highest load's arrival rate, and
 // appends each protocol's calibration to rep.
 func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, rep *Report) (calibration, error) {
 	s := cfg.timeScale
-	n := cfg.calibrateN
-	if n == 0 {
-		n = 2000
-	}
+	n := calibrationCalls(cfg)
 	cal := calibration{
 		overhead: map[string]float64{},
 		lag:      map[string]float64{},
 		slack:    map[string]time.Duration{},
-		trips:    map[string][]time.Duration{},
+		levels:   map[string][]CallerLevel{},
 	}
 	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
 	if cfg.callers > 0 {
@@ -206,7 +219,7 @@ func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, 
 		cal.overhead[proto] = c.OverheadUs / 1e3 / s
 		cal.lag[proto] = c.LagP50Us
 		cal.slack[proto] = time.Duration(c.SleepP50Us * 1e3)
-		cal.trips[proto] = c.trips
+		cal.levels[proto] = c.Levels
 	}
 	return cal, nil
 }
@@ -269,7 +282,7 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 				next++
 				mu.Unlock()
 				p := jobs[i].protocol
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.overhead[p], cal.lag[p], cal.slack[p], cal.trips[p])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.overhead[p], cal.lag[p], cal.slack[p], cal.levels[p])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -304,7 +317,7 @@ func pointOverheadMs(overheadMs, calLagUs, lagUs, excessUs, timeScale float64) f
 }
 
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs, calLagUs float64, slack time.Duration, trips []time.Duration) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs, calLagUs float64, slack time.Duration, levels []CallerLevel) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -334,10 +347,24 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	if err != nil {
 		return Result{}, err
 	}
+	var delay sim.ClientDelay
+	var twinCallers, twinInFlight float64
 	if cfg.callers > 0 {
-		// The twin is offered the rate the closed loop reached.
+		// The twin is offered the rate the closed loop reached, late by the client's delay
+		// at the contention that rate and the callers make (see closedTwin).
 		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
 		real.LoadPct = j.load
+		// The client's delay is calibrated again right before each point's twin is built: what
+		// else runs on the machine changes over a run, and a closed loop's pace with it.
+		if levels, err = calibrateLevels(ctx, j.protocol, cfg.workers, closedCalibrationCalls*calibrationCalls(cfg), cfg.callers, medianOf(wireSvc), slack); err != nil {
+			return Result{}, err
+		}
+		delay, twinCallers, twinInFlight, err = closedTwin(cfg.callers, diag.PerSecond, levels, func(d sim.ClientDelay) (sim.Point, error) {
+			return simulate(cfg, j, wireSvc, j.seed, d, tieDelay(j.mode, d))
+		})
+		if err != nil {
+			return Result{}, err
+		}
 	}
 	k := cfg.simSeeds
 	if k == 0 {
@@ -347,7 +374,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	var seeds []uint64
 	for i := range k {
 		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
-		sp, err := simulate(cfg, j, wireSvc, seed, twinDelay(cfg.callers, trips))
+		sp, err := simulate(cfg, j, wireSvc, seed, delay, tieDelay(j.mode, delay))
 		if err != nil {
 			return Result{}, err
 		}
@@ -366,6 +393,9 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Sim:          sims[0],
 		SimSeeds:     seeds,
 		OverheadMs:   overheadMs,
+		TwinCallers:  twinCallers,
+		TwinInFlight: twinInFlight,
+		CallerLevels: levels,
 		Agreement:    compare(real, sims, overheadMs, cfg.band),
 		Generator:    diag,
 	}, nil
@@ -380,10 +410,11 @@ func serverScale(cfg runConfig) float64 {
 }
 
 // simulate runs the point's twin in the simulator, with the given seed: the same model, the
-// same (scaled) setup.
-func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay sim.ClientDelay) (sim.Point, error) {
+// same (scaled) setup, the client late by delay and its cancellations by tie.
+func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay sim.ClientDelay, tie time.Duration) (sim.Point, error) {
 	return sim.Run(sim.Params{
 		ClientDelay:    delay,
+		TieDelay:       tie,
 		Workers:        cfg.workers,
 		Replicas:       cfg.replicas,
 		Balancer:       cfg.balancer,
@@ -391,4 +422,12 @@ func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay
 		Calls:          cfg.calls,
 		WarmupFraction: cfg.warmup,
 	}, j.setup, j.load, j.mode, seed)
+}
+
+// calibrationCalls is the calibration's calls and sleeps (-calibrateN; 2,000 unless set).
+func calibrationCalls(cfg runConfig) int {
+	if cfg.calibrateN > 0 {
+		return cfg.calibrateN
+	}
+	return 2000
 }

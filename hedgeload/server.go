@@ -31,15 +31,16 @@ const (
 // maxAttempts bounds the attempts per call the server keeps accounts for.
 const maxAttempts = 4
 
-// server is one loopback HTTP server (one replica): a hedgehttp.Queue with W workers in front of a handler
-// that holds its worker for a service time drawn from the model's distribution.
+// server is one loopback HTTP or gRPC server (one replica): a queue (hedgehttp.Queue or
+// hedgegrpc.Queue) with W workers in front of a handler that holds its worker for a service
+// time drawn from the model's distribution.
 type server struct {
-	srv  *http.Server
-	ln   net.Listener
-	addr string // host:port on the loopback interface
-	q    *hedgehttp.Queue
-	acct *accounts
-	done chan struct{} // closed when Serve returns
+	stop  func() // stops the server at once
+	ln    net.Listener
+	addr  string // host:port on the loopback interface
+	stats func() workqueue.Stats
+	acct  *accounts
+	done  chan struct{} // closed when Serve returns
 }
 
 // accounts is what the servers of one point saw, shared by its replicas.
@@ -92,7 +93,7 @@ type serverConfig struct {
 	service  sim.Distribution // wire time: already scaled
 	seed     uint64
 	reaches  bool   // the handler stops when its request is cancelled; else it finishes regardless
-	protocol string // HTTP1 or HTTP2
+	protocol string // HTTP1, HTTP2 or GRPC
 	maxQueue int
 	// slack is the timer slack measured on this machine (Calibration.SleepP50Us): every sleep
 	// is that much shorter than the drawn service time, so that a worker holds its slot for
@@ -138,34 +139,43 @@ func handler(cfg serverConfig, acct *accounts) http.Handler {
 			http.Error(w, "hedgeload: bad call or attempt header", http.StatusBadRequest)
 			return
 		}
-		if call >= acct.warm && call < acct.calls {
-			// A worker started it: it reached the server. (In "ignored" mode every request
-			// that joined the queue gets here, as the simulator counts it.)
-			acct.reached.Add(1)
-		}
-		d := serviceTime(cfg.service, cfg.seed, call, attempt)
-		if cfg.scale > 0 && cfg.scale != 1 {
-			d = time.Duration(float64(d) * cfg.scale)
-		}
-		hold := max(d-cfg.slack, 0)
-		start := time.Now()
-		if cfg.reaches {
-			t := time.NewTimer(hold)
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
-			}
-		} else {
-			time.Sleep(hold)
-		}
-		acct.served[call*maxAttempts+attempt].Add(int64(time.Since(start)))
+		hold(r.Context(), cfg, acct, call, attempt)
 		w.WriteHeader(http.StatusOK)
 	})
 }
 
+// hold is a worker's part of attempt of call: it counts the attempt as reached, and holds the
+// worker for its drawn service time (less the slack), or, with reaches, until ctx is done.
+func hold(ctx context.Context, cfg serverConfig, acct *accounts, call, attempt int) {
+	if call >= acct.warm && call < acct.calls {
+		// A worker started it: it reached the server. (In "ignored" mode every request
+		// that joined the queue gets here, as the simulator counts it.)
+		acct.reached.Add(1)
+	}
+	d := serviceTime(cfg.service, cfg.seed, call, attempt)
+	if cfg.scale > 0 && cfg.scale != 1 {
+		d = time.Duration(float64(d) * cfg.scale)
+	}
+	hold := max(d-cfg.slack, 0)
+	start := time.Now()
+	if cfg.reaches {
+		t := time.NewTimer(hold)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	} else {
+		time.Sleep(hold)
+	}
+	acct.served[call*maxAttempts+attempt].Add(int64(time.Since(start)))
+}
+
 // startReplica starts one server on a fresh loopback port.
 func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
+	if cfg.protocol == GRPC {
+		return startGRPCReplica(cfg, acct)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -188,7 +198,7 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		ln.Close()
 		return nil, err
 	}
-	rp.q = q
+	rp.stats = func() workqueue.Stats { return workqueue.Stats(q.Stats()) }
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if call, _, ok := requestIDs(r); ok && call >= acct.warm && call < acct.calls {
 			acct.arrived.Add(1)
@@ -201,25 +211,26 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		}
 		q.ServeHTTP(w, r)
 	})
-	rp.srv = &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          discardLogger,
 	}
-	rp.srv.Protocols = new(http.Protocols)
-	rp.srv.Protocols.SetHTTP1(true)
-	rp.srv.Protocols.SetUnencryptedHTTP2(true)
-	rp.srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 16}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 16}
+	rp.stop = func() { srv.Close() }
 	go func() {
 		defer close(rp.done)
-		rp.srv.Serve(ln)
+		srv.Serve(ln)
 	}()
 	return rp, nil
 }
 
 // close stops the server at once (the point is over: every measured call has ended).
 func (rp *server) close() {
-	rp.srv.Close()
+	rp.stop()
 	<-rp.done
 }
 
@@ -227,7 +238,7 @@ func (rp *server) close() {
 // "ignored" mode), or until the deadline.
 func (rp *server) drain(deadline time.Time) error {
 	for {
-		s := rp.q.Stats()
+		s := rp.stats()
 		if s.Running == 0 && s.Queued == 0 {
 			return nil
 		}
