@@ -57,7 +57,7 @@ type callKey struct{}
 
 // Value answers callKey with the call; anything else is the caller's.
 func (c *call) Value(key any) any {
-	if key == (callKey{}) {
+	if _, ok := key.(callKey); ok { // a comparison of types, where == would compare values too
 		return c
 	}
 	return c.Context.Value(key)

@@ -423,7 +423,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("hedgehttp: nil Request.URL")
 	}
-	if req.Header.Get("Upgrade") != "" {
+	if v := req.Header["Upgrade"]; len(v) > 0 && v[0] != "" { // Header.Get, without canonicalising a canonical key
 		// A protocol switch hands the connection to the caller: nothing to race or replay.
 		return t.next.RoundTrip(req)
 	}
