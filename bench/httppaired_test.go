@@ -14,15 +14,16 @@ import (
 	"github.com/hedgekit/hedge/hedgehttp"
 )
 
-// BenchmarkHTTPPaired measures what BenchmarkHTTP measures, with the transports taking turns:
-// each iteration sends a block of calls through each of them (in an order that rotates), to one
-// loopback server, and adds up each one's wall and CPU time. On a shared machine whose load
-// drifts, every transport then sees the same machine, where BenchmarkHTTP's sub-benchmarks
-// run seconds apart. It reports each transport's wall and CPU time per call (<name>-ns/call,
-// <name>-cpu-ns/call: the CPU time of the process, client and server, while that transport's
-// blocks ran), and hedgehttp's throughput against plain's and hedgedhttp's, as ratios of wall
-// time (hedgehttp-%-of-plain, hedgehttp-x-hedgedhttp) and of CPU time (the -cpu ones).
-func BenchmarkHTTPPaired(b *testing.B) {
+// BenchmarkPairedHTTP measures what BenchmarkHTTP measures, with the transports taking turns
+// (its name keeps it out of -bench BenchmarkHTTP): each iteration sends a block of calls
+// through each of them (in an order that rotates), to one loopback server, and adds up each
+// one's wall and CPU time. On a shared machine whose load drifts, every transport then sees
+// the same machine, where BenchmarkHTTP's sub-benchmarks run seconds apart. It reports each
+// transport's wall and CPU time per call (<name>-ns/call, <name>-cpu-ns/call: the CPU time of
+// the process, client and server, while that transport's blocks ran), and hedgehttp's
+// throughput against plain's and hedgedhttp's, as ratios of wall time (hedgehttp-%-of-plain,
+// hedgehttp-x-hedgedhttp) and of CPU time (the -cpu ones).
+func BenchmarkPairedHTTP(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok")
 	}))
