@@ -117,11 +117,11 @@ type prefixed struct {
 // own replica.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	info, _ := hedge.AttemptFrom(ctx)
-	// The request runs on a context of its own that follows the caller's. The core cancels
-	// the attempt's context the moment the attempt loses: until the response has arrived,
-	// that stops the request at once; once it has, the loser is drained instead (see
-	// Transport.discard), so that its connection goes back to the pool rather than being
-	// torn down.
+	// The request runs on a context of its own that follows the caller's (but for the first
+	// attempt on the caller's goroutine: below). The core cancels the attempt's context the
+	// moment the attempt loses: until the response has arrived, that stops the request at
+	// once; once it has, the loser is drained instead (see Transport.discard), so that its
+	// connection goes back to the pool rather than being torn down.
 	inline := info.Index == 0 && c.t.inline
 	var (
 		r  *http.Request

@@ -160,8 +160,9 @@ type Config struct {
 // attempt still waiting for its response is cancelled, and one whose response had already
 // arrived is drained (up to ErrorBodyLimit bytes, for at most 250ms) and closed, so that its
 // connection is reused (but for a first attempt sent on the caller's goroutine, which is
-// cancelled either way: see Config.NextHonoursContext); a failing response (5xx but 501, 429, 408) never wins and
-// is returned only when every attempt failed, as the response of the last one that answered.
+// cancelled either way: see Config.NextHonoursContext); a failing response (5xx but 501, 429,
+// 408) never wins and is returned only when every attempt failed, as the response of the last
+// one that answered.
 //
 // When the policy's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
 // [hedge.Tied] does), every attempt asks the server for one ([StartSignalHeader]); a [Queue]
