@@ -355,6 +355,46 @@ func (t *hedgeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// inlineTransport is hedgeTransport over hedge.DoInlineDetached: the first
+// attempt runs on the caller's goroutine. It is the floor of hedgehttp.Transport,
+// which sends its first attempt this way over an *http.Transport: what the core
+// costs an HTTP call, before anything of the Transport's own.
+type inlineTransport hedgeTransport
+
+func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, release, err := hedge.DoInlineDetached(req.Context(), t.p,
+		func(ctx context.Context) (*http.Response, error) {
+			return t.next.RoundTrip(req.WithContext(ctx))
+		},
+		func(r *http.Response, _ error) {
+			if r != nil {
+				r.Body.Close()
+			}
+		})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// cancelTransport sends each request on a context of its own, cancelled once its
+// body is closed: the floor of any transport that can cancel a request it sent
+// (a hedge's loser), since net/http then links a context of its own to it.
+type cancelTransport struct{ next http.RoundTripper }
+
+func (t cancelTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: cancel}
+	return resp, nil
+}
+
 // goroutineTransport runs each round trip on a new goroutine and waits for it.
 type goroutineTransport struct{ next http.RoundTripper }
 
@@ -392,7 +432,10 @@ func newTransport() *http.Transport {
 // BenchmarkHTTP is one GET to a loopback httptest server that answers at once,
 // through a plain transport, through hedge.DoDetached (hedgeTransport), through
 // the project's hedgehttp.Transport, and through hedgedhttp; the hedge delay (50ms) never expires, so the difference is the
-// hedging layer's fast-path cost on top of a real round trip.
+// hedging layer's fast-path cost on top of a real round trip. Floors beside
+// them: plain-goroutine (a goroutine hand-off per call), plain-cancel (a request
+// context that can be cancelled), hedge-inline (hedge.DoInlineDetached alone,
+// which hedgehttp is built on over an *http.Transport).
 func BenchmarkHTTP(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok")
@@ -441,6 +484,19 @@ func BenchmarkHTTP(b *testing.B) {
 		tr := newTransport()
 		defer tr.CloseIdleConnections()
 		run(b, goroutineTransport{tr})
+	})
+	b.Run("plain-cancel", func(b *testing.B) {
+		tr := newTransport()
+		defer tr.CloseIdleConnections()
+		run(b, cancelTransport{tr})
+	})
+	b.Run("hedge-inline", func(b *testing.B) {
+		tr := newTransport()
+		defer tr.CloseIdleConnections()
+		p := mustPolicy(b, hedge.Config{Trigger: hedge.After(noFireDelay)})
+		n := p.Measured().HedgesStarted
+		run(b, &inlineTransport{p: p, next: tr})
+		hedgesPerOp(b, p, n)
 	})
 	b.Run("hedge-detached", func(b *testing.B) {
 		tr := newTransport()

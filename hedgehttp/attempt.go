@@ -25,8 +25,12 @@ import (
 // caller's body is closed, and must not be sent.
 var errBodyTaken = errors.New("hedgehttp: request body already closed: the call ended before the attempt started")
 
-// call is one RoundTrip: what every attempt of it shares.
+// call is one RoundTrip: what every attempt of it shares. It is also the context RoundTrip
+// runs the call under (the caller's, with the call's repeatability), so that every attempt
+// finds its call in its context (see runAttempt), and the attempt function passed to the core
+// is one function, not a closure built per call.
 type call struct {
+	context.Context
 	t      *Transport
 	h      *host
 	req    *http.Request
@@ -42,6 +46,27 @@ type call struct {
 	// first attempt, to send it, or RoundTrip, to close it when no attempt took it. Exactly
 	// one of them does, so the body is closed once, by one goroutine.
 	bodyOwned atomic.Bool
+
+	// won is the winner's response body as RoundTrip returns it, when the attempt did not
+	// wrap it already: in the call's allocation, which lives as long as the winner anyway.
+	won body
+}
+
+// callKey finds the call in the context of its attempts.
+type callKey struct{}
+
+// Value answers callKey with the call; anything else is the caller's.
+func (c *call) Value(key any) any {
+	if _, ok := key.(callKey); ok { // a comparison of types, where == would compare values too
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// runAttempt is every call's attempt function: it runs the attempt of the call under whose
+// context (see call) the core started it.
+func runAttempt(ctx context.Context) (*http.Response, error) {
+	return ctx.Value(callKey{}).(*call).attempt(ctx)
 }
 
 // bufferBody reads the request body into memory, up to the Transport's MaxBodyBuffer, so
@@ -92,14 +117,30 @@ type prefixed struct {
 // own replica.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	info, _ := hedge.AttemptFrom(ctx)
-	// The request runs on a context of its own that follows the caller's. The core cancels
-	// the attempt's context the moment the attempt loses: until the response has arrived,
-	// that stops the request at once; once it has, the loser is drained instead (see
-	// Transport.discard), so that its connection goes back to the pool rather than being
-	// torn down.
+	// The request runs on a context of its own that follows the caller's (but for the first
+	// attempt on the caller's goroutine: below). The core cancels the attempt's context the
+	// moment the attempt loses: until the response has arrived, that stops the request at
+	// once; once it has, the loser is drained instead (see Transport.discard), so that its
+	// connection goes back to the pool rather than being torn down.
 	inline := info.Index == 0 && c.t.inline
-	reqCtx, ar := newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals, inline)
-	r := c.clone(reqCtx, inline && !c.t.signals)
+	var (
+		r  *http.Request
+		ar *attemptRequest // nil: the request runs on the attempt's own context
+	)
+	if inline && !c.t.signals && c.h.proto.Load() != 0 {
+		// The first attempt on the caller's goroutine, which listens for no start signal
+		// and has the host's protocol to learn no more: it needs nothing of a context of its
+		// own (a loser is cancelled at once, without the grace, whether its response has
+		// arrived or not), so it runs on the attempt's, which the core cancels when it loses
+		// and, when it wins, once the caller is done with its body. What that saves (a
+		// context, its cancel chain and its link to the attempt's) is most of what an
+		// attempt costs on top of the round trip.
+		r = c.clone(ctx, true)
+	} else {
+		var reqCtx context.Context
+		reqCtx, ar = newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals, inline)
+		r = c.clone(reqCtx, inline && !c.t.signals)
+	}
 	if err := c.setBody(r, info.Index); err != nil {
 		return nil, err
 	}
@@ -120,7 +161,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		next = c.t.apart
 	}
 	resp, err := next.RoundTrip(r)
-	ar.answered.Store(true)
+	if ar != nil {
+		ar.answered.Store(true)
+	}
 	if err == nil && resp == nil {
 		err = fmt.Errorf("hedgehttp: Next (%T) returned a nil *Response with a nil error", c.t.next)
 	}
@@ -148,6 +191,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	if ri >= 0 {
 		c.done(ri, replica.Success)
+	}
+	if ar == nil {
+		return resp, nil // RoundTrip wraps the winner's body to release the attempt's context
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		ar.end()
@@ -449,8 +495,12 @@ func (ar *attemptRequest) cancelUnanswered() {
 	}
 }
 
-// end unhooks the request from the attempt and cancels it.
+// end unhooks the request from the attempt and cancels it. A nil ar (a request on the
+// attempt's own context) has nothing to end.
 func (ar *attemptRequest) end() {
+	if ar == nil {
+		return
+	}
 	ar.stop()
 	ar.cancel()
 }

@@ -1,6 +1,7 @@
 package hedgehttp
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -244,6 +245,77 @@ func BenchmarkOverhead(b *testing.B) {
 			get(b, inline, req, buf)
 		}
 	})
+	// With a body to read and close, beside its floors: the same Next called directly, and
+	// the least an adapter over hedge.DoInlineDetached does (the attempt on its own context,
+	// the winner's context released when its body is closed). The Transport's own work is
+	// what serial-inline-body costs over floor-core-inline.
+	p, err := hedge.New(hedge.Config{Trigger: hedge.After(50 * time.Millisecond)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	withBody, err := NewTransport(Config{Policy: hedge.Config{Trigger: hedge.After(50 * time.Millisecond)}, Next: bodyNext{}, NextHonoursContext: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"floor-next-body", bodyNext{}},
+		{"floor-core-inline-body", coreInline{p: p, next: bodyNext{}}},
+		{"serial-inline-body", withBody},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				get(b, c.rt, req, buf)
+			}
+		})
+	}
+}
+
+// bodyNext answers every request at once with a two-byte body, without I/O.
+type bodyNext struct{}
+
+func (bodyNext) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, ProtoMajor: 1, Body: &okBody{}, Request: r}, nil
+}
+
+type okBody struct{ read bool }
+
+func (b *okBody) Read(p []byte) (int, error) {
+	if b.read {
+		return 0, io.EOF
+	}
+	b.read = true
+	return copy(p, "ok"), nil
+}
+
+func (b *okBody) Close() error { return nil }
+
+// coreInline is the least a hedging RoundTripper over hedge.DoInlineDetached does: each
+// attempt is the request on the attempt's context, and the winner's context is released when
+// its body is closed. It is a floor for the Transport, not a substitute: it has no
+// per-host policy, no classification, no body replay.
+type coreInline struct {
+	p    *hedge.Policy
+	next http.RoundTripper
+}
+
+func (t coreInline) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, release, err := hedge.DoInlineDetached(req.Context(), t.p, func(ctx context.Context) (*http.Response, error) {
+		return t.next.RoundTrip(req.WithContext(ctx))
+	}, func(r *http.Response, _ error) {
+		if r != nil {
+			r.Body.Close()
+		}
+	})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	resp.Body = &body{rc: resp.Body, release: release}
+	return resp, nil
 }
 
 // BenchmarkNoTrigger is a control: the Transport with a policy that never hedges (no timer is

@@ -47,33 +47,40 @@ func (r *registrations) AfterFunc(f func()) func() bool {
 }
 
 func TestWinnerBodyReadToEOFReleasesTheCallersContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var attemptCtx context.Context
-		next := &fakeNext{respond: func(r *http.Request, _ string) (*http.Response, error) {
-			attemptCtx = r.Context()
-			return textResponse(r, 200, "primary"), nil
-		}}
-		tr := newTransport(t, Config{Policy: hedgeNow(), Next: next})
-		parent := newRegistrations()
-		req, _ := http.NewRequestWithContext(parent, "GET", "http://svc.test/", nil)
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "primary" {
-			t.Fatalf("body %q, %v", b, err)
-		}
-		synctest.Wait()
-		// The body is read to its end and not closed: as with http.Transport, nothing of
-		// the request may stay attached to the caller's context.
-		if n := parent.live.Load(); n != 0 {
-			t.Errorf("%d registrations left on the caller's context after reading the body to EOF, want 0", n)
-		}
-		if attemptCtx.Err() == nil {
-			t.Error("the winning attempt's request context is still alive after its body was read to EOF")
-		}
-		resp.Body.Close()
-	})
+	// With the first attempt on a goroutine of its own, and on the caller's; twice each, as
+	// the second call to a host sends its first attempt on the attempt's own context when it
+	// runs on the caller's goroutine.
+	for _, honours := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			var attemptCtx context.Context
+			next := &fakeNext{respond: func(r *http.Request, _ string) (*http.Response, error) {
+				attemptCtx = r.Context()
+				return textResponse(r, 200, "primary"), nil
+			}}
+			tr := newTransport(t, Config{Policy: hedgeNow(), Next: next, NextHonoursContext: honours})
+			for i := range 2 {
+				parent := newRegistrations()
+				req, _ := http.NewRequestWithContext(parent, "GET", "http://svc.test/", nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "primary" {
+					t.Fatalf("body %q, %v", b, err)
+				}
+				synctest.Wait()
+				// The body is read to its end and not closed: as with http.Transport, nothing of
+				// the request may stay attached to the caller's context.
+				if n := parent.live.Load(); n != 0 {
+					t.Errorf("inline %v, call %d: %d registrations left on the caller's context after reading the body to EOF, want 0", honours, i, n)
+				}
+				if attemptCtx.Err() == nil {
+					t.Errorf("inline %v, call %d: the winning attempt's request context is still alive after its body was read to EOF", honours, i)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
 }
 
 // cancelAtStart is a context whose Done channel is closed but whose first Err() is nil: a

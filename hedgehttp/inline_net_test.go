@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,25 +75,31 @@ func TestCallerCancellationEndsTheInlineFirstAttempt(t *testing.T) {
 			srv, base := startServer(t, proto, s)
 			// No trigger: nothing but the caller's goroutine and the transport's own.
 			tr := newTransport(t, Config{Next: base})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go func() {
-				<-s.arrival("")
-				cancel()
-			}()
-			req, err := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-			if err != nil {
-				t.Fatal(err)
+			// Twice: the first call learns the host's protocol, the second sends its
+			// attempt on the attempt's own context, which the caller's reaches through the core.
+			const calls = 2
+			for i := range calls {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				id := strconv.Itoa(i)
+				go func() {
+					<-s.arrival(id)
+					cancel()
+				}()
+				req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/?call="+id, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := tr.RoundTrip(req)
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("call %d: RoundTrip = %v, %v; want context.Canceled", i, resp, err)
+				}
+				if !waitFor(5*time.Second, func() bool { return s.cancelled.Load() == int32(i+1) }) {
+					t.Errorf("call %d: the primary was not cancelled on the server", i)
+				}
 			}
-			resp, err := tr.RoundTrip(req)
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("RoundTrip = %v, %v; want context.Canceled", resp, err)
-			}
-			if !waitFor(5*time.Second, func() bool { return s.cancelled.Load() == 1 }) {
-				t.Errorf("the primary was not cancelled on the server")
-			}
-			if m := tr.Measured()[canonicalURL(t, srv.URL)]; m.InFlight != 0 || m.Calls != 1 {
-				t.Errorf("Measured = %+v, want 1 call and nothing in flight", m)
+			if m := tr.Measured()[canonicalURL(t, srv.URL)]; m.InFlight != 0 || m.Calls != calls {
+				t.Errorf("Measured = %+v, want %d calls and nothing in flight", m, calls)
 			}
 		})
 	}

@@ -62,9 +62,11 @@ type Config struct {
 	// on goroutines of their own. Set it for a Next that wraps an *http.Transport and
 	// passes the request's context on. With a Next that ignores a cancelled context, leave
 	// it false: RoundTrip could then return only when that Next does. One cost remains: a
-	// first attempt that loses while its response has not arrived is cancelled at once, so
-	// that the call returns at the winner's answer; over HTTP/1.1 that closes its connection,
-	// where a loser on a goroutine of its own gets a short grace to finish and keep it.
+	// first attempt that loses is cancelled at once, so that the call returns at the winner's
+	// answer, even when its response arrived in the same instant as the winner's (its request
+	// runs on the attempt's own context, which is most of why it costs so little); over
+	// HTTP/1.1 that closes its connection, where a loser on a goroutine of its own gets a
+	// short grace to finish, or is drained once its response has arrived, and keeps it.
 	NextHonoursContext bool
 
 	// Key names the dependency a request calls; each name gets its own policy. nil means
@@ -157,8 +159,10 @@ type Config struct {
 // stays alive until the caller closes the response body (or reads it to the end); a losing
 // attempt still waiting for its response is cancelled, and one whose response had already
 // arrived is drained (up to ErrorBodyLimit bytes, for at most 250ms) and closed, so that its
-// connection is reused; a failing response (5xx but 501, 429, 408) never wins and
-// is returned only when every attempt failed, as the response of the last one that answered.
+// connection is reused (but for a first attempt sent on the caller's goroutine, which is
+// cancelled either way: see Config.NextHonoursContext); a failing response (5xx but 501, 429,
+// 408) never wins and is returned only when every attempt failed, as the response of the last
+// one that answered.
 //
 // When the policy's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
 // [hedge.Tied] does), every attempt asks the server for one ([StartSignalHeader]); a [Queue]
@@ -420,7 +424,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("hedgehttp: nil Request.URL")
 	}
-	if req.Header.Get("Upgrade") != "" {
+	if v := req.Header["Upgrade"]; len(v) > 0 && v[0] != "" { // Header.Get, without canonicalising a canonical key
 		// A protocol switch hands the connection to the caller: nothing to race or replay.
 		return t.next.RoundTrip(req)
 	}
@@ -466,7 +470,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.inline {
 		do = hedge.DoInlineDetached[*http.Response]
 	}
-	resp, release, err := do(ctx, st.policy, c.attempt, t.discardFn)
+	c.Context = ctx
+	resp, release, err := do(c, st.policy, runAttempt, t.discardFn)
 	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).
@@ -482,7 +487,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if b == http.NoBody {
 				release()
 			} else {
-				resp.Body = &body{rc: b, release: release}
+				c.won = body{rc: b, release: release}
+				resp.Body = &c.won
 			}
 		}
 		resp.Request = req // the caller's request, as http.Transport does, not the attempt's clone

@@ -102,6 +102,8 @@ func readAll(t testing.TB, resp *http.Response) string {
 	return string(b)
 }
 
+// The first call to a host learns its protocol; the calls after it send their first attempt
+// on the attempt's own context (see call.attempt). Both are checked.
 func TestHedgeBeatsSlowPrimary(t *testing.T) {
 	for _, proto := range protos {
 		t.Run(proto, func(t *testing.T) {
@@ -110,23 +112,26 @@ func TestHedgeBeatsSlowPrimary(t *testing.T) {
 			srv, base := startServer(t, proto, s)
 			tr := newTransport(t, Config{Policy: hedgeNow(), Next: base})
 			client := &http.Client{Transport: tr}
-			resp, err := client.Get(srv.URL + "/x")
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkProto(t, proto, resp)
-			if resp.Request == nil || resp.Request.Header.Get(AttemptHeader) != "" || resp.Request.URL.Path != "/x" {
-				t.Errorf("resp.Request = %+v, want the caller's own request", resp.Request)
-			}
-			if got := readAll(t, resp); got != "hedge 1" {
-				t.Errorf("body = %q, want the hedge's answer %q", got, "hedge 1")
-			}
-			if !waitFor(5*time.Second, func() bool { return s.cancelled.Load() == 1 }) {
-				t.Errorf("the losing primary was not cancelled on the server")
+			const calls = 2
+			for i := range calls {
+				resp, err := client.Get(fmt.Sprintf("%s/x?call=%d", srv.URL, i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkProto(t, proto, resp)
+				if resp.Request == nil || resp.Request.Header.Get(AttemptHeader) != "" || resp.Request.URL.Path != "/x" {
+					t.Errorf("call %d: resp.Request = %+v, want the caller's own request", i, resp.Request)
+				}
+				if got := readAll(t, resp); got != "hedge 1" {
+					t.Errorf("call %d: body = %q, want the hedge's answer %q", i, got, "hedge 1")
+				}
+				if !waitFor(5*time.Second, func() bool { return s.cancelled.Load() == int32(i+1) }) {
+					t.Errorf("call %d: the losing primary was not cancelled on the server", i)
+				}
 			}
 			m := tr.Measured()[canonicalURL(t, srv.URL)]
-			if m.Calls != 1 || m.HedgesStarted != 1 || m.HedgesWon != 1 {
-				t.Errorf("Measured = %+v, want 1 call, 1 hedge started, 1 won", m)
+			if m.Calls != calls || m.HedgesStarted != calls || m.HedgesWon != calls {
+				t.Errorf("Measured = %+v, want %d calls, each with a hedge started and won", m, calls)
 			}
 		})
 	}
@@ -489,22 +494,26 @@ func TestCallerCancelStopsEveryAttempt(t *testing.T) {
 			})
 			srv, base := startServer(t, proto, h)
 			tr := newTransport(t, Config{Policy: hedgeNow(), Next: base})
-			ctx, cancel := context.WithCancel(context.Background())
-			errc := make(chan error, 1)
-			go func() {
-				req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-				_, err := tr.RoundTrip(req)
-				errc <- err
-			}()
-			if !waitFor(5*time.Second, func() bool { return started.Load() == 2 }) {
-				t.Fatalf("%d attempts reached the server, want 2", started.Load())
-			}
-			cancel()
-			if err := <-errc; !errors.Is(err, context.Canceled) {
-				t.Errorf("RoundTrip = %v, want context.Canceled", err)
-			}
-			if !waitFor(5*time.Second, func() bool { return cancelled.Load() == 2 }) {
-				t.Errorf("%d attempts saw the cancellation on the server, want 2", cancelled.Load())
+			// Twice: the first call learns the host's protocol, the second sends its first
+			// attempt on the attempt's own context.
+			for i := range int32(2) {
+				ctx, cancel := context.WithCancel(context.Background())
+				errc := make(chan error, 1)
+				go func() {
+					req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+					_, err := tr.RoundTrip(req)
+					errc <- err
+				}()
+				if !waitFor(5*time.Second, func() bool { return started.Load() == 2*(i+1) }) {
+					t.Fatalf("call %d: %d attempts reached the server, want 2", i, started.Load()-2*i)
+				}
+				cancel()
+				if err := <-errc; !errors.Is(err, context.Canceled) {
+					t.Errorf("call %d: RoundTrip = %v, want context.Canceled", i, err)
+				}
+				if !waitFor(5*time.Second, func() bool { return cancelled.Load() == 2*(i+1) }) {
+					t.Errorf("call %d: %d attempts saw the cancellation on the server, want 2", i, cancelled.Load()-2*i)
+				}
 			}
 		})
 	}

@@ -1,0 +1,45 @@
+//go:build !race
+
+package hedgehttp
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// TestInlineCallAllocatesNoMoreThanTheCore: a call whose first attempt is sent on the
+// caller's goroutine and answers before its hedge is due allocates no more than the least
+// adapter over hedge.DoInlineDetached does (coreInline: a closure, the request on the
+// attempt's context, a body that releases it), whatever the core itself allocates: the
+// Transport's per-host policy, classification and body handling cost it nothing on the heap
+// beyond that. (Not under -race, whose sync.Pool drops the core's pooled state machines.)
+func TestInlineCallAllocatesNoMoreThanTheCore(t *testing.T) {
+	policy := hedge.Config{Trigger: hedge.After(time.Hour)}
+	tr := newTransport(t, Config{Policy: policy, Next: bodyNext{}, NextHonoursContext: true})
+	floor := coreInline{p: hedge.MustNew(policy), next: bodyNext{}}
+	req := mustRequest(t, "GET", "http://svc.test/", nil)
+	call := func(rt http.RoundTripper) func() {
+		return func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "ok" {
+				t.Fatalf("body = %q, %v; want \"ok\"", b, err)
+			}
+			resp.Body.Close()
+		}
+	}
+	call(tr)() // the host, its policy, its protocol
+	call(floor)()
+	got := testing.AllocsPerRun(200, call(tr))
+	want := testing.AllocsPerRun(200, call(floor))
+	if got > want {
+		t.Errorf("a call through the Transport allocates %v times, the least adapter over the core %v", got, want)
+	}
+	t.Logf("Transport: %v allocations per call; the least adapter over the core: %v", got, want)
+}
