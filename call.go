@@ -471,12 +471,19 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 
 // byDeadline is when a hedge normally due at due falls due for a call with a deadline
 // (Adaptive.UseDeadline): no later than the last moment a copy can still answer in time, when
-// that moment is still to come for the attempt it would copy.
+// that moment is still to come for the attempt it would copy, and never sooner than
+// MinimumDelay after that attempt, the smallest hedge delay there is.
 func (c *Call) byDeadline(due time.Time) time.Time {
-	if !c.latest.IsZero() && c.latest.Before(due) && !c.latest.Before(c.lastStart) {
-		return c.latest
+	if c.latest.IsZero() || !c.latest.Before(due) || c.latest.Before(c.lastStart) {
+		return due
 	}
-	return due
+	if floor := c.lastStart.Add(c.p.cfg.MinimumDelay); c.latest.Before(floor) {
+		if floor.Before(due) {
+			return floor
+		}
+		return due
+	}
+	return c.latest
 }
 
 // noTimeQuantile: a hedge is refused (ReasonNoTimeLeft) when its call's deadline leaves less

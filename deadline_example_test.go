@@ -11,7 +11,7 @@ import (
 // Do and DoInline read the deadline from the context (context.WithTimeout); a driver of Call,
 // such as the simulator, passes it in CallOptions. Here attempts take 40ms (their live p95 is
 // 42ms) and the threshold is held to 20ms. A call with 100ms to go is hedged at its threshold;
-// one with 50ms to go sooner, while a copy can still answer in time; one with 30ms to go not
+// one with 60ms to go sooner, while a copy can still answer in time; one with 30ms to go not
 // at all: when its hedge falls due, no copy answers in the 10ms left.
 func ExampleAdaptive_useDeadline() {
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{
@@ -26,7 +26,7 @@ func ExampleAdaptive_useDeadline() {
 		now = now.Add(40 * time.Millisecond)
 		c.AttemptDone(now, 0, hedge.Outcome{})
 	}
-	for _, left := range []time.Duration{100 * time.Millisecond, 50 * time.Millisecond, 30 * time.Millisecond} {
+	for _, left := range []time.Duration{100 * time.Millisecond, 60 * time.Millisecond, 30 * time.Millisecond} {
 		c := p.NewCall(hedge.CallOptions{Deadline: now.Add(left)})
 		var due time.Time
 		for _, a := range c.Start(now) {
@@ -44,7 +44,7 @@ func ExampleAdaptive_useDeadline() {
 	fmt.Println("suppressed:", p.MeasuredAt(now).Suppressed)
 	// Output:
 	// 100ms to go: due after 20ms, hedged true
-	// 50ms to go: due after 8ms, hedged true
+	// 60ms to go: due after 18ms, hedged true
 	// 30ms to go: due after 20ms, hedged false
 	// suppressed: map[no_time_left:1]
 }

@@ -27,10 +27,14 @@ func warmAt(t *testing.T, p *hedge.Policy, at time.Time, n int, d time.Duration)
 }
 
 // deadlineAware is the recommended trigger made deadline-aware, hedging on the attempt's
-// age alone so that the deadline is the only thing these tests vary.
+// age alone so that the deadline is the only thing these tests vary, and no sooner than 2ms
+// (MinimumDelay) unless a, which is otherwise the trigger's, says otherwise.
 func deadlineAware(a hedge.Adaptive) hedge.Config {
 	a.UseDeadline = true
 	a.MinimumInService = hedge.Off
+	if a.MinimumDelay == 0 {
+		a.MinimumDelay = 2 * time.Millisecond
+	}
 	return hedge.Config{Trigger: hedge.AtQuantile(0.95, a)}
 }
 
@@ -73,12 +77,19 @@ func TestDeadlineBringsTheHedgeForward(t *testing.T) {
 		t.Errorf("HedgeStarted events %+v, want one with Delay %v", ev.started, last.Sub(ms(0)))
 	}
 
+	// The deadline never brings a hedge sooner than MinimumDelay, the smallest hedge delay.
+	f := hedge.MustNew(deadlineAware(hedge.Adaptive{MinimumDelay: 10 * time.Millisecond}))
+	warmAt(t, f, t0, 20, 40*time.Millisecond)
+	if got, want := actions(f.NewCall(hedge.CallOptions{Deadline: ms(45)}).Start(ms(0))), "start 0, timer 10ms"; got != want {
+		t.Errorf("45ms to go: actions %q, want %q (MinimumDelay)", got, want)
+	}
+
 	for _, tc := range []struct {
 		name string
 		cfg  hedge.Config
 		opts hedge.CallOptions
 	}{
-		{"without UseDeadline", hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumInService: hedge.Off})}, hedge.CallOptions{Deadline: ms(50)}},
+		{"without UseDeadline", hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumInService: hedge.Off, MinimumDelay: 2 * time.Millisecond})}, hedge.CallOptions{Deadline: ms(50)}},
 		{"without a deadline", deadlineAware(hedge.Adaptive{}), hedge.CallOptions{}},
 	} {
 		q := hedge.MustNew(tc.cfg)

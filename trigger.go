@@ -76,16 +76,16 @@ type Adaptive struct {
 	// Floor Off = no loop.
 	WinRate winrate.Config
 
-	// UseDeadline (AtQuantile, StartAware) makes hedging deadline-aware, for calls whose
-	// caller has a deadline (ctx.Deadline() in Do and DoInline; CallOptions.Deadline for a
-	// driver of Call). A hedge falls due no later than the call's last moment, the deadline
-	// less the live q-quantile of attempt latencies (a copy sent then answers in time as often
-	// as q of attempts do), even when the threshold comes later. A hedge that falls due when
-	// less time is left than nearly every copy takes (the 0.01-quantile) is not sent
-	// (ReasonNoTimeLeft): it would answer after its caller stopped waiting and only add load.
-	// The in-service evidence (MinimumInService, start signals) and every gate still decide
-	// whether a due hedge starts, and the budget pays for it, as for any hedge. A call without
-	// a deadline, and every call while the estimator is cold, is hedged as without it.
+	// UseDeadline (AtQuantile, StartAware) makes hedging deadline-aware, for calls whose caller has a
+	// deadline (ctx.Deadline() in Do and DoInline; CallOptions.Deadline for a driver of Call). A
+	// hedge falls due no later than the call's last moment, the deadline less the live q-quantile of
+	// attempt latencies (a copy sent then answers in time as often as q of attempts do), even when
+	// the threshold comes later, though never sooner than MinimumDelay after the attempt it copies. A
+	// hedge that falls due when less time is left than nearly every copy takes (the 0.01-quantile) is
+	// not sent (ReasonNoTimeLeft): it would answer after its caller stopped waiting and only add
+	// load. The in-service evidence (MinimumInService, start signals) and every gate still decide
+	// whether a due hedge starts, and the budget pays for it, as for any hedge. A call without a
+	// deadline, and every call while the estimator is cold, is hedged as without it.
 	// false (the default) = deadlines are not read.
 	UseDeadline bool
 
