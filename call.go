@@ -62,6 +62,10 @@ type CallOptions struct {
 	// Trigger, when not nil, replaces the policy's threshold for this call (see
 	// [WithTrigger] for what it may be).
 	Trigger *Trigger
+	// Deadline is when the caller stops waiting for the call; zero = no deadline. A policy
+	// whose trigger has Adaptive.UseDeadline hedges by it; others ignore it. Do and DoInline
+	// set it from ctx.Deadline(); the simulator passes its virtual one.
+	Deadline time.Time
 	// Rand returns a float in [0, 1) for retry jitter. nil = math/rand/v2. The simulator passes
 	// a seeded source so runs repeat.
 	Rand func() float64
@@ -141,6 +145,8 @@ type callState struct {
 	pushback  time.Time // no retry before it: an attempt's Outcome.RetryAfter (gRPC's pushback, Retry-After)
 	won       int       // the attempt that succeeded, kept when a panic takes the win away; -1 if none
 	panicked  *PanicError
+	latest    time.Time // with a deadline and UseDeadline: the last moment a hedge can still answer in time; zero = none
+	firing    time.Time // while TimerFired runs: when the timer was due (the state machine's time, not the clock's lateness)
 }
 
 // NewCall returns a state machine for one call under p. Start it with Start.
@@ -288,6 +294,11 @@ func (c *Call) Start(now time.Time) []Action {
 		c.hedging = true
 		c.threshold, c.warm = p.threshold()
 	}
+	if p.cfg.useDeadline && !c.opts.Deadline.IsZero() {
+		if s, ok := p.est.Threshold(); ok {
+			c.latest = c.opts.Deadline.Add(-s)
+		}
+	}
 	if !c.startAttempt(now, false, false) {
 		c.finish(now, ErrLimitExceeded)
 		return c.settle(now)
@@ -336,7 +347,7 @@ func (c *Call) maybeHedge(now time.Time) {
 			continue
 		}
 		if c.warm {
-			if at := c.lastStart.Add(c.threshold); at.After(now) {
+			if at := c.byDeadline(c.lastStart.Add(c.threshold)); at.After(now) {
 				c.arm(timerHedge, at)
 				return
 			}
@@ -348,6 +359,10 @@ func (c *Call) maybeHedge(now time.Time) {
 				if !c.firstTroubled(now) { // a troubled replica's crossing is its own
 					c.p.crossedThreshold(now)
 				}
+			}
+			if c.noTimeLeft(now) {
+				c.suppress(now, ReasonNoTimeLeft, c.threshold)
+				return
 			}
 			if ok, at := c.served(now); !ok {
 				c.unproven = true
@@ -419,7 +434,7 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 		if !a.inService {
 			return false, time.Time{} // still queued: its start signal will wake the call
 		}
-		if due := a.served.Add(c.threshold); due.After(now) {
+		if due := c.byDeadline(a.served.Add(c.threshold)); due.After(now) {
 			return false, due
 		}
 		return true, time.Time{}
@@ -452,6 +467,56 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 		return false, now.Add(need - d)
 	}
 	return true, time.Time{}
+}
+
+// byDeadline is when a hedge normally due at due falls due for a call with a deadline
+// (Adaptive.UseDeadline): no later than the last moment a copy can still answer in time, when
+// that moment is still to come for the attempt it would copy, and never sooner than
+// MinimumDelay after that attempt, the smallest hedge delay there is.
+func (c *Call) byDeadline(due time.Time) time.Time {
+	if c.latest.IsZero() || !c.latest.Before(due) || c.latest.Before(c.lastStart) {
+		return due
+	}
+	if floor := c.lastStart.Add(c.p.cfg.MinimumDelay); c.latest.Before(floor) {
+		if floor.Before(due) {
+			return floor
+		}
+		return due
+	}
+	return c.latest
+}
+
+// noTimeQuantile: a hedge is refused (ReasonNoTimeLeft) when its call's deadline leaves less
+// than this quantile of attempt latencies, the time all but one copy in a hundred take.
+// Measured on the reference model with a 30ms deadline (seeds 1-3, 100,000 calls, loads
+// 30-70 %, both cancellation modes): refusing below the 0.05-quantile lost more rescues than
+// it saved load (up to 0.007 % more failed calls than the recommended default, at 50 % load);
+// below the 0.01-quantile at most 0.002 % more, and 10-17 % fewer at 30 % load. Refusing
+// only below the fastest answer (the 0-quantile) sent copies that lost their race, and the
+// win-rate loop then held back the ones that would have won: up to 0.085 % more failed calls
+// than the recommended default at 30 % load.
+const noTimeQuantile = 0.01
+
+// noTimeLeft reports whether the hedge that falls due at now would come too late: its call's
+// deadline leaves a copy less than the noTimeQuantile of attempt latencies, so nearly every
+// copy would answer after its caller stopped waiting. Between the last moment (latest, which
+// leaves the q-quantile) and that one a copy may still answer in time, and it is sent. A
+// hedge due by its timer counts from the timer's time, so a driver whose timer fires late (a
+// busy process) does not lose the hedge the timer was armed for. The low quantile sums the
+// estimator's window, so it is read only for a call already past its last moment, which few
+// are; a window emptied by a quiet spell refuses only a call whose deadline has passed.
+func (c *Call) noTimeLeft(now time.Time) bool {
+	if c.latest.IsZero() {
+		return false
+	}
+	if !c.firing.IsZero() {
+		now = c.firing
+	}
+	if !now.After(c.latest) {
+		return false
+	}
+	fast, _ := c.p.est.Quantile(now, noTimeQuantile)
+	return c.opts.Deadline.Sub(now) < fast
 }
 
 func (c *Call) arm(purpose timerPurpose, at time.Time) {
@@ -521,6 +586,8 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 		delay = p.cfg.tieDelay
 	case !c.warm:
 		delay = p.cfg.MinimumDelay // the earliest a hedge could have been due
+	default:
+		delay = c.byDeadline(c.lastStart.Add(delay)).Sub(c.lastStart) // due sooner by the deadline
 	}
 	reason := c.gate(now, tie)
 	if reason == ReasonNone {
@@ -533,9 +600,7 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 		}
 	}
 	if reason != ReasonNone {
-		c.hedging = false
-		p.suppressed[reason].Add(1)
-		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: delay, Reason: reason})
+		c.suppress(now, reason, delay)
 		return
 	}
 	p.hedgesStarted.Add(1)
@@ -544,6 +609,14 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 	}
 	k := len(c.attempts) - 1
 	c.emit(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: delay})
+}
+
+// suppress records that reason refused the call's hedge, due after delay, and stops hedging
+// for the call, which then waits exactly as it would have without hedging.
+func (c *Call) suppress(now time.Time, reason Reason, delay time.Duration) {
+	c.hedging = false
+	c.p.suppressed[reason].Add(1)
+	c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: delay, Reason: reason})
 }
 
 // TimerFired tells the call its timer went off at now. Early or stale firings are ignored.
@@ -557,7 +630,9 @@ func (c *Call) TimerFired(now time.Time) []Action {
 	c.p.noteLateness(now.Sub(c.timerAt))
 	switch purpose {
 	case timerHedge:
+		c.firing = c.timerAt
 		c.maybeHedge(now)
+		c.firing = time.Time{}
 	case timerRetry:
 		if !c.startAttempt(now, false, true) {
 			c.fail(now, ErrLimitExceeded)

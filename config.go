@@ -117,6 +117,7 @@ type resolved struct {
 	backlogRatio  float64         // 0 = no backlog gate
 	winRate       *winrate.Config // nil = no win-rate loop
 	tieDelay      time.Duration   // Tied: 0 = tie at once
+	useDeadline   bool            // hedges fall due by the caller's deadline too
 }
 
 // resolve validates c and applies its defaults. Each step checks the fields of one concept.

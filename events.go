@@ -92,6 +92,11 @@ const (
 	// flight at a time never has that evidence, so the default never hedges it: its
 	// suppressions all carry this reason (see the README, "When it hedges").
 	ReasonNoEvidence
+	// ReasonNoTimeLeft: the call's deadline was too close for a copy to answer in time
+	// (Adaptive.UseDeadline): when its hedge fell due, less time was left than nearly every
+	// attempt takes (the live 0.01-quantile of attempt latencies). The call waits for its
+	// first attempt, as without hedging.
+	ReasonNoTimeLeft
 	numReasons
 )
 
@@ -108,6 +113,7 @@ var reasonNames = [...]string{
 	ReasonOverload:      "overload",
 	ReasonLimit:         "limit",
 	ReasonNoEvidence:    "no_evidence",
+	ReasonNoTimeLeft:    "no_time_left",
 }
 
 func (r Reason) String() string {

@@ -81,7 +81,11 @@ type race[T any] struct {
 func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discard func(T, error)) {
 	s.ctx, s.p, s.discard = ctx, p, discard
 	s.c = calls.Get().(*Call)
-	s.c.Reset(p, CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality, Trigger: opts.trigger})
+	co := CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality, Trigger: opts.trigger}
+	if p.cfg.useDeadline {
+		co.Deadline, _ = ctx.Deadline()
+	}
+	s.c.Reset(p, co)
 	s.answers = make(chan int32, 4*p.cfg.attempts+1)
 }
 

@@ -73,7 +73,8 @@ func (t Trigger) String() string {
 // "start-aware Q" with Q in [0.5, 1), "after D" with D a [time.ParseDuration] duration >= 0,
 // "tied", or "none" (or empty) for no hedging; quantile, start-aware and tied may be followed
 // by key=value settings (the fields of [Adaptive] the trigger reads, in snake case:
-// minimum_delay, tie_delay, win_rate.floor for Adaptive.WinRate.Floor; off for [Off]). Words are case-insensitive and may be separated by
+// minimum_delay, tie_delay, win_rate.floor for Adaptive.WinRate.Floor; off for [Off];
+// use_deadline=on for UseDeadline). Words are case-insensitive and may be separated by
 // any white space. An error wraps [ErrInvalidConfig] and says which forms exist; a setting's
 // range is checked by [Config.Validate].
 func (t *Trigger) UnmarshalText(b []byte) error {
@@ -130,7 +131,7 @@ func (t *Trigger) UnmarshalText(b []byte) error {
 // setting is one key=value setting of a trigger's text form.
 type setting struct {
 	key string
-	ptr func(*Trigger) any // *time.Duration, *int or *float64
+	ptr func(*Trigger) any // *time.Duration, *int, *float64 or *bool
 }
 
 var adaptiveSettings = []setting{
@@ -144,6 +145,7 @@ var adaptiveSettings = []setting{
 	{"win_rate.window", func(t *Trigger) any { return &t.adaptive.WinRate.Window }},
 	{"win_rate.minimum_samples", func(t *Trigger) any { return &t.adaptive.WinRate.MinimumSamples }},
 	{"win_rate.minimum_allowance", func(t *Trigger) any { return &t.adaptive.WinRate.MinimumAllowance }},
+	{"use_deadline", func(t *Trigger) any { return &t.adaptive.UseDeadline }},
 }
 
 // tiedSettings are the settings Tied reads: the estimate's, and its delay.
@@ -178,6 +180,8 @@ func formatSetting(p any) (string, bool) {
 			return "off", true
 		}
 		return strconv.FormatFloat(*v, 'g', -1, 64), *v != 0
+	case *bool:
+		return "on", *v
 	}
 	return "", false
 }
@@ -244,6 +248,15 @@ func parseSetting(p any, value string) error {
 			return fmt.Errorf("want a number, or off, got %q", value)
 		}
 		*v = x
+	case *bool:
+		switch strings.ToLower(value) {
+		case "on", "true":
+			*v = true
+		case "off", "false":
+			*v = false
+		default:
+			return fmt.Errorf("want on or off, got %q", value)
+		}
 	}
 	return nil
 }

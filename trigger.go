@@ -35,8 +35,8 @@ type Trigger struct {
 // hedges off a dependency that a hedge would not help, and Tied's delay (docs/design.md,
 // "Triggers", "Queued or in service" and "The gates"). A zero field means its default, so
 // AtQuantile(q) is AtQuantile(q, Adaptive{}). A field the trigger does not read is an error
-// ([Config.Validate]), never silently ignored: MinimumInService, BacklogRatio and WinRate are
-// AtQuantile's and StartAware's, TieDelay is Tied's.
+// ([Config.Validate]), never silently ignored: MinimumInService, BacklogRatio, WinRate and
+// UseDeadline are AtQuantile's and StartAware's, TieDelay is Tied's.
 type Adaptive struct {
 	// Window is how far back the latency estimator looks. 0 = 30s.
 	Window time.Duration
@@ -75,6 +75,19 @@ type Adaptive struct {
 	// load (ReasonWinRate). Zero fields are winrate's defaults, except Floor: 0 = 0.3;
 	// Floor Off = no loop.
 	WinRate winrate.Config
+
+	// UseDeadline (AtQuantile, StartAware) makes hedging deadline-aware, for calls whose caller has a
+	// deadline (ctx.Deadline() in Do and DoInline; CallOptions.Deadline for a driver of Call). A
+	// hedge falls due no later than the call's last moment, the deadline less the live q-quantile of
+	// attempt latencies (a copy sent then answers in time as often as q of attempts do), even when
+	// the threshold comes later, though never sooner than MinimumDelay after the attempt it copies. A
+	// hedge that falls due when less time is left than nearly every copy takes (the 0.01-quantile) is
+	// not sent (ReasonNoTimeLeft): it would answer after its caller stopped waiting and only add
+	// load. The in-service evidence (MinimumInService, start signals) and every gate still decide
+	// whether a due hedge starts, and the budget pays for it, as for any hedge. A call without a
+	// deadline, and every call while the estimator is cold, is hedged as without it.
+	// false (the default) = deadlines are not read.
+	UseDeadline bool
 
 	// TieDelay (Tied) is how long a copy may wait for its start signal before a tied copy is
 	// sent to another replica. Set it to a little more than the round trip to the servers: a
@@ -226,6 +239,7 @@ func (r *resolved) resolveGates(a Adaptive) error {
 		return configError("Trigger: Adaptive.BacklogRatio must be a finite number > 1 (0 = 1.3, Off = no gate), got %v", b)
 	}
 	r.backlogRatio = offOrDefault(a.BacklogRatio, 1.3)
+	r.useDeadline = a.UseDeadline
 	w := a.WinRate
 	if w.Floor == Off {
 		return nil
@@ -242,6 +256,9 @@ func (r *resolved) resolveGates(a Adaptive) error {
 func (r *resolved) resolveTied(a Adaptive) error {
 	if a.MinimumInService != 0 || a.BacklogRatio != 0 || a.WinRate != (winrate.Config{}) {
 		return configError("Trigger: Adaptive.MinimumInService, BacklogRatio and WinRate are read by AtQuantile and StartAware, not by Tied")
+	}
+	if a.UseDeadline {
+		return configError("Trigger: Adaptive.UseDeadline is read by AtQuantile and StartAware, not by Tied")
 	}
 	if err := r.resolveEstimate(a); err != nil {
 		return err

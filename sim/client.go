@@ -91,7 +91,13 @@ func (hc *hedgeClient) arrive(s *sim, si int32) {
 	if hc.rands[si] == nil {
 		hc.rands[si] = s.slots[si].rnd.Float64
 	}
-	c.Reset(hc.p[s.slots[si].client], hedge.CallOptions{Repeatable: hedge.Repeatable, Rand: hc.rands[si]})
+	opts := hedge.CallOptions{Repeatable: hedge.Repeatable, Rand: hc.rands[si]}
+	if s.timeout > 0 {
+		// The caller's deadline counts from its arrival, as the engine's does: a call that
+		// waited in its client has that much less time.
+		opts.Deadline = vtime(s.slots[si].arrive + s.timeout)
+	}
+	c.Reset(hc.p[s.slots[si].client], opts)
 	hc.apply(s, si, c, c.Start(vtime(s.now)))
 }
 

@@ -37,6 +37,8 @@ type Model struct {
 	// HeavyClientShare is the share of the calls the first client makes (0 = an even split).
 	HeavyClientShare float64 `json:"heavy_client_share,omitempty"`
 	TieDelayMs       float64 `json:"tie_delay_ms"` // how long a cancellation takes to reach the server
+	// DeadlineMs is every call's deadline after its arrival (Params.Timeout); 0 = none.
+	DeadlineMs float64 `json:"deadline_ms,omitempty"`
 }
 
 // Point is one setup × load × cancellation mode × seed. Field names are stable: scripts read them.

@@ -80,7 +80,9 @@ type Params struct {
 	// Failures make replicas refuse connections or swallow requests for a while.
 	Failures []Failure
 	// Timeout is the callers' deadline: a call still running Timeout after it arrived is
-	// cancelled and fails (its attempts count as failures for the replicas' health). 0 = none.
+	// cancelled and fails (its attempts count as failures for the replicas' health). Each
+	// call's state machine is told it (hedge.CallOptions.Deadline), as Do is by a context's
+	// deadline, so a setup with Adaptive.UseDeadline hedges by it. 0 = none.
 	Timeout time.Duration
 	// ClientDelay makes the clients late to their own events now and then (CPU contention on
 	// the callers). Zero = never.
@@ -380,6 +382,9 @@ type SweepConfig struct {
 	Replicas       int
 	Balancer       string
 	TieDelay       time.Duration
+	// Timeout is every call's deadline after its arrival (see Params); 0 = the family's
+	// (none in the reference model).
+	Timeout time.Duration
 	// Balancers, with Replicas > 1: run every setup under each of these balancers ("all" =
 	// every balancer). nil = {Balancer}. Whatever it says, a sweep with replicas also runs "no
 	// hedge" under random and under p2c: the baselines a hedging setup must beat.
@@ -410,6 +415,7 @@ func (c SweepConfig) plan() (plan, error) {
 	params, err := Params{
 		Workers: c.Workers, Service: c.Service, Calls: c.Calls, WarmupFraction: c.WarmupFraction,
 		Clients: c.Clients, ClientInFlight: c.ClientInFlight, Replicas: c.Replicas, Balancer: c.Balancer, TieDelay: c.TieDelay,
+		Timeout: c.Timeout,
 	}.withModel(fam.Params).resolve()
 	if err != nil {
 		return pl, err
@@ -577,6 +583,7 @@ func (pl plan) sweepModel(fam Family, delay time.Duration) Model {
 		ClientInFlight:   params.ClientInFlight,
 		HeavyClientShare: params.HeavyClientShare,
 		TieDelayMs:       float64(params.TieDelay) / 1e6,
+		DeadlineMs:       float64(params.Timeout) / 1e6,
 	}
 }
 

@@ -195,7 +195,12 @@ const (
 	FamilyFleetSequential = "fleet-sequential"
 	FamilyUnevenClients   = "uneven-clients"
 	FamilySmallReplicas   = "small-replicas"
+	FamilyDeadline        = "deadline"
 )
+
+// deadlineTimeout is the deadline family's: every caller gives up 50 ms after its call
+// arrived, five times the median service time and three times the p95 of latency at light load.
+const deadlineTimeout = 50 * time.Millisecond
 
 // replicas4 is p on 4 replicas of 4 workers behind p2c.
 func replicas4(p Params) Params {
@@ -268,6 +273,13 @@ func lognormal(median time.Duration, sigma float64) LogNormal {
 //     queues that a random balancer fills unevenly, where a replica that is merely busy
 //     looks like one in trouble.
 //
+// and one with a caller's deadline:
+//
+//   - deadline: the reference model, each caller giving up on its call 50 ms after it
+//     arrived (Params.Timeout): every straggler that no hedge rescues in time fails. The
+//     scorecard's rule that a setup fails no more calls than no hedge becomes: it misses no
+//     more deadlines.
+//
 // In these the load is a share of the capacity left (see Params.Replicas): a replica 3× slower
 // serves a third of what it did, so 95 % load still leaves the fleet 5 % of headroom.
 func Families() []Family {
@@ -331,6 +343,7 @@ func Families() []Family {
 		{Name: FamilySmallReplicas, About: "8 replicas × 2 workers behind a random balancer, 8 clients", Stragglers: 0.02, Params: Params{
 			Replicas: 8, Workers: 2, Balancer: BalancerRandom, Clients: 8,
 		}},
+		{Name: FamilyDeadline, About: "reference model, each call failing 50 ms after it arrives", Stragglers: 0.02, Params: Params{Timeout: deadlineTimeout}},
 	}
 }
 

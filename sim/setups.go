@@ -39,7 +39,12 @@ const (
 	// SetupStartAware hedges only first attempts the server has reported as in service
 	// (hedge.StartAware(0.95)): the simulated server reports every start.
 	SetupStartAware = "start-aware"
-	SetupAll        = "all" // in SweepConfig.Setups: every setup of Setups
+	// SetupDeadlineAware is the recommended default made deadline-aware
+	// (hedge.Adaptive.UseDeadline): with a caller's deadline (Params.Timeout), a hedge falls
+	// due no later than the deadline less the live p95 of attempt latencies, and none is sent
+	// once less time than that is left.
+	SetupDeadlineAware = "deadline-aware"
+	SetupAll           = "all" // in SweepConfig.Setups: every setup of Setups
 )
 
 // SetupServerAssisted is the recommended default with the servers' load reports
@@ -64,8 +69,9 @@ var ReferenceSetups = []string{
 // same with the adaptive limit, tied requests (hedge.Tied() with its defaults: a copy not
 // started within 1ms gets a tie at another replica, the first to start service cancels the
 // others, and a copy in service past the live p95 is hedged; default budget), start-aware
-// hedging (the server reports when it starts each attempt), and server-assisted hedging (the
-// servers report their load on every response).
+// hedging (the server reports when it starts each attempt), server-assisted hedging (the
+// servers report their load on every response), and the recommended default made
+// deadline-aware.
 func Setups(hedgeDelay time.Duration) []Setup {
 	if hedgeDelay <= 0 {
 		hedgeDelay = 20 * time.Millisecond
@@ -84,5 +90,6 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied()}},
 		{Name: SetupStartAware, Config: hedge.Config{Trigger: hedge.StartAware(0.95)}},
 		{Name: SetupServerAssisted, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, ServerLoad: true},
+		{Name: SetupDeadlineAware, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{UseDeadline: true})}},
 	}
 }

@@ -38,12 +38,13 @@ type config struct {
 	replicas   int
 	balancers  []string // with replicas: the balancers to run every setup under
 	tieDelay   time.Duration
-	scorecard  bool     // run the safety scorecard instead of a report
-	families   []string // the scorecard's families (nil = every family)
-	setupSet   bool     // -setups was given
-	workersSet bool     // -workers was given (else the family's, or 16)
-	callsSet   bool     // -calls was given
-	seedsSet   bool     // -seeds was given
+	deadline   time.Duration // every call's deadline after its arrival (0 = the family's, none in the reference model)
+	scorecard  bool          // run the safety scorecard instead of a report
+	families   []string      // the scorecard's families (nil = every family)
+	setupSet   bool          // -setups was given
+	workersSet bool          // -workers was given (else the family's, or 16)
+	callsSet   bool          // -calls was given
+	seedsSet   bool          // -seeds was given
 }
 
 // Defaults: the reference run of SIMULATION.md (200,000 calls per point, seeds 1 and 2), so
@@ -133,6 +134,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	replicas := fs.Int("replicas", 0, "replicas, each with -workers workers and its own FIFO queue (default 1: the reference model)")
 	balancer := fs.String("balancer", "", "client-side balancer with replicas: random, round-robin, least-outstanding or p2c (default p2c),\nor several separated by commas, or all; \"no hedge\" also runs under random and p2c")
 	tieDelay := fs.Duration("tie-delay", 0, "how long a cancellation takes to reach the server (cancellation reaches)")
+	deadline := fs.Duration("deadline", 0, "every call's deadline after its arrival, e.g. 50ms: a call still running then fails (failed_pct),\nand deadline-aware setups hedge by it (default: the family's; none in the reference model)")
 	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md, scorecard.html and scorecard.json into -out")
 	families := fs.String("families", "all", "the scorecard's scenario families, comma-separated, or all")
 
@@ -158,6 +160,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		inflight:   *inflight,
 		replicas:   *replicas,
 		tieDelay:   *tieDelay,
+		deadline:   *deadline,
 		scorecard:  *scorecard,
 	}
 	fs.Visit(func(f *flag.Flag) {
@@ -189,6 +192,12 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	}
 	if cfg.clients < 0 || cfg.replicas < 0 || cfg.replicas > 64 || cfg.tieDelay < 0 {
 		return config{}, usagef("-clients must be >= 1, -replicas in [1, 64], -tie-delay >= 0")
+	}
+	if cfg.deadline < 0 {
+		return config{}, usagef("-deadline must be >= 0 (0 = none), got %v", cfg.deadline)
+	}
+	if cfg.deadline > 0 && cfg.scorecard {
+		return config{}, usagef("-deadline does not apply to -scorecard: its family %q runs every call with a deadline", "deadline")
 	}
 	if cfg.inflight < 0 {
 		return config{}, usagef("-client-inflight must be >= 0 (0 = unbounded), got %d", cfg.inflight)

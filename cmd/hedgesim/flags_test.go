@@ -191,6 +191,17 @@ func FuzzParseArgs(f *testing.F) {
 	})
 }
 
+// TestDeadlineFlag: -deadline reaches the sweep as every call's deadline (sim's Timeout).
+func TestDeadlineFlag(t *testing.T) {
+	cfg, err := parseArgs([]string{"-deadline", "50ms", "-setups", "no hedge;recommended"}, testNames, testFamilies, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := cfg.sweepConfig(); sc.Timeout != 50*time.Millisecond {
+		t.Errorf("-deadline 50ms: sweep Timeout %v", sc.Timeout)
+	}
+}
+
 func TestParseModelFlags(t *testing.T) {
 	cfg, err := parseArgs([]string{"-family", "bursty", "-clients", "3", "-replicas", "4", "-balancer", "p2c, random",
 		"-tie-delay", "1ms", "-scorecard", "-families", "reference,few-workers"}, testNames, testFamilies, &bytes.Buffer{})
@@ -204,6 +215,7 @@ func TestParseModelFlags(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"-replicas", "65"}, {"-clients", "-1"}, {"-tie-delay", "-1ms"}, {"-balancer", "p2c,best"}, {"-families", "reference,cloudy"},
+		{"-deadline", "-1ms"}, {"-deadline", "50ms", "-scorecard"},
 	} {
 		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q: no error", args)

@@ -102,6 +102,7 @@ func (c config) sweepConfig() sim.SweepConfig {
 		Replicas:       c.replicas,
 		Balancers:      c.balancers,
 		TieDelay:       c.tieDelay,
+		Timeout:        c.deadline,
 	}
 	if c.family == "" || c.service.Kind != sim.ServiceMixture {
 		sc.Service = c.service.Distribution()

@@ -398,6 +398,9 @@ func (v *view) modelRows() [][2]string {
 	if m.TieDelayMs > 0 {
 		add("cancellation delay", fmtFloat(m.TieDelayMs, -1)+" ms for a cancellation to reach the server")
 	}
+	if m.DeadlineMs > 0 {
+		add("deadline", "a call still running "+fmtFloat(m.DeadlineMs, -1)+" ms after its arrival fails (failed_pct)")
+	}
 	if m.ServiceTime != "" || m.MeanServiceMs > 0 {
 		s := m.ServiceTime
 		if m.MeanServiceMs > 0 {
