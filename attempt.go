@@ -6,22 +6,27 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hedgekit/hedge/replica"
 )
 
 // This file holds an attempt as every driver runs it: the goroutine's body (attemptRun.run),
-// and the attempt's context (attemptCtx), which carries its AttemptInfo, its start signal and
-// its own cancellation.
+// the attempt's context (attemptCtx), which carries its AttemptInfo, and the attempt's state
+// behind it (attemptState): its start signal and its own cancellation.
 
-// attemptRun is one attempt in Do: its context, what it runs, and its answer. One
-// allocation per attempt carries all of it.
+// attemptRun is one attempt in Do: its context and state, what it runs, and its answer. An
+// attempt that runs on a goroutine of its own lives in one allocation with its context and
+// state (see attemptBox). DoInline's first attempt and its state live in the driver, which is
+// reused from call to call; only its context, which the attempt function may keep, is
+// allocated per call.
 type attemptRun[T any] struct {
-	attemptCtx
+	*attemptState
+	ctx     *attemptCtx
 	fn      func(context.Context) (T, error)
 	discard func(T, error)
 	v       T
 	err     error
 	panic   *PanicError
-	kicks   atomic.Int32 // calls of the first attempt's kick (see run)
 }
 
 func (a *attemptRun[T]) run() {
@@ -34,16 +39,26 @@ func (a *attemptRun[T]) run() {
 			a.panic = &PanicError{Value: x, Stack: debug.Stack(), Where: "attempt", goexit: x == nil}
 		}
 		if a.state.CompareAndSwap(attemptRunning, attemptDelivered) {
-			a.answers <- int32(a.info.Index) // never blocks: one slot per attempt
-			if a.drv != nil && !a.inlineFirst {
+			if a.inlineFirst {
+				return // the caller's goroutine delivers it (see driver.reclaim)
+			}
+			a.answers <- a.index // never blocks: one slot per attempt
+			if a.drv != nil {
 				a.drv.takeOver() // an inline call whose caller is busy needs a driver
 			}
 		} else if a.discard != nil && a.panic == nil {
 			a.discard(a.v, a.err) // the call has moved on without this answer
 		}
 	}()
-	a.v, a.err = a.fn(&a.attemptCtx)
+	a.v, a.err = a.fn(a.ctx)
 	normal = true
+}
+
+// attemptBox is an attempt, its context and its state in one allocation.
+type attemptBox[T any] struct {
+	run attemptRun[T]
+	ctx attemptCtx
+	st  attemptState
 }
 
 const (
@@ -57,24 +72,41 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // attemptCtx is an attempt's context: the caller's context plus the attempt's identity and
 // its own cancellation. It is written by hand rather than built with context.WithCancel and
-// WithValue because it is one allocation instead of three on the path every call takes; the
-// caller's cancellation reaches it through Do, which watches ctx.Done() while attempts run (so
-// for the moment between the caller's context ending and Do noticing, an attempt's Err is
-// still nil, as with any context that is cancelled a little later than its parent).
+// WithValue because it is one small allocation instead of three on the path every call
+// takes; the caller's cancellation reaches it through Do, which watches ctx.Done() while
+// attempts run (so for the moment between the caller's context ending and Do noticing, an
+// attempt's Err is still nil, as with any context that is cancelled a little later than its
+// parent).
+//
+// Its state (cancellation, start signal, route) is in an attemptState, which DoInline reuses
+// for the next call's first attempt once a call is over (see driver.recycle). The context
+// itself is never reused: it names the generation of the state it belongs to, and once the
+// state has moved on to another call, the context answers as the cancelled context it was
+// left as (Err is context.Canceled, Done is closed) and its start signals and routes go
+// nowhere, however long the attempt function kept it.
 type attemptCtx struct {
-	parent      context.Context
-	info        AttemptInfo
-	answers     chan<- int32 // Do's event channel: the attempt's index, once its answer is set
+	parent context.Context
+	s      *attemptState
+	gen    uint32 // s.gen when this context was made
+	info   uint32 // the AttemptInfo, packed (see packInfo)
+}
+
+// attemptState is an attempt's state behind its context.
+type attemptState struct {
+	answers     chan<- int32 // the driver's event channel: the attempt's index, once its answer is set
+	index       int32        // the attempt's index
 	state       atomic.Int32 // attemptRunning → attemptDelivered (answer sent) or attemptAbandoned
-	started     atomic.Bool  // the start signal was sent
 	slow        atomic.Bool  // cancelled as a loser past the threshold (LostSlow); set before cancel
 	route       Route        // where the transport sent it (Routed)
 	drv         takeOverer   // an inline call's driver; nil for Do's calls
 	inlineFirst bool         // runs on the caller's goroutine (DoInline's first attempt)
-	lost        bool         // cancelled as a loser; owned by Do's goroutine
-	received    bool         // Do has its answer; owned by Do's goroutine
+	lost        bool         // cancelled as a loser; owned by the driver
+	received    bool         // the driver has its answer; owned by the driver
 
 	mu       sync.Mutex
+	gen      uint32        // which call's attempt the state is (see attemptCtx)
+	started  bool          // the start signal was sent
+	muted    bool          // no more start signals (see mute)
 	done     chan struct{} // created lazily
 	err      error
 	after    []afterFunc // registered by AfterFunc, run on cancel
@@ -82,28 +114,59 @@ type attemptCtx struct {
 	afterID  uint32
 }
 
+// packInfo packs what AttemptInfo says of a's attempt into a word: the index in the low 24
+// bits (a call has at most a few attempts), then one bit for each of Hedge, Retry, Resend.
+func packInfo(a Action) uint32 {
+	w := uint32(a.Attempt) & indexMask
+	if a.Hedge {
+		w |= 1 << 24
+	}
+	if a.Retry {
+		w |= 1 << 25
+	}
+	if a.Resend {
+		w |= 1 << 26
+	}
+	return w
+}
+
+const indexMask = 1<<24 - 1
+
+func (a *attemptCtx) attemptInfo() AttemptInfo {
+	return AttemptInfo{Index: int(a.info & indexMask), Hedge: a.info&(1<<24) != 0, Retry: a.info&(1<<25) != 0, Resend: a.info&(1<<26) != 0}
+}
+
+// current reports whether the state is still this context's; the caller holds s.mu.
+func (a *attemptCtx) current() bool { return a.s.gen == a.gen }
+
 func (a *attemptCtx) Deadline() (time.Time, bool) { return a.parent.Deadline() }
 
 func (a *attemptCtx) Done() <-chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.done == nil {
-		a.done = make(chan struct{})
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.current() {
+		return closedChan
 	}
-	return a.done
+	if s.done == nil {
+		s.done = make(chan struct{})
+	}
+	return s.done
 }
 
 func (a *attemptCtx) Err() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.err
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.current() {
+		return context.Canceled
+	}
+	return s.err
 }
 
 func (a *attemptCtx) Value(key any) any {
 	switch key {
-	case attemptInfoKey{}:
-		return &a.info
-	case attemptKey{}:
+	case attemptInfoKey{}, attemptKey{}:
 		return a
 	}
 	return a.parent.Value(key)
@@ -112,73 +175,74 @@ func (a *attemptCtx) Value(key any) any {
 // attemptKey finds the attemptCtx under a context derived from it, for StartedService.
 type attemptKey struct{}
 
-// startedService sends the attempt's start signal to Do, once, while Do may still want it.
+// startedService sends the attempt's start signal to the driver, once, while it may still
+// want it. It sends under the state's lock, and only while the attempt is neither cancelled
+// nor answered: a driver settling its call cancels (or mutes) every attempt, so once it has,
+// no start signal can reach the event channel, which its next call may reuse (see kit).
 func (a *attemptCtx) startedService() {
-	if a.answers == nil || a.state.Load() != attemptRunning || !a.started.CompareAndSwap(false, true) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.current() || s.answers == nil || s.started || s.err != nil || s.muted || s.state.Load() != attemptRunning {
 		return
 	}
-	a.answers <- startSignal - int32(a.info.Index) // never blocks: one slot per attempt
-	if a.drv != nil {
+	s.started = true
+	s.answers <- startSignal - s.index // never blocks: one slot per attempt
+	if s.drv != nil {
 		// Sent from inside an attempt: an inline call whose caller is busy needs a driver
 		// now (a tied copy to cancel), and this goroutine cannot be it.
-		a.drv.takeOverLater()
+		s.drv.takeOverLater()
 	}
 }
 
-// takeOverer is an inline call's driver (see DoInline), as attempts see it: each event sent
-// while the caller's goroutine is inside the first attempt asks it to be driven.
-type takeOverer interface {
-	takeOver()
-	takeOverLater()
+// lostSlow is LostSlow's answer for this context.
+func (a *attemptCtx) lostSlow() bool {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return a.current() && s.slow.Load()
+}
+
+// routeTo records the attempt's replica (Routed).
+func (a *attemptCtx) routeTo(set *replica.Set, i int) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.current() {
+		s.route.To(set, i)
+	}
 }
 
 func (a *attemptCtx) String() string { return "hedge.attemptCtx" }
-
-func (a *attemptCtx) cancel(err error) {
-	if err == nil {
-		err = context.Canceled
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.err != nil {
-		return
-	}
-	a.err = err
-	if a.done == nil {
-		a.done = closedChan
-	} else {
-		close(a.done)
-	}
-	for _, r := range a.after {
-		go r.f()
-	}
-	a.after = nil
-}
 
 // AfterFunc arranges for f to run in its own goroutine once the attempt is cancelled, like
 // context.AfterFunc. Having it lets the context package (and net/http, which derives a
 // context from every request's) link child contexts to an attempt without a goroutine each.
 func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.err != nil {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.current() || s.err != nil {
 		go f()
 		return func() bool { return false }
 	}
 	// The first registrations live in the attempt's own allocation; an id, not a pointer
 	// to f, tells stop which one is its own.
-	if a.after == nil {
-		a.after = a.afterBuf[:0]
+	if s.after == nil {
+		s.after = s.afterBuf[:0]
 	}
-	a.afterID++
-	id := a.afterID
-	a.after = append(a.after, afterFunc{f: f, id: id})
+	s.afterID++
+	id := s.afterID
+	s.after = append(s.after, afterFunc{f: f, id: id})
 	return func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		for i, r := range a.after {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !a.current() {
+			return false
+		}
+		for i, r := range s.after {
 			if r.id == id {
-				a.after = append(a.after[:i], a.after[i+1:]...)
+				s.after = append(s.after[:i], s.after[i+1:]...)
 				return true
 			}
 		}
@@ -192,10 +256,73 @@ type afterFunc struct {
 	id uint32
 }
 
+// takeOverer is an inline call's driver (see DoInline), as attempts see it: each event sent
+// while the caller's goroutine is inside the first attempt asks it to be driven.
+type takeOverer interface {
+	takeOver()
+	takeOverLater()
+}
+
+// mute stops the attempt's start signals: its call is settled, and the attempt, a
+// DoDetached winner, is not cancelled.
+func (s *attemptState) mute() {
+	s.mu.Lock()
+	s.muted = true
+	s.mu.Unlock()
+}
+
+func (s *attemptState) cancel(err error) {
+	if err == nil {
+		err = context.Canceled
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	s.err = err
+	if s.done == nil {
+		s.done = closedChan
+	} else {
+		close(s.done)
+	}
+	for _, r := range s.after {
+		go r.f()
+	}
+	s.after = nil
+	clear(s.afterBuf[:]) // keep nothing the attempt registered alive
+}
+
 // abandon cancels a losing attempt. It reports whether the attempt's goroutine will see that
 // it lost (and discard its own answer); false means its answer is already on its way to Do.
-func (a *attemptCtx) abandon() bool {
-	a.lost = true
-	a.cancel(context.Canceled)
-	return a.state.CompareAndSwap(attemptRunning, attemptAbandoned)
+func (s *attemptState) abandon() bool {
+	s.lost = true
+	s.cancel(context.Canceled)
+	return s.state.CompareAndSwap(attemptRunning, attemptAbandoned)
+}
+
+// renew readies a settled call's state for the next call's attempt: a new generation, so that
+// the contexts of the call before see it no more, and nothing of that call's attempt left.
+// The caller owns the state (no attempt of the call before is running).
+func (s *attemptState) renew() {
+	s.mu.Lock()
+	s.gen++
+	s.started, s.muted, s.done, s.err = false, false, nil, nil
+	if s.after != nil { // a DoDetached winner's state is not renewed, so this is rare
+		s.after = nil
+		clear(s.afterBuf[:])
+	}
+	// Atomic stores cost more than loads; most calls left these as they were.
+	if s.route.set.Load() != nil {
+		s.route.set.Store(nil)
+	}
+	if s.route.i.Load() != 0 {
+		s.route.i.Store(0)
+	}
+	s.mu.Unlock()
+	s.state.Store(attemptRunning)
+	if s.slow.Load() {
+		s.slow.Store(false)
+	}
+	s.lost, s.received, s.inlineFirst = false, false, false
 }

@@ -109,11 +109,11 @@ type attemptInfoKey struct{}
 // AttemptFrom returns the attempt an attempt function is running as. ok is false outside an
 // attempt.
 func AttemptFrom(ctx context.Context) (info AttemptInfo, ok bool) {
-	p, ok := ctx.Value(attemptInfoKey{}).(*AttemptInfo)
+	a, ok := ctx.Value(attemptInfoKey{}).(*attemptCtx)
 	if !ok {
 		return AttemptInfo{}, false
 	}
-	return *p, true
+	return a.attemptInfo(), true
 }
 
 // StartedService tells the call that ctx's attempt belongs to that the server has started work
@@ -145,5 +145,5 @@ func StartedService(ctx context.Context) {
 // caller gave up or because a copy answered before it had run a threshold.
 func LostSlow(ctx context.Context) bool {
 	a, ok := ctx.Value(attemptKey{}).(*attemptCtx)
-	return ok && a.slow.Load()
+	return ok && a.lostSlow()
 }

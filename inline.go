@@ -52,52 +52,96 @@ const (
 // Only one goroutine drives a call at a time: the caller's, or, while the caller runs the
 // first attempt, the goroutine that took the call over (see owner). Its state lives in the
 // driver's allocation, where the goroutine taking over finds it.
+//
+// A driver, with its kit, serves call after call of its policy: a call that no hedge raced
+// hands it back to the policy's pool (see recycle), so such a call allocates only its first
+// attempt's context, which the attempt function may keep.
 type driver[T any] struct {
+	inlineCall[T]
+	kit        kit           // the driver's own; its drv is the driver
+	firstState *attemptState // the first attempt's, renewed from call to call; nil: none yet
+	ownState   attemptState  // where a new driver's firstState is, in the same allocation
+}
+
+// inlineCall is a driver's state for one call, zeroed between calls.
+type inlineCall[T any] struct {
 	race[T]
 	log     *Log // WithLog's, written when the call is settled
 	fn      func(context.Context) (T, error)
 	atts    []*attemptRun[T] // in start order
 	attsBuf [inlineAttempts]*attemptRun[T]
-	first   attemptRun[T]  // attempt 0, in the driver's allocation
+	first   attemptRun[T]  // attempt 0, in the driver's allocation; its context in its own
 	acts    []Action       // to carry out
 	stopCtx func() bool    // stops the watch on ctx set while the first attempt runs
 	settled sync.WaitGroup // done once the call is settled, while the first attempt runs
-	winner  *attemptCtx    // DoDetached's winner, once settled
+	winner  *attemptState  // DoDetached's winner, once settled
 	err     error          // the call's error, once settled
 	won     int32          // the winner's index, once settled
 	owner   atomic.Int32   // ownerCaller, ownerNone or ownerOther
+	spawned atomic.Bool    // a goroutine was started to take the call over
 	// Flags, together so that the driver stays in a small allocation size class.
 	keep       bool // DoDetached: the winner's context outlives the call
 	deferFirst bool // within Start: attempt 0 is left for the caller's goroutine
 	firstDue   bool // the caller's goroutine is to run attempt 0
 }
 
-func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error), keep bool) (T, *attemptCtx, error) {
+func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error), keep bool) (T, *attemptState, error) {
 	checkPolicy(p)
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, nil, err
 	}
 	opts := optionsFrom(ctx)
-	d := &driver[T]{log: opts.log, fn: fn, keep: keep}
-	d.atts = d.attsBuf[:0]
-	d.begin(ctx, p, opts, discard)
 	now := time.Now()
-	d.start = now
+	var d *driver[T]
+	if !bubbled(now) {
+		d, _ = p.drivers.Get().(*driver[T]) // another type's driver (a policy shared by two) is dropped
+	}
+	if d == nil {
+		d = &driver[T]{}
+		d.kit.c, d.kit.answers = calls.Get().(*Call), make(chan int32, 4*p.cfg.attempts+1)
+		d.kit.onTimer, d.kit.drv = d.kit.fire, d
+		d.firstState = &d.ownState
+	}
+	d.log, d.fn, d.keep = opts.log, fn, keep
+	d.atts = d.attsBuf[:0]
+	d.begin(ctx, p, opts, discard, now, &d.kit)
 	d.acts = d.c.Start(now)
 	d.deferFirst = true
 	d.apply()
 	d.deferFirst = false
 	if d.firstDue {
 		if !d.c.Done() && d.timerSet {
-			d.armAt(d.timerAt.Sub(now)) // before the caller's goroutine is busy
+			d.arm(d.timerAt.Sub(now)) // before the caller's goroutine is busy
 		}
 		d.runFirst()
 	} else {
 		d.loop(now)
 		d.settle()
 	}
-	return d.result(d.atts, int(d.won), d.winner, d.err)
+	v, w, err := d.result(d.atts, int(d.won), d.winner, d.err)
+	d.recycle()
+	return v, w, err
+}
+
+// recycle hands the driver back to its policy's pool after a call that no hedge raced,
+// when nothing can reach it any more: its kit is reusable, its timer never went off (the
+// timer's function, once its wake-up is received, may still be trying to take the call
+// over), and no goroutine was started that may yet try to. (An attempt that ran on a goroutine of its own may still
+// be finishing, and holds the driver.)
+func (d *driver[T]) recycle() {
+	if len(d.atts) != 1 || d.fired || d.spawned.Load() || !d.reusable() {
+		calls.Put(d.kit.c) // the state machine, at least, is free
+		return
+	}
+	p := d.p
+	if d.winner != nil {
+		d.firstState = nil // a DoDetached winner's: it lives on until released (unused here)
+	} else {
+		d.firstState.renew()
+	}
+	d.inlineCall = inlineCall[T]{}
+	p.drivers.Put(d)
 }
 
 // runFirst runs attempt 0 on the caller's goroutine, then drives the call to its end, or
@@ -115,19 +159,31 @@ func (d *driver[T]) runFirst() {
 		// Something happened while the caller's goroutine still drove the call (the timer
 		// went off, a tied copy answered, ctx ended) and found nobody to take it over: a
 		// goroutine of its own does, or nothing would look at it until the attempt returns.
+		d.spawned.Store(true)
 		go d.takeOver()
 	}
 	defer d.reclaim()
 	d.first.run()
 }
 
-// reclaim is what the caller's goroutine does once the first attempt has returned.
+// reclaim is what the caller's goroutine does once the first attempt has returned: it
+// delivers the attempt's answer (unless the attempt was cancelled as a loser), to the state
+// machine at once if nobody took the call over meanwhile, else on the channel the goroutine
+// that did is waiting on.
 func (d *driver[T]) reclaim() {
+	delivered := d.first.state.Load() == attemptDelivered
 	if d.owner.CompareAndSwap(ownerNone, ownerCaller) {
 		d.settled.Done()
-		d.loop(since(d.start))
+		now := since(d.start)
+		if delivered {
+			d.acts = d.event(d.atts, 0, now)
+		}
+		d.loop(now)
 		d.settle()
 		return
+	}
+	if delivered {
+		d.answers <- 0 // never blocks: one slot per attempt
 	}
 	d.settled.Wait() // by the goroutine that took the call over
 }
@@ -146,24 +202,9 @@ func (d *driver[T]) takeOver() {
 // takeOverLater is takeOver on a goroutine of its own, when it can succeed.
 func (d *driver[T]) takeOverLater() {
 	if d.owner.Load() == ownerNone {
+		d.spawned.Store(true)
 		go d.takeOver()
 	}
-}
-
-// onTimer is an inline call's timer: it wakes the driver, or becomes it.
-func (d *driver[T]) onTimer() {
-	wake(d.answers)
-	d.takeOver()
-}
-
-// armAt arms the timer; a new one runs onTimer.
-func (d *driver[T]) armAt(in time.Duration) {
-	if d.timer == nil {
-		d.timer = time.AfterFunc(in, d.onTimer)
-		d.armed = true
-		return
-	}
-	d.arm(in, nil)
 }
 
 // apply carries out the state machine's actions.
@@ -174,6 +215,10 @@ func (d *driver[T]) apply() {
 			var r *attemptRun[T]
 			if a.Attempt == 0 {
 				r = &d.first
+				if d.firstState == nil {
+					d.firstState = new(attemptState)
+				}
+				r.attemptState, r.ctx = d.firstState, new(attemptCtx)
 			}
 			r = d.newAttempt(a, r, d.fn)
 			r.drv = d
@@ -203,7 +248,7 @@ func (d *driver[T]) loop(now time.Time) {
 			return
 		}
 		if d.timerSet && !d.armed && len(d.answers) == 0 {
-			d.armAt(d.timerAt.Sub(now))
+			d.arm(d.timerAt.Sub(now))
 		}
 		select {
 		case k := <-d.answers:
@@ -218,8 +263,8 @@ func (d *driver[T]) loop(now time.Time) {
 
 // settle ends a call that is over and records its result for the caller's goroutine.
 func (d *driver[T]) settle() {
-	if d.stopCtx != nil {
-		d.stopCtx()
+	if d.stopCtx != nil && !d.stopCtx() {
+		d.spawned.Store(true) // the watch on ctx went off: its goroutine may still run
 	}
 	w, winner, err := d.race.settle(d.atts, d.keep, d.log)
 	d.won, d.winner, d.err = int32(w), winner, err

@@ -2,6 +2,7 @@ package hedge
 
 import (
 	"math/bits"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,9 @@ type Policy struct {
 	hedgesWon     atomic.Int64
 	retries       atomic.Int64
 	suppressed    [numReasons]atomic.Int64
+
+	kits    sync.Pool // Do's drivers' reusable parts (see kit)
+	drivers sync.Pool // DoInline's drivers, with their kits (see driver)
 }
 
 // New builds a policy from cfg, applying defaults to zero fields. It returns an error

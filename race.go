@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,11 +14,69 @@ import (
 // attempts and arms the timer as the state machine's actions say, and makes no decision of
 // its own.
 
-// calls pools the state machines the drivers drive. Only the goroutine driving a call
-// touches its Call, so it can return to the pool once the call is settled, whatever losing
-// attempts are still doing. Timers and channels are not pooled: each belongs to the
-// testing/synctest bubble that made it, and a pooled one would cross bubbles.
+// calls pools the state machines of the kits that could not be reused: only the goroutine
+// driving a call touches its Call, so it can be reused once the call is settled, whatever
+// losing attempts and late timers are still doing.
 var calls = sync.Pool{New: func() any { return new(Call) }}
+
+// kit is what a call's driver needs besides its attempts and can hand on to the next call
+// of the same policy: the state machine, the event channel and the timer (with the function
+// it runs, made once). Reusing them is what makes a call that no hedge races cheap: a new
+// timer costs an allocation and three times what re-arming one does, a new channel another
+// allocation (see BenchmarkFloor in bench/). A kit is reused only when nothing can reach it
+// any more: its timer stopped before it fired, its channel drained, every attempt of the call
+// either answered or told that it lost (see race.reusable).
+//
+// Timers and channels belong to the testing/synctest bubble that made them, and one used
+// across bubbles crashes the program, so a call inside a bubble (told by its clock reading,
+// which has no monotonic part there) makes a kit of its own and never reuses it.
+type kit struct {
+	c       *Call
+	answers chan int32
+	timer   *time.Timer
+	onTimer func()     // k.fire, the timer's function, made once per kit
+	drv     takeOverer // an inline call's driver, which the timer wakes or becomes; nil for Do
+
+	// Do's first attempt: its state, renewed from call to call (nil: none yet), and the
+	// attempt itself for the goroutine that runs it, started with runFirst (k.startFirst,
+	// made once per kit: a go statement with a method value would allocate a closure).
+	state    *attemptState
+	first    runner
+	runFirst func()
+	taken    atomic.Bool // the goroutine started with runFirst has read first
+}
+
+// runner is an attempt, as the goroutine that runs it sees it.
+type runner interface{ run() }
+
+// startFirst runs Do's first attempt, on the goroutine started for it.
+func (k *kit) startFirst() {
+	r := k.first
+	k.taken.Store(true) // the kit is no longer this goroutine's concern (see release)
+	r.run()
+}
+
+// fire is a kit's timer: it wakes the call's driver, and for an inline call whose caller is
+// busy in the first attempt, becomes the driver (see DoInline). It reads the kit before it
+// sends: once its wake-up is received, it touches the kit no more.
+func (k *kit) fire() {
+	answers, drv := k.answers, k.drv
+	wake(answers)
+	if drv != nil {
+		drv.takeOver()
+	}
+}
+
+func newKit(p *Policy) *kit {
+	k := &kit{c: calls.Get().(*Call), answers: make(chan int32, 4*p.cfg.attempts+1)}
+	k.onTimer, k.runFirst = k.fire, k.startFirst
+	return k
+}
+
+// bubbled reports whether now was read inside a testing/synctest bubble, where the clock
+// has no monotonic reading (or, after 2157, outside one, where the answer only costs the
+// reuse).
+func bubbled(now time.Time) bool { return now == now.Round(0) }
 
 // wakeUp is the attempt index a timer sends on the answers channel. One slot of the channel is
 // kept for it, and the send never blocks: a second wake-up while one is pending adds nothing.
@@ -62,31 +121,94 @@ type race[T any] struct {
 	ctx     context.Context
 	p       *Policy
 	c       *Call
+	k       *kit
 	discard func(T, error) // DoDetached's: answers that will never be returned
-	// answers carries attempt indexes, not answers: an element without pointers keeps the
-	// channel to one allocation. It has a slot for each attempt's answer and one for each
-	// attempt's start signal — attempts, plus as many resends of attempts that never reached
-	// the dependency — and one for the timer, so no send on it ever blocks.
+	// answers (the kit's) carries attempt indexes, not answers: an element without pointers
+	// keeps the channel to one allocation. It has a slot for each attempt's answer and one
+	// for each attempt's start signal — attempts, plus as many resends of attempts that
+	// never reached the dependency — and one for the timer, so no send on it ever blocks.
 	answers  chan int32
 	pan      *PanicError
 	start    time.Time
-	timer    *time.Timer
 	timerAt  time.Time // when the state machine wants TimerFired
 	pending  int32     // answers of cancelled attempts that are, or will be, in answers
-	armed    bool      // timer is set to go off
+	armed    bool      // the kit's timer is set to go off
 	timerSet bool      // the state machine wants the timer
+	pooled   bool      // the call is outside any testing/synctest bubble: its kit may be reused
+	strayed  bool      // a Stop came too late: the timer's function may yet run
+	fired    bool      // the timer went off: for an inline call, its function may still be running
 }
 
-// begin readies the race of a call of p under ctx, on a pooled state machine.
-func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discard func(T, error)) {
-	s.ctx, s.p, s.discard = ctx, p, discard
-	s.c = calls.Get().(*Call)
+// begin readies the race of a call of p under ctx that starts at now, on kit k (nil: one
+// from the policy's pool, or a new one inside a testing/synctest bubble).
+func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discard func(T, error), now time.Time, k *kit) {
+	s.ctx, s.p, s.discard, s.start = ctx, p, discard, now
+	s.pooled = !bubbled(now)
+	if k == nil && s.pooled {
+		if x := p.kits.Get(); x != nil {
+			k = x.(*kit)
+		}
+	}
+	if k == nil {
+		k = newKit(p)
+	}
+	s.k, s.c, s.answers = k, k.c, k.answers
 	co := CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality, Trigger: opts.trigger}
 	if p.cfg.useDeadline {
 		co.Deadline, _ = ctx.Deadline()
 	}
 	s.c.Reset(p, co)
-	s.answers = make(chan int32, 4*p.cfg.attempts+1)
+}
+
+// reusable reports, once the call is settled, whether nothing can reach its kit any more: no
+// timer function that may still run, and no answer or start signal that may still arrive
+// (settle has received every answer of an attempt told too late that it lost, and cancelled
+// or muted every attempt, which stops their start signals; see startedService). It drains
+// what is left on the channel (a wake-up, start signals).
+func (s *race[T]) reusable() bool {
+	if !s.pooled || s.strayed || s.armed {
+		return false // the timer's function may still read the kit
+	}
+	for len(s.answers) > 0 {
+		<-s.answers
+	}
+	return true
+}
+
+// othersDone reports whether every attempt but the first that has not answered was told that
+// it lost before it could answer: its goroutine will then send nothing on the channel.
+func (s *race[T]) othersDone(atts []*attemptRun[T]) bool {
+	for _, r := range atts[min(1, len(atts)):] {
+		if !r.received && r.state.Load() != attemptAbandoned {
+			return false
+		}
+	}
+	return true
+}
+
+// release hands Do's kit back to the policy's pool once the call is settled, if it is
+// reusable and the first attempt's goroutine has read its attempt from the kit. winner is
+// DoDetached's, which lives on.
+func (s *race[T]) release(atts []*attemptRun[T], winner *attemptState) {
+	k := s.k
+	s.k = nil
+	// A first attempt still running (a loser that has not answered yet) keeps its state;
+	// its goroutine touches nothing else of the kit once it has read its attempt.
+	first := len(atts) > 0 && atts[0].attemptState == k.state
+	running := first && !atts[0].received
+	if running && !k.taken.Load() || !s.othersDone(atts) || !s.reusable() {
+		calls.Put(k.c) // the state machine, at least, is free
+		return
+	}
+	switch {
+	case !first:
+	case running || winner == k.state:
+		k.state = nil // it lives on with its attempt (or DoDetached's winner) until it ends
+	default:
+		k.state.renew()
+	}
+	k.first = nil
+	s.p.kits.Put(k)
 }
 
 // checkPolicy is every entry point's misuse check.
@@ -97,13 +219,17 @@ func checkPolicy(p *Policy) {
 }
 
 // newAttempt is the attempt the state machine's StartAttempt a asks for; r is where it lives
-// (nil: an allocation of its own). The driver appends it to its attempts.
+// (nil: an allocation of its own; else its state and context are set). The driver appends it
+// to its attempts.
 func (s *race[T]) newAttempt(a Action, r *attemptRun[T], fn func(context.Context) (T, error)) *attemptRun[T] {
 	if r == nil {
-		r = &attemptRun[T]{}
+		b := &attemptBox[T]{}
+		r = &b.run
+		r.attemptState, r.ctx = &b.st, &b.ctx
 	}
 	r.fn, r.discard = fn, s.discard
-	r.parent, r.answers, r.info = s.ctx, s.answers, AttemptInfo{Index: a.Attempt, Hedge: a.Hedge, Retry: a.Retry, Resend: a.Resend}
+	r.answers, r.index = s.answers, int32(a.Attempt)
+	*r.ctx = attemptCtx{parent: s.ctx, s: r.attemptState, gen: r.gen, info: packInfo(a)}
 	return r
 }
 
@@ -122,25 +248,27 @@ func (s *race[T]) cancelAttempt(atts []*attemptRun[T], a Action) {
 
 // armTimer carries out an ArmTimer action: the driver arms the timer before it waits.
 func (s *race[T]) armTimer(a Action) {
-	if s.armed {
-		s.timer.Stop()
-		s.armed = false
-	}
+	s.stopTimer()
 	s.timerAt, s.timerSet = a.At, true
 }
 
-// arm sets the timer to go off in in. A new timer runs f, or, when f is nil, sends the
-// wake-up on the answers channel: a timer that runs a function costs one allocation fewer
-// than one with a channel, and its wake-up arrives on the channel the driver waits on.
-func (s *race[T]) arm(in time.Duration, f func()) {
-	if s.timer == nil {
-		if f == nil {
-			answers := s.answers // the closure holds the channel, not the race
-			f = func() { wake(answers) }
+// stopTimer stops the timer if it is armed; when it stops too late, its function may still
+// run, and its kit is not reused.
+func (s *race[T]) stopTimer() {
+	if s.armed {
+		if !s.k.timer.Stop() {
+			s.strayed = true
 		}
-		s.timer = time.AfterFunc(in, f)
+		s.armed = false
+	}
+}
+
+// arm sets the timer to go off in in; it runs the kit's fire.
+func (s *race[T]) arm(in time.Duration) {
+	if k := s.k; k.timer == nil {
+		k.timer = time.AfterFunc(in, k.onTimer)
 	} else {
-		s.timer.Reset(in)
+		k.timer.Reset(in)
 	}
 	s.armed = true
 }
@@ -150,12 +278,12 @@ func (s *race[T]) arm(in time.Duration, f func()) {
 func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action {
 	c := s.c
 	if k == wakeUp {
-		s.armed = false
+		s.armed, s.fired = false, true
 		if !s.timerSet {
 			return nil // a timer stopped too late
 		}
 		if now.Before(s.timerAt) {
-			s.arm(s.timerAt.Sub(now), nil) // woken early: wait for the rest
+			s.arm(s.timerAt.Sub(now)) // woken early: wait for the rest
 			return nil
 		}
 		s.timerSet = false
@@ -191,10 +319,8 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 // settle ends a call that is over: it stops the timer, collects the answers still on their
 // way, cancels the losers (the winner too, unless keep), and returns the state machine to its
 // pool. It returns the winner's index, the winner's context when keep, and the call's error.
-func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, winner *attemptCtx, err error) {
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, winner *attemptState, err error) {
+	s.stopTimer()
 	for s.pending > 0 {
 		k := <-s.answers
 		if k < 0 {
@@ -202,6 +328,7 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 		}
 		s.pending--
 		r := atts[k] // an answer already on its way when its attempt was cancelled
+		r.received = true
 		if s.discard != nil && r.panic == nil {
 			s.discard(r.v, r.err)
 		}
@@ -210,7 +337,8 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 	w = c.Winner()
 	for i, r := range atts {
 		if keep && i == w {
-			winner = &r.attemptCtx
+			winner = r.attemptState
+			r.mute()
 			continue
 		}
 		r.cancel(context.Canceled)
@@ -226,7 +354,6 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 	}
 	err = c.Err()
 	c.drop()
-	calls.Put(c)
 	s.c = nil
 	if err != nil || s.pan != nil {
 		winner = nil
@@ -236,7 +363,7 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 
 // result is what the call returns once settled: a panic goes on in the caller's goroutine
 // (runtime.Goexit as Goexit), an error as the error, else the winner's answer.
-func (s *race[T]) result(atts []*attemptRun[T], w int, winner *attemptCtx, err error) (T, *attemptCtx, error) {
+func (s *race[T]) result(atts []*attemptRun[T], w int, winner *attemptState, err error) (T, *attemptState, error) {
 	if pan := s.pan; pan != nil {
 		if pan.goexit {
 			runtime.Goexit()
@@ -251,7 +378,7 @@ func (s *race[T]) result(atts []*attemptRun[T], w int, winner *attemptCtx, err e
 }
 
 // detach returns the release function of DoDetached's winner w (nil when there is none).
-func detach(ctx context.Context, w *attemptCtx) (release func()) {
+func detach(ctx context.Context, w *attemptState) (release func()) {
 	if w == nil {
 		return func() {}
 	}

@@ -47,7 +47,7 @@ func (r *Route) troubled(now time.Time) bool {
 // blocks and allocates nothing.
 func Routed(ctx context.Context, set *replica.Set, i int) {
 	if a, ok := ctx.Value(attemptKey{}).(*attemptCtx); ok {
-		a.route.To(set, i)
+		a.routeTo(set, i)
 	}
 }
 

@@ -195,6 +195,72 @@ func BenchmarkDo(b *testing.B) {
 	})
 }
 
+// BenchmarkFloor is what the drivers' work is made of, each measured alone, so that
+// BenchmarkDo explains itself: the bare function call (what a call costs with no hedging
+// layer at all), a goroutine and a channel (the hand-off Do pays to run the first attempt
+// on a goroutine of its own), a timer armed and stopped (what any call pays that could be
+// hedged: a new one per call, or one reused with Reset, as the drivers do), context.WithCancel
+// (what a cancel chain per attempt would cost), and the clock reads a call makes.
+func BenchmarkFloor(b *testing.B) {
+	ctx := context.Background()
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v, _ := answer(ctx)
+			sink += v
+		}
+	})
+	b.Run("goroutine-channel", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ch := make(chan int, 1)
+			go func() { v, _ := answer(ctx); ch <- v }()
+			sink += <-ch
+		}
+	})
+	b.Run("timer-arm-stop", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			// An hour, not noFireDelay: on a loaded machine the goroutine can be
+			// descheduled for 50 ms between arming and stopping.
+			t := time.AfterFunc(time.Hour, func() {})
+			if !t.Stop() {
+				b.Fatal("the timer fired")
+			}
+		}
+	})
+	b.Run("timer-reset-stop", func(b *testing.B) {
+		t := time.AfterFunc(time.Hour, func() {})
+		t.Stop()
+		b.ReportAllocs()
+		for b.Loop() {
+			t.Reset(time.Hour)
+			if !t.Stop() {
+				b.Fatal("the timer fired")
+			}
+		}
+	})
+	b.Run("context-with-cancel", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			sink += len(c.Done())
+		}
+	})
+	b.Run("time-now", func(b *testing.B) {
+		for b.Loop() {
+			sink += time.Now().Nanosecond()
+		}
+	})
+	b.Run("time-since", func(b *testing.B) {
+		start := time.Now()
+		for b.Loop() {
+			sink += int(time.Since(start))
+		}
+	})
+}
+
 // BenchmarkDoParallel runs the no-fire calls from GOMAXPROCS goroutines at
 // GOMAXPROCS 1 and 2 (the procs=N sub-benchmarks), so one run shows whether
 // throughput scales: with no global lock, ns/op at procs=2 is below procs=1.

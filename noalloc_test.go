@@ -1,0 +1,37 @@
+//go:build !race
+
+package hedge_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// TestNoHedgeAllocations: a call whose first attempt answers before its hedge is due
+// allocates only what the attempt function may keep after the call: with DoInline, the first
+// attempt's context; with Do, the first attempt (its context, its function and its answer,
+// which its goroutine holds). The driver, the state machine, the event channel, the timer
+// and the first attempt's state are reused from call to call. (Not under -race, whose
+// sync.Pool drops what it pools.)
+func TestNoHedgeAllocations(t *testing.T) {
+	ctx := context.Background()
+	answer := func(context.Context) (int, error) { return 1, nil }
+	for _, tc := range []struct {
+		name string
+		do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
+	}{
+		{"DoInline", hedge.DoInline[int]},
+		{"Do", hedge.Do[int]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour)})
+			tc.do(ctx, p, answer) // fill the pool
+			if n := testing.AllocsPerRun(200, func() { tc.do(ctx, p, answer) }); n > 1 {
+				t.Errorf("%s allocates %v times per call, want at most 1", tc.name, n)
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package hedge_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// TestKeptContextStaysCancelled: the drivers reuse a call's state for the next call of the
+// policy, but an attempt function that keeps its context past the call (a goroutine it
+// started, a logger) sees the context it was left with, cancelled, whatever later calls do
+// with the state behind it: Err stays context.Canceled, Done stays closed, AttemptFrom still
+// names the attempt, AfterFunc runs at once, and LostSlow stays false. Meanwhile the later
+// calls' own contexts are live while their attempts run (a start signal sent through a kept
+// context, which is dropped, neither blocks nor disturbs them).
+func TestKeptContextStaysCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
+	}{
+		{"DoInline", hedge.DoInline[int]},
+		{"Do", hedge.Do[int]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour)})
+			var kept []context.Context
+			for i := range 50 {
+				v, err := tc.do(context.Background(), p, func(ctx context.Context) (int, error) {
+					if err := ctx.Err(); err != nil {
+						t.Errorf("call %d: attempt's context is %v while it runs", i, err)
+					}
+					select {
+					case <-ctx.Done():
+						t.Errorf("call %d: attempt's context is done while it runs", i)
+					default:
+					}
+					for _, k := range kept {
+						hedge.StartedService(k) // must reach no call
+					}
+					kept = append(kept, ctx)
+					return i, nil
+				})
+				if err != nil || v != i {
+					t.Fatalf("call %d = %d, %v", i, v, err)
+				}
+			}
+			for i, k := range kept {
+				if err := k.Err(); !errors.Is(err, context.Canceled) {
+					t.Errorf("kept context %d: Err = %v, want context.Canceled", i, err)
+				}
+				select {
+				case <-k.Done():
+				default:
+					t.Errorf("kept context %d: Done is not closed", i)
+				}
+				if info, ok := hedge.AttemptFrom(k); !ok || info != (hedge.AttemptInfo{}) {
+					t.Errorf("kept context %d: AttemptFrom = %+v, %v; want attempt 0", i, info, ok)
+				}
+				if hedge.LostSlow(k) {
+					t.Errorf("kept context %d: LostSlow", i)
+				}
+				ran := make(chan struct{})
+				context.AfterFunc(k, func() { close(ran) })
+				select {
+				case <-ran:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("kept context %d: AfterFunc did not run", i)
+				}
+			}
+		})
+	}
+}
