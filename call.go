@@ -332,7 +332,9 @@ func (c *Call) maybeHedge(now time.Time) {
 				c.arm(timerHedge, at)
 				return
 			}
-			c.tryHedge(now, tie)
+			if c.tryHedge(now, tie) {
+				return
+			}
 			continue
 		}
 		if c.warm {
@@ -363,7 +365,9 @@ func (c *Call) maybeHedge(now time.Time) {
 			c.arm(timerHedge, at)
 			return
 		}
-		c.tryHedge(now, false)
+		if c.tryHedge(now, false) {
+			return
+		}
 	}
 }
 
@@ -482,9 +486,12 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 		return ReasonCold
 	}
 	// The servers' reports, when fresh, decide over inference (serverload.go). A call whose
-	// first attempt sits on a replica in trouble of its own is that replica's trouble, not the
-	// backlog's: its hedge goes to another replica.
-	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.firstTroubled(now) {
+	// first attempt is lost (its replica has answered nothing for lostThresholds thresholds
+	// since, while another replica answered) waits for an answer that may never come: its
+	// hedge goes to another replica whatever the backlog. A replica that is only slow, or
+	// behind a queue, still answers: a hedge away from it would add load to every replica
+	// the backlog has reached, and its calls are answered anyway.
+	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.lost(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -512,8 +519,10 @@ func (c *Call) breakerState(now time.Time) (s breaker.State) {
 
 // tryHedge starts a hedge (a tie, with Tied while no copy has started) if the gates, the
 // limit and the budget allow; otherwise it records the suppression and stops hedging for this
-// call, which then waits exactly as it would have without hedging.
-func (c *Call) tryHedge(now time.Time, tie bool) {
+// call, which then waits exactly as it would have without hedging. One refusal is deferred
+// instead (deferred is true, the timer armed): the backlog's, while the first attempt's
+// replica has answered nothing since the attempt was sent but the attempt is not yet lost.
+func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
 	p := c.p
 	delay := c.threshold
 	switch {
@@ -523,6 +532,15 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 		delay = p.cfg.MinimumDelay // the earliest a hedge could have been due
 	}
 	reason := c.gate(now, tie)
+	if reason == ReasonBacklog && !tie {
+		if start, ok := c.firstSilent(now); ok && c.warm {
+			if at := start.Add(lostThresholds * c.threshold); at.After(now) {
+				// Its replica may have stopped answering: look again when it would count as lost.
+				c.arm(timerHedge, at)
+				return true
+			}
+		}
+	}
 	if reason == ReasonNone {
 		if !p.bud.TryWithdraw(now) {
 			reason = ReasonBudget
@@ -536,7 +554,7 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 		c.hedging = false
 		p.suppressed[reason].Add(1)
 		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: delay, Reason: reason})
-		return
+		return false
 	}
 	p.hedgesStarted.Add(1)
 	if p.win != nil {
@@ -544,6 +562,7 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 	}
 	k := len(c.attempts) - 1
 	c.emit(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: delay})
+	return false
 }
 
 // TimerFired tells the call its timer went off at now. Early or stale firings are ignored.
@@ -910,4 +929,16 @@ func (c *Call) hedged() bool {
 func (c *Call) releaseTicket(now time.Time, o breaker.Outcome) {
 	defer c.contain()
 	c.p.brk.Release(now, c.ticket, o)
+}
+
+// lostThresholds: a first attempt whose replica has answered nothing for lostThresholds hedge
+// thresholds since the attempt was sent, while another replica answered, counts as lost: its
+// hedge passes the backlog gate, since without one the call waits for an answer that may never
+// come. A replica that pauses, or is only slow, answers within that time.
+const lostThresholds = 4
+
+// lost reports whether the call's first attempt counts as lost at now (lostThresholds).
+func (c *Call) lost(now time.Time) bool {
+	start, ok := c.firstSilent(now)
+	return ok && c.warm && !now.Before(start.Add(lostThresholds*c.threshold))
 }

@@ -259,7 +259,8 @@ type replica struct {
 	slow        int32 // Slow results in a row
 	slowSince   int64 // the tick of the first of them
 	ejections   int   // the multiplier of the next ejection, less one
-	_           [8]byte
+
+	lastAnswer atomic.Int64 // ticks of its latest answer, success or failure (see trouble.go); never
 }
 
 // Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
@@ -294,6 +295,7 @@ func New(n int, cfg Config) (*Set, error) {
 	s := &Set{cfg: cfg, reps: make([]replica, n)}
 	for i := range s.reps {
 		s.reps[i].until.Store(never)
+		s.reps[i].lastAnswer.Store(never)
 	}
 	s.lastEnd.Store(never)
 	s.rng.Store(cfg.Seed)
@@ -544,7 +546,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		return
 	case Success:
 		s.noteResult(rep, false)
-		s.answered(rep)
+		s.answered(rep, now)
 		if rep.failing.Load() {
 			s.mu.Lock()
 			rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -555,7 +557,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	}
 	s.noteResult(rep, true)
 	if r != Slow {
-		s.answered(rep) // a failure is an answer too: the replica is not silent
+		s.answered(rep, now) // a failure is an answer too: the replica is not silent
 	}
 	if d, ok := s.fail(now, i, r); ok && s.cfg.OnEjection != nil {
 		s.cfg.OnEjection(i, now, now.Add(d))

@@ -41,9 +41,12 @@ func (s *Set) noteResult(rep *replica, bad bool) {
 // answered notes that the replica answered: its count of attempts picked since its last
 // answer starts again. A replica that answers (the common case) with the count at zero costs
 // one atomic load.
-func (s *Set) answered(rep *replica) {
+func (s *Set) answered(rep *replica, now time.Time) {
 	if rep.unanswered.Load() != 0 {
 		rep.unanswered.Store(0)
+	}
+	if t := s.ticks(now); t > rep.lastAnswer.Load() {
+		rep.lastAnswer.Store(t)
 	}
 }
 
@@ -123,3 +126,25 @@ func (s *Set) slowIsOwn(i int, t int64) bool {
 // not because the dependency is backlogged, and its hedge goes elsewhere. It scans the
 // replicas.
 func (s *Set) Troubled(now time.Time, i int) bool { return s.troubledAt(i, s.ticks(now)) }
+
+// SilentSince reports whether replica i has given no answer (no success, no failure) since
+// since, while another replica in service has: an attempt sent to it at since or before is
+// waiting on a replica that has stopped answering, not behind a queue that still moves. A
+// replica that is only slow, or loaded, answers the attempts ahead of it now and then; one that
+// swallows requests, or hangs, answers none. It is false in a Set of one.
+func (s *Set) SilentSince(now, since time.Time, i int) bool {
+	if len(s.reps) < 2 {
+		return false
+	}
+	t := s.ticks(since)
+	if s.reps[i].lastAnswer.Load() >= t {
+		return false
+	}
+	u := s.ticks(now)
+	for j := range s.reps {
+		if j != i && s.reps[j].until.Load() <= u && s.reps[j].lastAnswer.Load() >= t {
+			return true
+		}
+	}
+	return false
+}
