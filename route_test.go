@@ -42,7 +42,7 @@ func TestBacklogGatePassesALostAttempt(t *testing.T) {
 		b := p.NewCall(hedge.CallOptions{})
 		b.Start(now.Add(time.Millisecond))
 		b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a: a is in service
-		set.Report(now.Add(2*time.Millisecond), 1, replica.Success)     // replica 1 answers
+		set.Report(now.Add(2*time.Millisecond), 1, replica.Success)    // replica 1 answers
 		if !silent {
 			set.Report(now.Add(3*time.Millisecond), 0, replica.Success) // replica 0 answers too
 		}
