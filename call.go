@@ -488,10 +488,13 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	// The servers' reports, when fresh, decide over inference (serverload.go). A call whose
 	// first attempt is lost (its replica has answered nothing for lostThresholds thresholds
 	// since, while another replica answered) waits for an answer that may never come: its
-	// hedge goes to another replica whatever the backlog. A replica that is only slow, or
-	// behind a queue, still answers: a hedge away from it would add load to every replica
-	// the backlog has reached, and its calls are answered anyway.
-	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.lost(now) {
+	// hedge goes to another replica whatever the backlog. So does one whose server said it
+	// started serving the first attempt on a replica in trouble of its own (StartAware): the
+	// slow work is under way there, and the copy is one ordinary request elsewhere. A replica
+	// that is only slow, or behind a queue, still answers, and without a start signal a call
+	// overtaken by calls on other replicas may still be queued on it: a hedge away from it
+	// would add load to every replica the backlog has reached.
+	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -941,4 +944,14 @@ const lostThresholds = 4
 func (c *Call) lost(now time.Time) bool {
 	start, ok := c.firstSilent(now)
 	return ok && c.warm && !now.Before(start.Add(lostThresholds*c.threshold))
+}
+
+// servedOnTroubled reports whether the call's first attempt is in service, by its server's
+// word, on a replica in trouble of its own.
+func (c *Call) servedOnTroubled(now time.Time) bool {
+	if c.p.cfg.Trigger.kind != triggerStartAware || !c.p.signalled(now) {
+		return false // only StartAware reads start signals
+	}
+	inService, _ := c.firstOnTroubled(now)
+	return inService
 }

@@ -66,12 +66,20 @@ func (c *Call) AttemptRoute(k int, r *Route) {
 // firstTroubled reports whether the attempt a hedge would copy (the oldest one running that
 // is not itself a hedge) went to a replica whose trouble is its own.
 func (c *Call) firstTroubled(now time.Time) bool {
+	_, troubled := c.firstOnTroubled(now)
+	return troubled
+}
+
+// firstOnTroubled reports whether the attempt a hedge would copy went to a replica whose
+// trouble is its own, and whether its server has said it started serving it.
+func (c *Call) firstOnTroubled(now time.Time) (inService, troubled bool) {
 	for k := range c.attempts {
 		if a := &c.attempts[k]; a.result == Running && !a.hedge {
-			return a.route != nil && a.route.troubled(now)
+			troubled = a.route != nil && a.route.troubled(now)
+			return troubled && a.inService, troubled
 		}
 	}
-	return false
+	return false, false
 }
 
 // silentSince reports whether the attempt went to a replica that has answered nothing since

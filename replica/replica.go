@@ -260,7 +260,7 @@ type replica struct {
 	slowSince   int64 // the tick of the first of them
 	ejections   int   // the multiplier of the next ejection, less one
 
-	lastAnswer atomic.Int64 // ticks of its latest answer, success or failure (see trouble.go); never
+	lastAnswer atomic.Int64 // ticks of its latest Success (see trouble.go); never
 }
 
 // Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
@@ -546,7 +546,8 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		return
 	case Success:
 		s.noteResult(rep, false)
-		s.answered(rep, now)
+		s.answered(rep)
+		s.succeeded(rep, now)
 		if rep.failing.Load() {
 			s.mu.Lock()
 			rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -557,7 +558,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	}
 	s.noteResult(rep, true)
 	if r != Slow {
-		s.answered(rep, now) // a failure is an answer too: the replica is not silent
+		s.answered(rep) // a failure is an answer too: the replica is not silent
 	}
 	if d, ok := s.fail(now, i, r); ok && s.cfg.OnEjection != nil {
 		s.cfg.OnEjection(i, now, now.Add(d))

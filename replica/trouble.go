@@ -41,10 +41,15 @@ func (s *Set) noteResult(rep *replica, bad bool) {
 // answered notes that the replica answered: its count of attempts picked since its last
 // answer starts again. A replica that answers (the common case) with the count at zero costs
 // one atomic load.
-func (s *Set) answered(rep *replica, now time.Time) {
+func (s *Set) answered(rep *replica) {
 	if rep.unanswered.Load() != 0 {
 		rep.unanswered.Store(0)
 	}
+}
+
+// succeeded notes the time of the replica's latest success (SilentSince). A Failure is not
+// counted: it may be the caller's deadline cutting an attempt the replica never answered.
+func (s *Set) succeeded(rep *replica, now time.Time) {
 	if t := s.ticks(now); t > rep.lastAnswer.Load() {
 		rep.lastAnswer.Store(t)
 	}
@@ -127,11 +132,12 @@ func (s *Set) slowIsOwn(i int, t int64) bool {
 // replicas.
 func (s *Set) Troubled(now time.Time, i int) bool { return s.troubledAt(i, s.ticks(now)) }
 
-// SilentSince reports whether replica i has given no answer (no success, no failure) since
-// since, while another replica in service has: an attempt sent to it at since or before is
-// waiting on a replica that has stopped answering, not behind a queue that still moves. A
-// replica that is only slow, or loaded, answers the attempts ahead of it now and then; one that
-// swallows requests, or hangs, answers none. It is false in a Set of one.
+// SilentSince reports whether replica i has had no Success since since, while another replica
+// in service has: an attempt sent to it at since or before is waiting on a replica that has
+// stopped answering, not behind a queue that still moves. A replica that is only slow, or
+// loaded, answers the attempts ahead of it now and then; one that swallows requests, or hangs,
+// answers none, and the Failure results of attempts its callers' deadlines cut are no answers
+// from it. It is false in a Set of one.
 func (s *Set) SilentSince(now, since time.Time, i int) bool {
 	if len(s.reps) < 2 {
 		return false

@@ -112,9 +112,9 @@ func BenchmarkTroubled(b *testing.B) {
 	}
 }
 
-// TestSilentSince: a replica that has answered nothing since a time, while another has, is
-// silent since then; one answer (a success or a failure) ends it, and a Slow result (a race it
-// lost) is no answer. A Set of one has nothing to compare with.
+// TestSilentSince: a replica that has had no success since a time, while another has, is
+// silent since then; a success ends it, and neither a Slow result (a race it lost) nor a
+// Failure (perhaps a deadline cutting an attempt it never answered) is an answer. A Set of one has nothing to compare with.
 func TestSilentSince(t *testing.T) {
 	s := mustNew(t, 3, Config{Seed: 1, ConsecutiveSlow: -1, ConsecutiveFailures: -1})
 	sent := t0.Add(10 * time.Millisecond)
@@ -129,8 +129,12 @@ func TestSilentSince(t *testing.T) {
 		t.Fatalf("replica 0 answered nothing since, replica 1 did: silent %v, replica 1 %v", s.SilentSince(now, sent, 0), s.SilentSince(now, sent, 1))
 	}
 	s.Report(now, 0, Failure)
+	if !s.SilentSince(now, sent, 0) {
+		t.Fatal("a Failure (perhaps a deadline cutting an attempt) counted as an answer")
+	}
+	s.Report(now, 0, Success)
 	if s.SilentSince(now, sent, 0) {
-		t.Fatal("a failure is an answer: not silent")
+		t.Fatal("silent after a success")
 	}
 	one := mustNew(t, 1, Config{})
 	one.Report(t0, 0, Success)
