@@ -536,7 +536,9 @@ func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
 	}
 	reason := c.gate(now, tie)
 	if reason == ReasonBacklog && !tie {
-		if start, ok := c.firstSilent(now); ok && c.warm {
+		if _, decided := p.serverGate(now); decided {
+			// The servers' reports decided: they know their queues better than silence does.
+		} else if start, ok := c.firstSilent(now); ok && c.warm {
 			if at := start.Add(lostThresholds * c.threshold); at.After(now) {
 				// Its replica may have stopped answering: look again when it would count as lost.
 				c.arm(timerHedge, at)
