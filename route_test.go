@@ -63,3 +63,56 @@ func TestBacklogGatePassesALostAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogGatePassesStartAwareOnATroubledReplica: with start signals, a call whose server
+// said it started serving the first attempt on a replica in trouble of its own is hedged past
+// the backlog gate (the slow work is under way there); the same call on a healthy replica is
+// suppressed with reason backlog.
+func TestBacklogGatePassesStartAwareOnATroubledReplica(t *testing.T) {
+	for _, troubled := range []bool{true, false} {
+		var s suppressions
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.StartAware(0.95), Observer: s.observe})
+		warm(t, p, t0, 100)
+		s.reasons = nil
+		now := t0
+		for range 150 { // a backlog: the median rises from 5ms to 9ms; every call is started at once
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(now)
+			c.AttemptStartedService(now, 0)
+			c.AttemptDone(now.Add(9*time.Millisecond), 0, hedge.Outcome{})
+			now = now.Add(10 * time.Millisecond)
+		}
+		set, err := replica.New(2, replica.Config{Seed: 1, ConsecutiveSlow: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			set.Report(now, 1, replica.Success)
+			if troubled {
+				set.Report(now, 0, replica.Slow) // replica 0 loses its races, replica 1 answers
+			} else {
+				set.Report(now, 0, replica.Success)
+			}
+		}
+		if set.Troubled(now, 0) != troubled {
+			t.Fatalf("replica 0 troubled %v, want %v", set.Troubled(now, 0), troubled)
+		}
+		var route hedge.Route
+		a := p.NewCall(hedge.CallOptions{})
+		a.Start(now)
+		a.AttemptRoute(0, &route)
+		route.To(set, 0)
+		a.AttemptStartedService(now.Add(time.Millisecond), 0)
+		set.Report(now.Add(2*time.Millisecond), 0, replica.Success) // replica 0 still answers: not lost
+		got := actions(a.TimerFired(now.Add(11 * time.Millisecond)))
+		if troubled {
+			if got != "start 1 hedge" || len(s.reasons) != 0 {
+				t.Errorf("in service on a troubled replica: actions %q, suppressions %v; want a hedge", got, s.reasons)
+			}
+			continue
+		}
+		if got != "" || len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonBacklog {
+			t.Errorf("in service on a healthy replica: actions %q, suppressions %v; want none, [backlog]", got, s.reasons)
+		}
+	}
+}
