@@ -421,7 +421,16 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	a := &c.attempts[first]
 	if startAware && p.signalled(now) {
 		if !a.inService {
-			return false, time.Time{} // still queued: its start signal will wake the call
+			// Still queued: its start signal will wake the call. Unless its replica has
+			// stopped answering, when no signal will come: once the attempt is lost (see
+			// lost), a hedge is due.
+			if start, ok := c.firstSilent(now); ok && c.warm {
+				if at := start.Add(lostThresholds * c.threshold); at.After(now) {
+					return false, at
+				}
+				return true, time.Time{}
+			}
+			return false, time.Time{}
 		}
 		if due := a.served.Add(c.threshold); due.After(now) {
 			return false, due

@@ -116,3 +116,37 @@ func TestBacklogGatePassesStartAwareOnATroubledReplica(t *testing.T) {
 		}
 	}
 }
+
+// TestStartAwareHedgesALostQueuedAttempt: StartAware never hedges a first attempt its server
+// has not said it started, unless that attempt is lost: its replica has answered nothing for 4
+// thresholds since it was sent, while another replica answered. No start signal will come.
+func TestStartAwareHedgesALostQueuedAttempt(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.StartAware(0.95)})
+	warm(t, p, t0, 100)
+	now := t0
+	for range 10 { // start signals arrive
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptStartedService(now, 0)
+		c.AttemptDone(now.Add(5*time.Millisecond), 0, hedge.Outcome{})
+		now = now.Add(10 * time.Millisecond)
+	}
+	set, err := replica.New(2, replica.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Report(now.Add(-time.Millisecond), 0, replica.Success)
+	var route hedge.Route
+	a := p.NewCall(hedge.CallOptions{})
+	a.Start(now)
+	a.AttemptRoute(0, &route)
+	route.To(set, 0)
+	set.Report(now.Add(2*time.Millisecond), 1, replica.Success) // replica 1 answers, replica 0 does not
+	lost := now.Add(40 * time.Millisecond)
+	if got, want := actions(a.TimerFired(now.Add(10*time.Millisecond))), "timer "+lost.Sub(t0).String(); got != want {
+		t.Fatalf("queued on a silent replica at the threshold: actions %q, want %q", got, want)
+	}
+	if got := actions(a.TimerFired(lost)); got != "start 1 hedge" {
+		t.Errorf("queued on a replica silent for 4 thresholds: actions %q, want a hedge", got)
+	}
+}
