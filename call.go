@@ -343,7 +343,9 @@ func (c *Call) maybeHedge(now time.Time) {
 				c.arm(timerHedge, at)
 				return
 			}
-			c.tryHedge(now, tie)
+			if c.tryHedge(now, tie) {
+				return
+			}
 			continue
 		}
 		if c.warm {
@@ -378,7 +380,9 @@ func (c *Call) maybeHedge(now time.Time) {
 			c.arm(timerHedge, at)
 			return
 		}
-		c.tryHedge(now, false)
+		if c.tryHedge(now, false) {
+			return
+		}
 	}
 }
 
@@ -432,7 +436,16 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 	a := &c.attempts[first]
 	if startAware && p.signalled(now) {
 		if !a.inService {
-			return false, time.Time{} // still queued: its start signal will wake the call
+			// Still queued: its start signal will wake the call. Unless its replica has
+			// stopped answering, when no signal will come: once the attempt is lost (see
+			// lost), a hedge is due.
+			if start, ok := c.firstSilent(now); ok && c.warm {
+				if at := start.Add(lostThresholds * c.threshold); at.After(now) {
+					return false, at
+				}
+				return true, time.Time{}
+			}
+			return false, time.Time{}
 		}
 		if due := c.byDeadline(a.served.Add(c.threshold)); due.After(now) {
 			return false, due
@@ -547,9 +560,15 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 		return ReasonCold
 	}
 	// The servers' reports, when fresh, decide over inference (serverload.go). A call whose
-	// first attempt sits on a replica in trouble of its own is that replica's trouble, not the
-	// backlog's: its hedge goes to another replica.
-	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.firstTroubled(now) {
+	// first attempt is lost (its replica has answered nothing for lostThresholds thresholds
+	// since, while another replica answered) waits for an answer that may never come: its
+	// hedge goes to another replica whatever the backlog. So does one whose server said it
+	// started serving the first attempt on a replica in trouble of its own (StartAware): the
+	// slow work is under way there, and the copy is one ordinary request elsewhere. A replica
+	// that is only slow, or behind a queue, still answers, and without a start signal a call
+	// overtaken by calls on other replicas may still be queued on it: a hedge away from it
+	// would add load to every replica the backlog has reached.
+	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -577,8 +596,10 @@ func (c *Call) breakerState(now time.Time) (s breaker.State) {
 
 // tryHedge starts a hedge (a tie, with Tied while no copy has started) if the gates, the
 // limit and the budget allow; otherwise it records the suppression and stops hedging for this
-// call, which then waits exactly as it would have without hedging.
-func (c *Call) tryHedge(now time.Time, tie bool) {
+// call, which then waits exactly as it would have without hedging. One refusal is deferred
+// instead (deferred is true, the timer armed): the backlog's, while the first attempt's
+// replica has answered nothing since the attempt was sent but the attempt is not yet lost.
+func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
 	p := c.p
 	delay := c.threshold
 	switch {
@@ -590,6 +611,17 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 		delay = c.byDeadline(c.lastStart.Add(delay)).Sub(c.lastStart) // due sooner by the deadline
 	}
 	reason := c.gate(now, tie)
+	if reason == ReasonBacklog && !tie {
+		if _, decided := p.serverGate(now); decided {
+			// The servers' reports decided: they know their queues better than silence does.
+		} else if start, ok := c.firstSilent(now); ok && c.warm {
+			if at := start.Add(lostThresholds * c.threshold); at.After(now) {
+				// Its replica may have stopped answering: look again when it would count as lost.
+				c.arm(timerHedge, at)
+				return true
+			}
+		}
+	}
 	if reason == ReasonNone {
 		if !p.bud.TryWithdraw(now) {
 			reason = ReasonBudget
@@ -601,7 +633,7 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 	}
 	if reason != ReasonNone {
 		c.suppress(now, reason, delay)
-		return
+		return false
 	}
 	p.hedgesStarted.Add(1)
 	if p.win != nil {
@@ -609,6 +641,7 @@ func (c *Call) tryHedge(now time.Time, tie bool) {
 	}
 	k := len(c.attempts) - 1
 	c.emit(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: delay})
+	return false
 }
 
 // suppress records that reason refused the call's hedge, due after delay, and stops hedging
@@ -985,4 +1018,26 @@ func (c *Call) hedged() bool {
 func (c *Call) releaseTicket(now time.Time, o breaker.Outcome) {
 	defer c.contain()
 	c.p.brk.Release(now, c.ticket, o)
+}
+
+// lostThresholds: a first attempt whose replica has answered nothing for lostThresholds hedge
+// thresholds since the attempt was sent, while another replica answered, counts as lost: its
+// hedge passes the backlog gate, since without one the call waits for an answer that may never
+// come. A replica that pauses, or is only slow, answers within that time.
+const lostThresholds = 4
+
+// lost reports whether the call's first attempt counts as lost at now (lostThresholds).
+func (c *Call) lost(now time.Time) bool {
+	start, ok := c.firstSilent(now)
+	return ok && c.warm && !now.Before(start.Add(lostThresholds*c.threshold))
+}
+
+// servedOnTroubled reports whether the call's first attempt is in service, by its server's
+// word, on a replica in trouble of its own.
+func (c *Call) servedOnTroubled(now time.Time) bool {
+	if c.p.cfg.Trigger.kind != triggerStartAware || !c.p.signalled(now) {
+		return false // only StartAware reads start signals
+	}
+	inService, _ := c.firstOnTroubled(now)
+	return inService
 }

@@ -9,11 +9,14 @@ import (
 )
 
 // This file holds where each attempt went, as far as the state machine needs to know it: a
-// replica in trouble of its own (one that has stopped answering while the others answer) makes
-// every call whose first attempt went to it cross its hedge threshold. That is the replica's
-// trouble, not a backlog of the dependency: the call's hedge goes to another replica, so the
-// backlog gate does not hold it back, and its crossing is not counted as evidence of a
-// backlog (docs/design.md, "The gates").
+// replica in trouble of its own (one that has stopped answering, or loses most of its races,
+// while the others answer) makes every call whose first attempt went to it cross its hedge
+// threshold. That is the replica's trouble, not a backlog of the dependency: its crossing is
+// not counted as evidence of a backlog. When the replica has answered nothing at all since the
+// call's first attempt was sent, for several thresholds, while another replica answered, the
+// attempt is lost: the call's hedge goes to another replica and the backlog gate does not hold
+// it back (docs/design.md, "The gates"). A replica that still answers, slowly, gets no such
+// pass: its calls will be answered, and a hedge would add load to a backlog.
 
 // Route is where one attempt was sent: a replica of a [replica.Set]. The driver of a call
 // gives the state machine one Route per attempt ([Call.AttemptRoute]); the transport that
@@ -63,10 +66,43 @@ func (c *Call) AttemptRoute(k int, r *Route) {
 // firstTroubled reports whether the attempt a hedge would copy (the oldest one running that
 // is not itself a hedge) went to a replica whose trouble is its own.
 func (c *Call) firstTroubled(now time.Time) bool {
+	_, troubled := c.firstOnTroubled(now)
+	return troubled
+}
+
+// firstOnTroubled reports whether the attempt a hedge would copy went to a replica whose
+// trouble is its own, and whether its server has said it started serving it.
+func (c *Call) firstOnTroubled(now time.Time) (inService, troubled bool) {
 	for k := range c.attempts {
 		if a := &c.attempts[k]; a.result == Running && !a.hedge {
-			return a.route != nil && a.route.troubled(now)
+			troubled = a.route != nil && a.route.troubled(now)
+			return troubled && a.inService, troubled
 		}
 	}
-	return false
+	return false, false
+}
+
+// silentSince reports whether the attempt went to a replica that has answered nothing since
+// since, while another has.
+func (r *Route) silentSince(now, since time.Time) bool {
+	set := r.set.Load()
+	if set == nil {
+		return false
+	}
+	return set.SilentSince(now, since, int(r.i.Load()))
+}
+
+// firstSilent returns the start of the attempt a hedge would copy (the oldest one running that
+// is not itself a hedge) when it went to a replica that has answered nothing since the attempt
+// was sent, while another replica has; ok is false otherwise.
+func (c *Call) firstSilent(now time.Time) (start time.Time, ok bool) {
+	for k := range c.attempts {
+		if a := &c.attempts[k]; a.result == Running && !a.hedge {
+			if a.route != nil && a.route.silentSince(now, a.start) {
+				return a.start, true
+			}
+			return time.Time{}, false
+		}
+	}
+	return time.Time{}, false
 }

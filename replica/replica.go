@@ -259,7 +259,8 @@ type replica struct {
 	slow        int32 // Slow results in a row
 	slowSince   int64 // the tick of the first of them
 	ejections   int   // the multiplier of the next ejection, less one
-	_           [8]byte
+
+	lastAnswer atomic.Int64 // ticks of its latest Success (see trouble.go); never
 }
 
 // Set is the replicas of one dependency, numbered 0 to Len()-1: it picks one for each attempt
@@ -294,6 +295,7 @@ func New(n int, cfg Config) (*Set, error) {
 	s := &Set{cfg: cfg, reps: make([]replica, n)}
 	for i := range s.reps {
 		s.reps[i].until.Store(never)
+		s.reps[i].lastAnswer.Store(never)
 	}
 	s.lastEnd.Store(never)
 	s.rng.Store(cfg.Seed)
@@ -545,6 +547,7 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 	case Success:
 		s.noteResult(rep, false)
 		s.answered(rep)
+		s.succeeded(rep, now)
 		if rep.failing.Load() {
 			s.mu.Lock()
 			rep.failures, rep.unreachable, rep.slow = 0, 0, 0

@@ -47,6 +47,14 @@ func (s *Set) answered(rep *replica) {
 	}
 }
 
+// succeeded notes the time of the replica's latest success (SilentSince). A Failure is not
+// counted: it may be the caller's deadline cutting an attempt the replica never answered.
+func (s *Set) succeeded(rep *replica, now time.Time) {
+	if t := s.ticks(now); t > rep.lastAnswer.Load() {
+		rep.lastAnswer.Store(t)
+	}
+}
+
 // troubleRatio: a replica's trouble is its own when its share of bad results is at least
 // troubleRatio times the mean of the other replicas in service, or it has had at least
 // silentPicks attempts since its last answer and troubleRatio times as many as any other
@@ -123,3 +131,26 @@ func (s *Set) slowIsOwn(i int, t int64) bool {
 // not because the dependency is backlogged, and its hedge goes elsewhere. It scans the
 // replicas.
 func (s *Set) Troubled(now time.Time, i int) bool { return s.troubledAt(i, s.ticks(now)) }
+
+// SilentSince reports whether replica i has had no Success since since, while another replica
+// in service has: an attempt sent to it at since or before is waiting on a replica that has
+// stopped answering, not behind a queue that still moves. A replica that is only slow, or
+// loaded, answers the attempts ahead of it now and then; one that swallows requests, or hangs,
+// answers none, and the Failure results of attempts its callers' deadlines cut are no answers
+// from it. It is false in a Set of one.
+func (s *Set) SilentSince(now, since time.Time, i int) bool {
+	if len(s.reps) < 2 {
+		return false
+	}
+	t := s.ticks(since)
+	if s.reps[i].lastAnswer.Load() >= t {
+		return false
+	}
+	u := s.ticks(now)
+	for j := range s.reps {
+		if j != i && s.reps[j].until.Load() <= u && s.reps[j].lastAnswer.Load() >= t {
+			return true
+		}
+	}
+	return false
+}

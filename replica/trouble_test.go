@@ -111,3 +111,34 @@ func BenchmarkTroubled(b *testing.B) {
 		s.Troubled(t0, 3)
 	}
 }
+
+// TestSilentSince: a replica that has had no success since a time, while another has, is
+// silent since then; a success ends it, and neither a Slow result (a race it lost) nor a
+// Failure (perhaps a deadline cutting an attempt it never answered) is an answer. A Set of one has nothing to compare with.
+func TestSilentSince(t *testing.T) {
+	s := mustNew(t, 3, Config{Seed: 1, ConsecutiveSlow: -1, ConsecutiveFailures: -1})
+	sent := t0.Add(10 * time.Millisecond)
+	s.Report(t0, 0, Success)
+	if s.SilentSince(sent, sent, 0) {
+		t.Fatal("silent while no replica has answered since")
+	}
+	s.Report(sent.Add(time.Millisecond), 1, Success)
+	s.Report(sent.Add(2*time.Millisecond), 0, Slow)
+	now := sent.Add(5 * time.Millisecond)
+	if !s.SilentSince(now, sent, 0) || s.SilentSince(now, sent, 1) {
+		t.Fatalf("replica 0 answered nothing since, replica 1 did: silent %v, replica 1 %v", s.SilentSince(now, sent, 0), s.SilentSince(now, sent, 1))
+	}
+	s.Report(now, 0, Failure)
+	if !s.SilentSince(now, sent, 0) {
+		t.Fatal("a Failure (perhaps a deadline cutting an attempt) counted as an answer")
+	}
+	s.Report(now, 0, Success)
+	if s.SilentSince(now, sent, 0) {
+		t.Fatal("silent after a success")
+	}
+	one := mustNew(t, 1, Config{})
+	one.Report(t0, 0, Success)
+	if one.SilentSince(now, sent, 0) {
+		t.Fatal("a Set of one is never silent")
+	}
+}

@@ -285,7 +285,7 @@ func TestCommonRandomNumbers(t *testing.T) {
 				m[call] = first{rp, svc, ejected}
 			}
 		}
-		pt, err := r.run(t.Context(), p, setupNamed(t, setup), 85, Ignored, 2)
+		pt, err := r.run(t.Context(), p, setupNamed(t, setup), 50, Ignored, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
