@@ -136,8 +136,11 @@ func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInf
 }
 
 // StreamServer is [Queue.UnaryServer] for streaming calls: a stream holds its worker until
-// its handler returns.
-func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+// its handler returns. The ORCA out-of-band stream ([Queue.RegisterOOB]) passes without one.
+func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if info.FullMethod == oobMethod {
+		return handler(srv, ss) // the out-of-band reports' own stream (oob.go)
+	}
 	ctx := ss.Context()
 	wait, err := q.acquire(ctx)
 	if err != nil {
