@@ -29,7 +29,9 @@ import (
 // having run past the call's hedge threshold (replica.Slow: it swallows requests while hedges
 // rescue its calls), is ejected for a while that grows each time, as in Envoy's outlier
 // detection. Select it with a service config, for example
-// [ServiceConfig].
+// [ServiceConfig]. Its one setting, {"oobReportInterval":"0.05s"}, opens an ORCA out-of-band
+// load report stream to every backend ([Config.LoadReportInterval] writes it;
+// [Queue.RegisterOOB] serves it); without it the balancer reads the per-call reports alone.
 const BalancerName = "hedge_round_robin"
 
 // ServiceConfig is a service config (JSON) that selects the [BalancerName] balancer, for

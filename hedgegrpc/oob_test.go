@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -302,5 +303,57 @@ func TestOOBConfig(t *testing.T) {
 	}
 	if err := q.RegisterOOB(grpc.NewServer(), -time.Second); !errors.Is(err, ErrQueueConfig) {
 		t.Fatalf("negative minInterval: %v, want ErrQueueConfig", err)
+	}
+}
+
+// TestFeedOOB: at a pick, a backend's out-of-band report reaches the call's policy with the
+// time it was received, unless it is older than LoadMaxAge or than the backend's latest
+// per-call report (which the policy then already has, and which is newer).
+func TestFeedOOB(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		age    time.Duration // of the out-of-band report
+		callAt time.Duration // age of the latest per-call report; 0 = none
+		fed    bool
+	}{
+		{"fresh", 10 * time.Millisecond, 0, true},
+		{"older than LoadMaxAge", hedge.LoadMaxAge + time.Millisecond, 0, false},
+		{"older than a per-call report", 10 * time.Millisecond, 5 * time.Millisecond, false},
+		{"newer than a per-call report", 10 * time.Millisecond, 20 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			policy, err := hedge.New(hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool, err := replica.NewPool([]string{"a", "b"}, replica.Config{Balancer: replica.RoundRobin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bl := &backendLoad{}
+			bl.oob.Store(&receivedLoad{at: now.Add(-tc.age), load: hedge.Load{Queued: 3, Busy: 4, Workers: 4}})
+			if tc.callAt > 0 {
+				bl.callAt.Store(now.Add(-tc.callAt).UnixNano())
+			}
+			p := newPicker([]readyBackend{{addr: "a"}, {addr: "b", load: bl}}, pool)
+			if !p.oob {
+				t.Fatal("a picker with a listening backend does not feed reports")
+			}
+			p.feedOOB(now, pool.Set(), policy)
+			q, w, ok := policy.ServerQueue(now)
+			if ok != tc.fed || ok && (q != 3 || w != 4) {
+				t.Fatalf("ServerQueue = %d, %d, %v; want fed = %v (3 of 4)", q, w, ok, tc.fed)
+			}
+			if ok {
+				// Received at now-age: it counts until LoadMaxAge after that, not after now.
+				if _, _, still := policy.ServerQueue(now.Add(hedge.LoadMaxAge - tc.age)); still {
+					t.Fatal("the report counts from the pick, not from when it was received")
+				}
+			}
+		})
+	}
+	if newPicker([]readyBackend{{addr: "a"}}, nil).oob {
+		t.Fatal("a picker without listening backends feeds reports")
 	}
 }

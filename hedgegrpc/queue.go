@@ -70,7 +70,8 @@ type QueueStats struct {
 // Install [Queue.UnaryServer] (and [Queue.StreamServer] to bound streams as well) as a server
 // interceptor, or all of it with its load reports through [Queue.ServerOptions] (an ORCA
 // per-call load report on every call, which the hedging balancer and any ORCA-aware client
-// read); chain [StartSignal] after it. No goroutine is started per call: the call's
+// read), or with [Queue.RegisterOOB] beside it (the same load on an ORCA out-of-band stream,
+// a report per connection per interval instead of one per call); chain [StartSignal] after it. No goroutine is started per call: the call's
 // own goroutine waits for its turn, and a finishing worker hands its slot to the head of the
 // queue. Build it with [NewQueue]; it is safe for concurrent use.
 type Queue struct {
