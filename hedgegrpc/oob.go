@@ -156,6 +156,7 @@ func serviceConfigFor(d time.Duration) string {
 // (an orca.OOBListener): the latest report and when it came, and when the latest per-call
 // report came, which, when newer, makes the out-of-band one stale.
 type backendLoad struct {
+	addr   string
 	oob    atomic.Pointer[receivedLoad]
 	callAt atomic.Int64 // unix nanoseconds of the latest per-call report; 0 = none
 	refs   int          // SubConns that listen for it (ccWrapper.mu)
@@ -173,13 +174,13 @@ func (b *backendLoad) OnLoadReport(r *v3orcapb.OrcaLoadReport) {
 	if l, ok := loadOf(r); ok {
 		b.oob.Store(&receivedLoad{at: time.Now(), load: l})
 		if h := oobReceived.Load(); h != nil {
-			(*h)(l)
+			(*h)(b.addr, l)
 		}
 	}
 }
 
 // oobReceived, when set (by tests), is called after each out-of-band report is kept.
-var oobReceived atomic.Pointer[func(hedge.Load)]
+var oobReceived atomic.Pointer[func(addr string, l hedge.Load)]
 
 // oobSub is one SubConn's out-of-band listener.
 type oobSub struct {
@@ -202,7 +203,7 @@ func (w *ccWrapper) NewSubConn(addrs []resolver.Address, opts balancer.NewSubCon
 	addr := addrs[0].Addr
 	bl := w.loads[addr]
 	if bl == nil {
-		bl = &backendLoad{}
+		bl = &backendLoad{addr: addr}
 		w.loads[addr] = bl
 	}
 	bl.refs++

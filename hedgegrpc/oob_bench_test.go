@@ -35,7 +35,7 @@ func dialOOB(b *testing.B, oob bool) healthpb.HealthClient {
 	go srv.Serve(lis)
 	b.Cleanup(srv.Stop)
 	var got atomic.Bool
-	f := func(hedge.Load) { got.Store(true) }
+	f := func(string, hedge.Load) { got.Store(true) }
 	oobReceived.Store(&f)
 	b.Cleanup(func() { oobReceived.Store(nil) })
 	cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
