@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	v3orcaservicegrpc "github.com/cncf/xds/go/xds/service/orca/v3"
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/replica"
 	"google.golang.org/grpc"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/grpc/test/bufconn"
 )
 
 // These tests run the out-of-band reports (oob.go) between real loopback servers and
@@ -381,5 +384,54 @@ func TestFeedOOB(t *testing.T) {
 	}
 	if newPicker([]readyBackend{{addr: "a"}}, nil).oob {
 		t.Fatal("a picker without listening backends feeds reports")
+	}
+}
+
+// TestOOBStreamTakesNoWorker: the report stream passes the queue's stream interceptor
+// (StreamServer, and the one ServerOptions installs) without taking a worker: with one worker
+// and no room to wait, a call made while the stream is open is still admitted.
+func TestOOBStreamTakesNoWorker(t *testing.T) {
+	checkLeaks(t)
+	for _, name := range []string{"StreamServer", "ServerOptions"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := q.ServerOptions()
+			if name == "StreamServer" {
+				opts = []grpc.ServerOption{grpc.ChainUnaryInterceptor(q.UnaryServer), grpc.ChainStreamInterceptor(q.StreamServer)}
+			}
+			lis := bufconn.Listen(1 << 20)
+			srv := grpc.NewServer(opts...)
+			healthpb.RegisterHealthServer(srv, answerAtOnce())
+			if err := q.RegisterOOB(srv, 0); err != nil {
+				t.Fatal(err)
+			}
+			go srv.Serve(lis)
+			t.Cleanup(srv.Stop)
+			cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cc.Close() })
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			stream, err := v3orcaservicegrpc.NewOpenRcaServiceClient(cc).StreamCoreMetrics(ctx, &v3orcaservicegrpc.OrcaLoadReportRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := stream.Recv() // the stream is open at the server
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l, ok := loadOf(r); !ok || l.Busy != 0 || l.Workers != 1 {
+				t.Fatalf("report %v: want 0 of 1 worker busy", r)
+			}
+			if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+				t.Fatalf("a call while the report stream is open: %v", err)
+			}
+		})
 	}
 }
