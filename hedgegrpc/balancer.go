@@ -29,7 +29,9 @@ import (
 // having run past the call's hedge threshold (replica.Slow: it swallows requests while hedges
 // rescue its calls), is ejected for a while that grows each time, as in Envoy's outlier
 // detection. Select it with a service config, for example
-// [ServiceConfig].
+// [ServiceConfig]. Its one setting, {"oobReportInterval":"0.05s"}, opens an ORCA out-of-band
+// load report stream to every backend ([Config.LoadReportInterval] writes it;
+// [Queue.RegisterOOB] serves it); without it the balancer reads the per-call reports alone.
 const BalancerName = "hedge_round_robin"
 
 // ServiceConfig is a service config (JSON) that selects the [BalancerName] balancer, for
@@ -51,14 +53,27 @@ func (builder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) balance
 	w := &ccWrapper{ClientConn: cc}
 	return &hedgeBalancer{
 		Balancer: endpointsharding.NewBalancer(w, opts, balancer.Get(pickfirst.Name).Build, endpointsharding.Options{}),
+		w:        w,
 	}
+}
+
+// Close closes the children and stops the out-of-band listeners (oob.go).
+func (b *hedgeBalancer) Close() {
+	b.Balancer.Close()
+	b.w.stopOOB()
 }
 
 type hedgeBalancer struct {
 	balancer.Balancer
+	w *ccWrapper
 }
 
 func (b *hedgeBalancer) UpdateClientConnState(s balancer.ClientConnState) error {
+	if c, ok := s.BalancerConfig.(*lbConfig); ok {
+		// SubConns created from now on listen at this interval (oob.go); those that exist
+		// keep theirs.
+		b.w.oob = c.oob
+	}
 	// Health checks, when the service config asks for them, reach the pick_first children
 	// this way (as in round_robin).
 	return b.Balancer.UpdateClientConnState(balancer.ClientConnState{
@@ -72,6 +87,7 @@ func (b *hedgeBalancer) UpdateClientConnState(s balancer.ClientConnState) error 
 type ccWrapper struct {
 	balancer.ClientConn
 	pool *replica.Pool
+	oobState
 }
 
 func (w *ccWrapper) UpdateState(s balancer.State) {
@@ -81,7 +97,8 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 			continue
 		}
 		g, has := groupOf(c.Endpoint)
-		ready = append(ready, readyBackend{addr: c.Endpoint.Addresses[0].Addr, picker: c.State.Picker, group: g, hasGroup: has})
+		addr := c.Endpoint.Addresses[0].Addr
+		ready = append(ready, readyBackend{addr: addr, picker: c.State.Picker, group: g, hasGroup: has, load: w.loadFor(addr)})
 	}
 	if len(ready) == 0 {
 		// Nothing ready: endpointsharding's picker queues or fails picks.
@@ -89,7 +106,7 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		return
 	}
 	if groups := groupsOf(ready); groups != nil && w.updateGroupedPool(groups) {
-		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: &picker{ready: ready, pool: w.pool}})
+		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: newPicker(ready, w.pool)})
 		return
 	}
 	// A stable order, so that a backend keeps its place (and its health) across updates.
@@ -104,7 +121,7 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 	case !w.pool.Same(addrs):
 		w.pool, _ = w.pool.With(addrs)
 	}
-	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: &picker{ready: ready, pool: w.pool}})
+	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: newPicker(ready, w.pool)})
 }
 
 type readyBackend struct {
@@ -112,6 +129,7 @@ type readyBackend struct {
 	picker   balancer.Picker
 	group    groupAttr // see InGroup
 	hasGroup bool
+	load     *backendLoad // its out-of-band reports (oob.go); nil when none are asked for
 }
 
 // picker sends each attempt to a READY backend chosen by the core's replica choice
@@ -121,6 +139,15 @@ type readyBackend struct {
 type picker struct {
 	ready []readyBackend
 	pool  *replica.Pool // replica i is ready[i]
+	oob   bool          // some backend has out-of-band reports
+}
+
+func newPicker(ready []readyBackend, pool *replica.Pool) *picker {
+	p := &picker{ready: ready, pool: pool}
+	for _, r := range ready {
+		p.oob = p.oob || r.load != nil
+	}
+	return p
 }
 
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
@@ -140,7 +167,15 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		}
 	}
 	set := p.pool.Set()
-	i, _ := p.pool.Pick(time.Now(), used) // by group and weight when the backends have groups
+	now := time.Now()
+	if p.oob {
+		var policy *hedge.Policy
+		if r != nil {
+			policy = r.policy
+		}
+		p.feedOOB(now, set, policy)
+	}
+	i, _ := p.pool.Pick(now, used) // by group and weight when the backends have groups
 	// The state machine learns where the attempt went, so that it can tell this backend's
 	// trouble from the dependency's (hedge.Route).
 	hedge.Routed(info.Ctx, set, i)
@@ -160,7 +195,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		if next != nil {
 			next(di)
 		}
-		noteLoad(info.Ctx, set, i, di.ServerLoad) // the server's ORCA report (load.go)
+		noteLoad(info.Ctx, set, i, p.ready[i].load, di.ServerLoad) // the server's ORCA report (load.go)
 		if r != nil && !di.BytesSent {
 			r.mu.Lock()
 			r.markUnsent(k)

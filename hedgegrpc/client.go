@@ -87,6 +87,16 @@ type Config struct {
 	// hedged again. 0 means [DefaultReplayBuffer].
 	ReplayBuffer int
 
+	// LoadReportInterval, when positive, has the hedging balancer ([Interceptor.DialOptions])
+	// open an ORCA out-of-band stream to every backend and ask for a load report this often
+	// (gRFC A51; the server half is [Queue.RegisterOOB], which grants at most one every
+	// [DefaultOOBMinInterval] by default). The reports reach the policy and the replica choice
+	// as per-call reports do, with the time each was received; keep the interval well below
+	// [hedge.LoadMaxAge] (50–100ms), or the reports age out between two. 0 (the default)
+	// opens no stream: the client reads the per-call reports a [Queue.ServerOptions] server
+	// sends, which it always does. Negative is an error.
+	LoadReportInterval time.Duration
+
 	// a6 holds what ConfigFromServiceConfig read beyond the exported fields: the retry
 	// throttle, and whether the default entry makes every method repeatable.
 	a6 *a6Settings
@@ -157,6 +167,9 @@ func NewInterceptor(cfg Config) (*Interceptor, error) {
 			return nil, fmt.Errorf("%w: Config.NonFatal: %v cannot be a failure", ErrConfig, c)
 		}
 		i.nonFatal |= 1 << c
+	}
+	if cfg.LoadReportInterval < 0 {
+		return nil, fmt.Errorf("%w: Config.LoadReportInterval: must be >= 0, got %v", ErrConfig, cfg.LoadReportInterval)
 	}
 	if cfg.ReplayBuffer < 0 {
 		return nil, fmt.Errorf("%w: Config.ReplayBuffer: must be >= 0, got %d", ErrConfig, cfg.ReplayBuffer)
@@ -299,7 +312,8 @@ func (i *Interceptor) Measured() map[string]hedge.Measured { return i.methods.Me
 // DialOptions returns everything a client connection needs to hedge with i: the unary and
 // stream interceptors, gRPC's own retries turned off (grpc.WithDisableRetry: the policy's
 // attempts are the only ones, and its budget bounds them), the [BalancerName] balancer as the
-// default service config, so each attempt of a call goes to a different backend, and, when a
+// default service config, so each attempt of a call goes to a different backend (with
+// out-of-band load reports when [Config.LoadReportInterval] asks for them), and, when a
 // trigger of i's reads start signals ([hedge.Trigger.ReadsStartSignals], as [hedge.Tied]
 // does), the start-signal stats handler ([StatsHandler]). Pass them to grpc.NewClient with
 // your transport credentials.
@@ -315,7 +329,7 @@ func (i *Interceptor) DialOptions() []grpc.DialOption {
 		grpc.WithChainUnaryInterceptor(i.UnaryClient),
 		grpc.WithChainStreamInterceptor(i.StreamClient),
 		grpc.WithDisableRetry(),
-		grpc.WithDefaultServiceConfig(ServiceConfig),
+		grpc.WithDefaultServiceConfig(serviceConfigFor(i.cfg.LoadReportInterval)),
 	}
 	i.dialMu.Lock()
 	defer i.dialMu.Unlock()

@@ -64,7 +64,10 @@ func (q *Queue) reportingUnary(ctx context.Context, req any, _ *grpc.UnaryServer
 }
 
 // reportingStream is StreamServer with the queue's report on every stream.
-func (q *Queue) reportingStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (q *Queue) reportingStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if info.FullMethod == oobMethod {
+		return handler(srv, ss) // the out-of-band reports' own stream (oob.go)
+	}
 	ctx := ss.Context()
 	wait, err := q.acquire(ctx)
 	if err != nil {
@@ -222,14 +225,19 @@ func loadOf(sl any) (hedge.Load, bool) {
 // noteLoad hands an attempt's load report to the core: to the replicas the balancer picks
 // from (where a copy goes) and to the call's policy, when the call has one (the backlog
 // gate). It runs in the picker's Done callback, where an attempt ends.
+// bl, when not nil, is the backend's out-of-band reports (oob.go), which this newer one
+// makes stale.
 func noteLoad(ctx context.Context, set interface {
 	ReportLoad(time.Time, int, int, int)
-}, i int, sl any) {
+}, i int, bl *backendLoad, sl any) {
 	l, ok := loadOf(sl)
 	if !ok {
 		return
 	}
 	now := time.Now()
+	if bl != nil {
+		bl.callAt.Store(now.UnixNano())
+	}
 	set.ReportLoad(now, i, l.Queued, l.Workers)
 	if r, _ := ctx.Value(routeKey{}).(*route); r != nil && r.policy != nil {
 		r.policy.ReportLoad(now, i, l)

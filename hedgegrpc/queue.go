@@ -70,7 +70,8 @@ type QueueStats struct {
 // Install [Queue.UnaryServer] (and [Queue.StreamServer] to bound streams as well) as a server
 // interceptor, or all of it with its load reports through [Queue.ServerOptions] (an ORCA
 // per-call load report on every call, which the hedging balancer and any ORCA-aware client
-// read); chain [StartSignal] after it. No goroutine is started per call: the call's
+// read), or with [Queue.RegisterOOB] beside it (the same load on an ORCA out-of-band stream,
+// a report per connection per interval instead of one per call); chain [StartSignal] after it. No goroutine is started per call: the call's
 // own goroutine waits for its turn, and a finishing worker hands its slot to the head of the
 // queue. Build it with [NewQueue]; it is safe for concurrent use.
 type Queue struct {
@@ -136,8 +137,11 @@ func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInf
 }
 
 // StreamServer is [Queue.UnaryServer] for streaming calls: a stream holds its worker until
-// its handler returns.
-func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+// its handler returns. The ORCA out-of-band stream ([Queue.RegisterOOB]) passes without one.
+func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if info.FullMethod == oobMethod {
+		return handler(srv, ss) // the out-of-band reports' own stream (oob.go)
+	}
 	ctx := ss.Context()
 	wait, err := q.acquire(ctx)
 	if err != nil {

@@ -1,0 +1,437 @@
+package hedgegrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v3orcaservicegrpc "github.com/cncf/xds/go/xds/service/orca/v3"
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// These tests run the out-of-band reports (oob.go) between real loopback servers and
+// clients. Reports are pushed on the server's real-time ticker, so a test waits, bounded in
+// time, for the report it needs to have arrived (the oobReceived hook, or the policy's view)
+// before it asserts; no assertion depends on how long anything took.
+
+// oobInterval is the interval the tests ask for: short, so that waits are short, and far
+// inside LoadMaxAge, so that a report stays fresh on a loaded machine.
+const oobInterval = 20 * time.Millisecond
+
+// startOOBBackends starts n loopback backends, each behind its own queue (workers[i]
+// workers) with out-of-band reports and no per-call report, and before(i)'s interceptor,
+// when not nil, ahead of the queue. It returns the backends and their queues.
+func startOOBBackends(t *testing.T, workers []int, b func(i int) *backend, before func(i int) grpc.UnaryServerInterceptor) ([]*backend, []*Queue) {
+	t.Helper()
+	bs := make([]*backend, len(workers))
+	qs := make([]*Queue, len(workers))
+	for i, w := range workers {
+		q, err := NewQueue(QueueConfig{Workers: w, Queue: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis := listen(t)
+		var opts []grpc.ServerOption
+		if before != nil {
+			opts = append(opts, grpc.ChainUnaryInterceptor(before(i)))
+		}
+		opts = append(opts, grpc.ChainUnaryInterceptor(q.UnaryServer), grpc.ChainStreamInterceptor(q.StreamServer))
+		srv := grpc.NewServer(opts...)
+		be := b(i)
+		be.name, be.addr = "backend"+strconv.Itoa(i), lis.Addr().String()
+		healthpb.RegisterHealthServer(srv, be)
+		if err := q.RegisterOOB(srv, oobInterval); err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(lis)
+		t.Cleanup(srv.Stop)
+		bs[i], qs[i] = be, q
+	}
+	return bs, qs
+}
+
+// onOOB installs f as the oobReceived hook for the rest of the test.
+func onOOB(t *testing.T, f func(addr string, l hedge.Load)) {
+	oobReceived.Store(&f)
+	t.Cleanup(func() { oobReceived.Store(nil) })
+}
+
+// TestOOBReportsReachPolicy: with Config.LoadReportInterval, the balancer opens the ORCA
+// stream on the backend, whose queue sends no per-call report, and the call's policy sees the
+// backend's load from the stream alone. The stream holds no worker of the queue.
+func TestOOBReportsReachPolicy(t *testing.T) {
+	checkLeaks(t)
+	bs, qs := startOOBBackends(t, []int{5}, func(int) *backend { return answerAtOnce() }, nil)
+	hi := newInterceptor(t, Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, LoadReportInterval: oobInterval})
+	cc := dial(t, hi, bs)
+	client := healthpb.NewHealthClient(cc)
+	p := hi.Policy(checkMethod)
+	calls := 0
+	ok := waitFor(10*time.Second, func() bool {
+		var trailer metadata.MD
+		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {
+			t.Fatal(err)
+		}
+		calls++
+		if v := trailer.Get(orcaTrailer); len(v) != 0 {
+			t.Fatalf("the queue sent a per-call report: %v", v)
+		}
+		_, w, ok := p.ServerQueue(time.Now())
+		return ok && w == 5
+	})
+	if !ok {
+		t.Fatalf("after %d calls the policy has no report of the backend's 5 workers", calls)
+	}
+	if q, _, _ := p.ServerQueue(time.Now()); q != 0 {
+		t.Fatalf("ServerQueue reports %d queued at an idle backend", q)
+	}
+	if s := qs[0].Stats(); s.Running != 0 || s.Queued != 0 || s.Admitted != uint64(calls)+1 { // +1: the warm-up call
+		t.Fatalf("queue stats %+v after %d calls: the report stream took a worker or was counted", s, calls)
+	}
+}
+
+// TestOOBSteersHedges: three backends, one of which (busy) has both its workers held and two
+// calls queued. Its reports say so, and with out-of-band reports on no hedge goes to it: each
+// goes to the other backend its call has not used. Without them (the control: the same
+// backends and calls) the balancer round-robins hedges onto the busy backend too. A call's
+// primary answers once its hedge has reached a backend (ahead of the queue), so no call
+// waits on the busy queue.
+func TestOOBSteersHedges(t *testing.T) {
+	checkLeaks(t)
+	var arr arrivals
+	release := make(chan struct{})
+	var hedgesAt [3]atomic.Int32
+	be := func(int) *backend {
+		return &backend{check: func(ctx context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if req.Service == "block" {
+				<-release
+				return serving(), nil
+			}
+			if attemptOf(ctx) == 0 {
+				select {
+				case <-arr.of(req.Service):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return serving(), nil
+		}}
+	}
+	count := func(i int) grpc.UnaryServerInterceptor {
+		return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if attemptOf(ctx) > 0 {
+				hedgesAt[i].Add(1)
+				close(arr.of(req.(*healthpb.HealthCheckRequest).Service)) // one hedge per call (Attempts 2)
+			}
+			return handler(ctx, req)
+		}
+	}
+	bs, qs := startOOBBackends(t, []int{2, 2, 2}, be, count)
+	const busy = 1
+	var blockers sync.WaitGroup
+	t.Cleanup(func() { close(release); blockers.Wait() }) // before the servers stop
+
+	// Both clients connect to every backend first, while all are idle: a call sent to the
+	// busy backend before the others are READY would have nowhere else to hedge.
+	var full atomic.Bool // a report of the busy backend's full queue has been kept
+	var gaps struct {
+		sync.Mutex
+		last map[string]time.Time
+		max  time.Duration // the longest wait for a backend's next report, since reset
+	}
+	gaps.last = make(map[string]time.Time)
+	onOOB(t, func(addr string, l hedge.Load) {
+		if l.Queued >= 2 {
+			full.Store(true)
+		}
+		now := time.Now()
+		gaps.Lock()
+		if at, ok := gaps.last[addr]; ok {
+			gaps.max = max(gaps.max, now.Sub(at))
+		}
+		gaps.last[addr] = now
+		gaps.Unlock()
+	})
+	control := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}}), bs))
+	oob := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}, LoadReportInterval: oobInterval}), bs))
+
+	// Hold the busy backend's workers and fill part of its queue, from a plain client.
+	plain, err := grpc.NewClient(bs[busy].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	for range 4 {
+		blockers.Add(1)
+		go func() {
+			defer blockers.Done()
+			_, _ = healthpb.NewHealthClient(plain).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "block"})
+		}()
+	}
+	if !waitFor(10*time.Second, func() bool { s := qs[busy].Stats(); return s.Running == 2 && s.Queued == 2 }) {
+		t.Fatalf("the busy backend never filled: %+v", qs[busy].Stats())
+	}
+	if !waitFor(10*time.Second, full.Load) {
+		t.Fatal("no out-of-band report of the busy backend's queue arrived")
+	}
+
+	// run makes 30 hedged calls and returns how many hedges reached the busy backend.
+	run := func(t *testing.T, client healthpb.HealthClient, prefix string) int32 {
+		before := hedgesAt[busy].Load()
+		for i := range 30 {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			_, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: prefix + strconv.Itoa(i)})
+			cancel()
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		return hedgesAt[busy].Load() - before
+	}
+	t.Run("control", func(t *testing.T) {
+		if n := run(t, control, "control-"); n == 0 {
+			t.Fatal("without reports no hedge went to the busy backend: the test cannot tell steering from luck")
+		}
+	})
+	t.Run("oob", func(t *testing.T) {
+		gaps.Lock()
+		gaps.max = 0
+		gaps.Unlock()
+		n := run(t, oob, "oob-")
+		gaps.Lock()
+		gap := gaps.max
+		gaps.Unlock()
+		switch {
+		case n == 0:
+		case gap < hedge.LoadMaxAge:
+			t.Fatalf("%d of 30 hedges went to the backend whose reports say its queue is full, every report fresh (longest gap %v)", n, gap)
+		default:
+			// The machine stalled a stream past LoadMaxAge: for a moment a backend had no
+			// fresh report, and the pick could not avoid the busy one. Not what is tested.
+			t.Logf("%d of 30 hedges went to the busy backend while a report was stale (gap %v)", n, gap)
+		}
+	})
+}
+
+// TestWeightedRoundRobinReadsOOBReports runs a plain grpc-go client with gRPC's own
+// weighted_round_robin balancer (gRFC A58), its out-of-band reports on (gRPC's orca OOB
+// listener), against two real servers behind our queues with RegisterOOB and no per-call
+// report: one with 2 workers, one with 16, each with one worker held by a call that waits, so
+// that every report finds the first at 8 times the utilisation of the second. Reading the
+// reports, the balancer sends the second most of the traffic (it would round-robin, half and
+// half, without them). It recomputes its weights on its own real-time ticker (every 100ms
+// here), so the test makes calls, bounded in number and time, until the share has moved.
+func TestWeightedRoundRobinReadsOOBReports(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	be := func(int) *backend {
+		return &backend{check: func(_ context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if req.Service == "block" {
+				<-release
+			}
+			return serving(), nil
+		}}
+	}
+	bs, qs := startOOBBackends(t, []int{2, 16}, be, nil)
+	var blockers sync.WaitGroup
+	t.Cleanup(func() { close(release); blockers.Wait() })
+	for i, b := range bs {
+		plain, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { plain.Close() })
+		blockers.Add(1)
+		go func() {
+			defer blockers.Done()
+			_, _ = healthpb.NewHealthClient(plain).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "block"})
+		}()
+		if !waitFor(10*time.Second, func() bool { return qs[i].Stats().Running == 1 }) {
+			t.Fatalf("backend %d: the waiting call never started", i)
+		}
+	}
+	r := manual.NewBuilderWithScheme("wrroobtest")
+	r.InitialState(resolver.State{Endpoints: []resolver.Endpoint{
+		{Addresses: []resolver.Address{{Addr: bs[0].addr}}},
+		{Addresses: []resolver.Address{{Addr: bs[1].addr}}},
+	}})
+	const sc = `{"loadBalancingConfig":[{"weighted_round_robin":{"enableOobLoadReport":true,"oobReportingPeriod":"0.02s","blackoutPeriod":"0s","weightUpdatePeriod":"0.1s"}}]}`
+	cc, err := grpc.NewClient(r.Scheme()+":///backends", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	client := healthpb.NewHealthClient(cc)
+
+	const window = 200
+	deadline := time.Now().Add(20 * time.Second)
+	var share float64
+	for round := 0; round < 200 && time.Now().Before(deadline); round++ {
+		a0, b0 := bs[0].calls.Load(), bs[1].calls.Load()
+		for range window {
+			if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := bs[0].calls.Load()-a0, bs[1].calls.Load()-b0
+		if a+b != window {
+			t.Fatalf("%d calls reached the backends, want %d", a+b, window)
+		}
+		if share = float64(b) / window; share >= 0.8 {
+			return
+		}
+	}
+	t.Fatalf("the sixteen-worker backend got %.0f%% of the last %d calls, want at least 80%% once weights follow the reports", 100*share, window)
+}
+
+// TestOOBConfig checks the settings: the balancer's oobReportInterval as the interceptor
+// writes it and as a service config may, and the errors for negative intervals.
+func TestOOBConfig(t *testing.T) {
+	for _, d := range []time.Duration{0, 50 * time.Millisecond, 1500 * time.Microsecond} {
+		js := serviceConfigFor(d)
+		var sc struct {
+			LB []map[string]json.RawMessage `json:"loadBalancingConfig"`
+		}
+		if err := json.Unmarshal([]byte(js), &sc); err != nil || len(sc.LB) != 1 {
+			t.Fatalf("%v: %s: %v", d, js, err)
+		}
+		cfg, err := builder{}.ParseConfig(sc.LB[0][BalancerName])
+		if err != nil {
+			t.Fatalf("%v: %s: %v", d, js, err)
+		}
+		if got := cfg.(*lbConfig).oob; got != d {
+			t.Fatalf("%s: interval %v, want %v", js, got, d)
+		}
+	}
+	for _, bad := range []string{`{"oobReportInterval":"-1s"}`, `{"oobReportInterval":"soon"}`, `{"oobReportInterval":5}`} {
+		if _, err := (builder{}).ParseConfig(json.RawMessage(bad)); err == nil {
+			t.Fatalf("%s: no error", bad)
+		}
+	}
+	if _, err := NewInterceptor(Config{LoadReportInterval: -time.Millisecond}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("negative LoadReportInterval: %v, want ErrConfig", err)
+	}
+	q, err := NewQueue(QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.RegisterOOB(grpc.NewServer(), -time.Second); !errors.Is(err, ErrQueueConfig) {
+		t.Fatalf("negative minInterval: %v, want ErrQueueConfig", err)
+	}
+}
+
+// TestFeedOOB: at a pick, a backend's out-of-band report reaches the call's policy with the
+// time it was received, unless it is older than LoadMaxAge or than the backend's latest
+// per-call report (which the policy then already has, and which is newer).
+func TestFeedOOB(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		age    time.Duration // of the out-of-band report
+		callAt time.Duration // age of the latest per-call report; 0 = none
+		fed    bool
+	}{
+		{"fresh", 10 * time.Millisecond, 0, true},
+		{"older than LoadMaxAge", hedge.LoadMaxAge + time.Millisecond, 0, false},
+		{"older than a per-call report", 10 * time.Millisecond, 5 * time.Millisecond, false},
+		{"newer than a per-call report", 10 * time.Millisecond, 20 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			policy, err := hedge.New(hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool, err := replica.NewPool([]string{"a", "b"}, replica.Config{Balancer: replica.RoundRobin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bl := &backendLoad{}
+			bl.oob.Store(&receivedLoad{at: now.Add(-tc.age), load: hedge.Load{Queued: 3, Busy: 4, Workers: 4}})
+			if tc.callAt > 0 {
+				bl.callAt.Store(now.Add(-tc.callAt).UnixNano())
+			}
+			p := newPicker([]readyBackend{{addr: "a"}, {addr: "b", load: bl}}, pool)
+			if !p.oob {
+				t.Fatal("a picker with a listening backend does not feed reports")
+			}
+			p.feedOOB(now, pool.Set(), policy)
+			q, w, ok := policy.ServerQueue(now)
+			if ok != tc.fed || ok && (q != 3 || w != 4) {
+				t.Fatalf("ServerQueue = %d, %d, %v; want fed = %v (3 of 4)", q, w, ok, tc.fed)
+			}
+			if ok {
+				// Received at now-age: it counts until LoadMaxAge after that, not after now.
+				if _, _, still := policy.ServerQueue(now.Add(hedge.LoadMaxAge - tc.age)); still {
+					t.Fatal("the report counts from the pick, not from when it was received")
+				}
+			}
+		})
+	}
+	if newPicker([]readyBackend{{addr: "a"}}, nil).oob {
+		t.Fatal("a picker without listening backends feeds reports")
+	}
+}
+
+// TestOOBStreamTakesNoWorker: the report stream passes the queue's stream interceptor
+// (StreamServer, and the one ServerOptions installs) without taking a worker: with one worker
+// and no room to wait, a call made while the stream is open is still admitted.
+func TestOOBStreamTakesNoWorker(t *testing.T) {
+	checkLeaks(t)
+	for _, name := range []string{"StreamServer", "ServerOptions"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := q.ServerOptions()
+			if name == "StreamServer" {
+				opts = []grpc.ServerOption{grpc.ChainUnaryInterceptor(q.UnaryServer), grpc.ChainStreamInterceptor(q.StreamServer)}
+			}
+			lis := bufconn.Listen(1 << 20)
+			srv := grpc.NewServer(opts...)
+			healthpb.RegisterHealthServer(srv, answerAtOnce())
+			if err := q.RegisterOOB(srv, 0); err != nil {
+				t.Fatal(err)
+			}
+			go srv.Serve(lis)
+			t.Cleanup(srv.Stop)
+			cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cc.Close() })
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			stream, err := v3orcaservicegrpc.NewOpenRcaServiceClient(cc).StreamCoreMetrics(ctx, &v3orcaservicegrpc.OrcaLoadReportRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := stream.Recv() // the stream is open at the server
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l, ok := loadOf(r); !ok || l.Busy != 0 || l.Workers != 1 {
+				t.Fatalf("report %v: want 0 of 1 worker busy", r)
+			}
+			if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+				t.Fatalf("a call while the report stream is open: %v", err)
+			}
+		})
+	}
+}
