@@ -384,10 +384,21 @@ func detach(ctx context.Context, w *attemptState) (release func()) {
 	}
 	// The winner's context ends as a context does: with context.Canceled or
 	// context.DeadlineExceeded, whatever cause the caller gave.
+	// The release function names the winner's generation: called again once the state
+	// serves another call (see attemptState.release), it does nothing.
+	w.mu.Lock()
+	gen := w.gen
+	w.mu.Unlock()
 	if ctx.Done() == nil {
 		// A context that never ends (context.Background) needs no watching.
-		return func() { w.cancel(context.Canceled) }
+		return func() { w.release(gen) }
 	}
-	stop := context.AfterFunc(ctx, func() { w.cancel(ctx.Err()) })
-	return func() { stop(); w.cancel(context.Canceled) }
+	stop := context.AfterFunc(ctx, func() { w.cancelAt(gen, ctx.Err()) })
+	return func() {
+		if stop() {
+			w.release(gen)
+		} else {
+			w.cancelAt(gen, context.Canceled) // the watch went off, or release ran before
+		}
+	}
 }
