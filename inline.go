@@ -65,6 +65,11 @@ type driver[T any] struct {
 	// over uses it not at all. Made with the driver (inside a testing/synctest bubble, the
 	// bubble's, where waiting on it is durably blocking).
 	settled chan struct{}
+	// owner is ownerCaller, ownerNone or ownerOther. It is the driver's, not the call's
+	// (never zeroed between calls), because the timer's function of a call before, left armed
+	// by recycle, may still try to take a call over: it finds the caller driving (a later
+	// call's caller busy in its first attempt it may take over, as any goroutine with an event).
+	owner atomic.Int32
 }
 
 // inlineCall is a driver's state for one call, zeroed between calls.
@@ -80,7 +85,6 @@ type inlineCall[T any] struct {
 	winner  *attemptState // DoDetached's winner, once settled
 	err     error         // the call's error, once settled
 	won     int32         // the winner's index, once settled
-	owner   atomic.Int32  // ownerCaller, ownerNone or ownerOther
 	spawned atomic.Bool   // a goroutine was started to take the call over
 	// Flags, together so that the driver stays in a small allocation size class.
 	keep       bool // DoDetached: the winner's context outlives the call
@@ -110,6 +114,7 @@ func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (
 	d.log, d.fn, d.keep = opts.log, fn, keep
 	d.atts = d.attsBuf[:0]
 	d.begin(ctx, p, opts, discard, now, &d.kit)
+	d.park = d.pooled
 	d.acts = d.c.Start(now)
 	d.deferFirst = true
 	d.apply()
@@ -135,6 +140,7 @@ func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (
 // be finishing, and holds the driver.)
 func (d *driver[T]) recycle() {
 	if len(d.atts) != 1 || d.fired || d.spawned.Load() || !d.reusable() {
+		d.stopTimer()      // left armed by settle (see race.park)
 		calls.Put(d.kit.c) // the state machine, at least, is free
 		return
 	}
