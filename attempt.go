@@ -113,10 +113,10 @@ type attemptState struct {
 	afterBuf [2]afterFunc
 	afterID  uint32
 
-	// pool, for a DoInlineDetached winner whose driver has let go of it, is where it goes
-	// once released (see release); nil: nowhere. Written before the call returns, by the
-	// driver; read by release.
-	pool *sync.Pool
+	// home, for a DoInlineDetached winner whose driver has let go of it, is the driver's
+	// slot for a spare state, where it goes once released (see release); nil: nowhere.
+	// Written before the call returns, by the driver; read by release.
+	home *atomic.Pointer[attemptState]
 }
 
 // packInfo packs what AttemptInfo says of a's attempt into a word: the index in the low 24
@@ -294,8 +294,8 @@ func (s *attemptState) cancelAt(gen uint32, err error) {
 
 // release is a DoDetached winner's release when nothing else can cancel it any more (the
 // watch on the caller's context, if any, was stopped before it went off): it cancels the
-// winner of generation gen and, when its driver let go of it (pool is set), renews it and
-// hands it to the pool for a later call's first attempt. The attempt has returned (it won),
+// winner of generation gen and, when its driver let go of it (home is set), renews it and
+// hands it back to the driver for a later call's first attempt. The attempt has returned (it won),
 // so once it is cancelled only its context can reach the state, and the context, whose
 // generation is gone, then answers as the cancelled context it was left as.
 func (s *attemptState) release(gen uint32) {
@@ -305,15 +305,15 @@ func (s *attemptState) release(gen uint32) {
 		return // released before
 	}
 	s.cancelLocked(context.Canceled)
-	pool := s.pool
-	if pool == nil {
+	home := s.home
+	if home == nil {
 		s.mu.Unlock()
 		return
 	}
-	s.pool = nil
+	s.home = nil
 	s.mu.Unlock()
 	s.renew()
-	pool.Put(s)
+	home.Store(s) // a spare the driver may already have is dropped
 }
 
 // cancelLocked is cancel with s.mu held.

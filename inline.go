@@ -70,6 +70,9 @@ type driver[T any] struct {
 	// by recycle, may still try to take a call over: it finds the caller driving (a later
 	// call's caller busy in its first attempt it may take over, as any goroutine with an event).
 	owner atomic.Int32
+	// spare is a state released by a DoDetached winner of a call before (see
+	// attemptState.release), for the next call's first attempt; nil: none.
+	spare atomic.Pointer[attemptState]
 }
 
 // inlineCall is a driver's state for one call, zeroed between calls.
@@ -146,9 +149,9 @@ func (d *driver[T]) recycle() {
 	}
 	p := d.p
 	if d.winner != nil {
-		// A DoDetached winner's: it lives on until released, and then goes to the policy's
-		// pool of states for a later call's first attempt (see attemptState.release).
-		d.winner.pool = &p.states
+		// A DoDetached winner's: it lives on until released, and then comes back to the
+		// driver for a later call's first attempt (see attemptState.release).
+		d.winner.home = &d.spare
 		d.firstState = nil
 	} else {
 		d.firstState.renew()
@@ -227,10 +230,7 @@ func (d *driver[T]) apply() {
 			if a.Attempt == 0 {
 				r = &d.first
 				if d.firstState == nil {
-					if d.pooled {
-						d.firstState, _ = d.p.states.Get().(*attemptState)
-					}
-					if d.firstState == nil {
+					if d.firstState = d.spare.Swap(nil); d.firstState == nil {
 						d.firstState = new(attemptState)
 					}
 				}

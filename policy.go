@@ -50,7 +50,6 @@ type Policy struct {
 
 	kits    sync.Pool // Do's drivers' reusable parts (see kit)
 	drivers sync.Pool // DoInline's drivers, with their kits (see driver)
-	states  sync.Pool // released DoInlineDetached winners' attempt states (see attemptState.release)
 }
 
 // New builds a policy from cfg, applying defaults to zero fields. It returns an error
