@@ -112,6 +112,11 @@ type attemptState struct {
 	after    []afterFunc // registered by AfterFunc, run on cancel
 	afterBuf [2]afterFunc
 	afterID  uint32
+
+	// home, for a DoInlineDetached winner whose driver has let go of it, is the driver's
+	// slot for a spare state, where it goes once released (see release); nil: nowhere.
+	// Written before the call returns, by the driver; read by release.
+	home *atomic.Pointer[attemptState]
 }
 
 // packInfo packs what AttemptInfo says of a's attempt into a word: the index in the low 24
@@ -272,11 +277,50 @@ func (s *attemptState) mute() {
 }
 
 func (s *attemptState) cancel(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancelLocked(err)
+}
+
+// cancelAt is cancel for the state's generation gen only: a DoDetached release function
+// called again once the state serves another call does nothing.
+func (s *attemptState) cancelAt(gen uint32, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == gen {
+		s.cancelLocked(err)
+	}
+}
+
+// release is a DoDetached winner's release when nothing else can cancel it any more (the
+// watch on the caller's context, if any, was stopped before it went off): it cancels the
+// winner of generation gen and, when its driver let go of it (home is set), renews it and
+// hands it back to the driver for a later call's first attempt. The attempt has returned (it won),
+// so once it is cancelled only its context can reach the state, and the context, whose
+// generation is gone, then answers as the cancelled context it was left as.
+func (s *attemptState) release(gen uint32) {
+	s.mu.Lock()
+	if s.gen != gen {
+		s.mu.Unlock()
+		return // released before
+	}
+	s.cancelLocked(context.Canceled)
+	home := s.home
+	if home == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.home = nil
+	s.mu.Unlock()
+	s.renew()
+	home.Store(s) // a spare the driver may already have is dropped
+}
+
+// cancelLocked is cancel with s.mu held.
+func (s *attemptState) cancelLocked(err error) {
 	if err == nil {
 		err = context.Canceled
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.err != nil {
 		return
 	}

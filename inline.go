@@ -2,7 +2,6 @@ package hedge
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -61,6 +60,19 @@ type driver[T any] struct {
 	kit        kit           // the driver's own; its drv is the driver
 	firstState *attemptState // the first attempt's, renewed from call to call; nil: none yet
 	ownState   attemptState  // where a new driver's firstState is, in the same allocation
+	// settled receives one value from the goroutine that took a call over, once it has
+	// settled the call, for the caller's goroutine waiting in reclaim. A call nobody took
+	// over uses it not at all. Made with the driver (inside a testing/synctest bubble, the
+	// bubble's, where waiting on it is durably blocking).
+	settled chan struct{}
+	// owner is ownerCaller, ownerNone or ownerOther. It is the driver's, not the call's
+	// (never zeroed between calls), because the timer's function of a call before, left armed
+	// by recycle, may still try to take a call over: it finds the caller driving (a later
+	// call's caller busy in its first attempt it may take over, as any goroutine with an event).
+	owner atomic.Int32
+	// spare is a state released by a DoDetached winner of a call before (see
+	// attemptState.release), for the next call's first attempt; nil: none.
+	spare atomic.Pointer[attemptState]
 }
 
 // inlineCall is a driver's state for one call, zeroed between calls.
@@ -70,15 +82,13 @@ type inlineCall[T any] struct {
 	fn      func(context.Context) (T, error)
 	atts    []*attemptRun[T] // in start order
 	attsBuf [inlineAttempts]*attemptRun[T]
-	first   attemptRun[T]  // attempt 0, in the driver's allocation; its context in its own
-	acts    []Action       // to carry out
-	stopCtx func() bool    // stops the watch on ctx set while the first attempt runs
-	settled sync.WaitGroup // done once the call is settled, while the first attempt runs
-	winner  *attemptState  // DoDetached's winner, once settled
-	err     error          // the call's error, once settled
-	won     int32          // the winner's index, once settled
-	owner   atomic.Int32   // ownerCaller, ownerNone or ownerOther
-	spawned atomic.Bool    // a goroutine was started to take the call over
+	first   attemptRun[T] // attempt 0, in the driver's allocation; its context in its own
+	acts    []Action      // to carry out
+	stopCtx func() bool   // stops the watch on ctx set while the first attempt runs
+	winner  *attemptState // DoDetached's winner, once settled
+	err     error         // the call's error, once settled
+	won     int32         // the winner's index, once settled
+	spawned atomic.Bool   // a goroutine was started to take the call over
 	// Flags, together so that the driver stays in a small allocation size class.
 	keep       bool // DoDetached: the winner's context outlives the call
 	deferFirst bool // within Start: attempt 0 is left for the caller's goroutine
@@ -102,10 +112,12 @@ func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (
 		d.kit.c, d.kit.answers = calls.Get().(*Call), make(chan int32, 4*p.cfg.attempts+1)
 		d.kit.onTimer, d.kit.drv = d.kit.fire, d
 		d.firstState = &d.ownState
+		d.settled = make(chan struct{}, 1)
 	}
 	d.log, d.fn, d.keep = opts.log, fn, keep
 	d.atts = d.attsBuf[:0]
 	d.begin(ctx, p, opts, discard, now, &d.kit)
+	d.park = d.pooled
 	d.acts = d.c.Start(now)
 	d.deferFirst = true
 	d.apply()
@@ -131,12 +143,16 @@ func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (
 // be finishing, and holds the driver.)
 func (d *driver[T]) recycle() {
 	if len(d.atts) != 1 || d.fired || d.spawned.Load() || !d.reusable() {
+		d.stopTimer()      // left armed by settle (see race.park)
 		calls.Put(d.kit.c) // the state machine, at least, is free
 		return
 	}
 	p := d.p
 	if d.winner != nil {
-		d.firstState = nil // a DoDetached winner's: it lives on until released (unused here)
+		// A DoDetached winner's: it lives on until released, and then comes back to the
+		// driver for a later call's first attempt (see attemptState.release).
+		d.winner.home = &d.spare
+		d.firstState = nil
 	} else {
 		d.firstState.renew()
 	}
@@ -153,7 +169,6 @@ func (d *driver[T]) runFirst() {
 		// told that it ended takes the call over and cancels the attempts.
 		d.stopCtx = context.AfterFunc(d.ctx, d.takeOver)
 	}
-	d.settled.Add(1)
 	d.owner.Store(ownerNone)
 	if len(d.answers) > 0 || d.ctx.Err() != nil {
 		// Something happened while the caller's goroutine still drove the call (the timer
@@ -173,7 +188,6 @@ func (d *driver[T]) runFirst() {
 func (d *driver[T]) reclaim() {
 	delivered := d.first.state.Load() == attemptDelivered
 	if d.owner.CompareAndSwap(ownerNone, ownerCaller) {
-		d.settled.Done()
 		now := since(d.start)
 		if delivered {
 			d.acts = d.event(d.atts, 0, now)
@@ -185,7 +199,7 @@ func (d *driver[T]) reclaim() {
 	if delivered {
 		d.answers <- 0 // never blocks: one slot per attempt
 	}
-	d.settled.Wait() // by the goroutine that took the call over
+	<-d.settled // settled by the goroutine that took the call over
 }
 
 // takeOver drives an inline call to its end from the calling goroutine (the timer's, the
@@ -195,7 +209,7 @@ func (d *driver[T]) takeOver() {
 	if d.owner.CompareAndSwap(ownerNone, ownerOther) {
 		d.loop(since(d.start))
 		d.settle()
-		d.settled.Done()
+		d.settled <- struct{}{} // never blocks: one per call, received before the next
 	}
 }
 
@@ -216,7 +230,9 @@ func (d *driver[T]) apply() {
 			if a.Attempt == 0 {
 				r = &d.first
 				if d.firstState == nil {
-					d.firstState = new(attemptState)
+					if d.firstState = d.spare.Swap(nil); d.firstState == nil {
+						d.firstState = new(attemptState)
+					}
 				}
 				r.attemptState, r.ctx = d.firstState, new(attemptCtx)
 			}

@@ -137,6 +137,13 @@ type race[T any] struct {
 	pooled   bool      // the call is outside any testing/synctest bubble: its kit may be reused
 	strayed  bool      // a Stop came too late: the timer's function may yet run
 	fired    bool      // the timer went off: for an inline call, its function may still be running
+	// park: settle leaves the timer armed, for the driver to stop or to hand on armed with
+	// its kit (DoInline's, outside any testing/synctest bubble). A timer re-armed while
+	// pending costs the runtime less than one stopped and armed again, and most calls end
+	// well before it is due. When a parked timer does go off, its wake-up reaches the kit's
+	// next call, or none, as an early one: the next call re-arms for its own moment (see
+	// event) and the state machine hears of no timer before it is due.
+	park bool
 }
 
 // begin readies the race of a call of p under ctx that starts at now, on kit k (nil: one
@@ -166,7 +173,7 @@ func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discar
 // or muted every attempt, which stops their start signals; see startedService). It drains
 // what is left on the channel (a wake-up, start signals).
 func (s *race[T]) reusable() bool {
-	if !s.pooled || s.strayed || s.armed {
+	if !s.pooled || s.strayed || s.armed && !s.park {
 		return false // the timer's function may still read the kit
 	}
 	for len(s.answers) > 0 {
@@ -320,7 +327,9 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 // way, cancels the losers (the winner too, unless keep), and returns the state machine to its
 // pool. It returns the winner's index, the winner's context when keep, and the call's error.
 func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, winner *attemptState, err error) {
-	s.stopTimer()
+	if !s.park {
+		s.stopTimer()
+	}
 	for s.pending > 0 {
 		k := <-s.answers
 		if k < 0 {
@@ -384,10 +393,21 @@ func detach(ctx context.Context, w *attemptState) (release func()) {
 	}
 	// The winner's context ends as a context does: with context.Canceled or
 	// context.DeadlineExceeded, whatever cause the caller gave.
+	// The release function names the winner's generation: called again once the state
+	// serves another call (see attemptState.release), it does nothing.
+	w.mu.Lock()
+	gen := w.gen
+	w.mu.Unlock()
 	if ctx.Done() == nil {
 		// A context that never ends (context.Background) needs no watching.
-		return func() { w.cancel(context.Canceled) }
+		return func() { w.release(gen) }
 	}
-	stop := context.AfterFunc(ctx, func() { w.cancel(ctx.Err()) })
-	return func() { stop(); w.cancel(context.Canceled) }
+	stop := context.AfterFunc(ctx, func() { w.cancelAt(gen, ctx.Err()) })
+	return func() {
+		if stop() {
+			w.release(gen)
+		} else {
+			w.cancelAt(gen, context.Canceled) // the watch went off, or release ran before
+		}
+	}
 }
