@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/winrate"
 )
 
 // warmAt feeds p n sequential calls of latency d ending by at, so its estimator holds n
@@ -229,5 +230,66 @@ func TestUseDeadlineIsAdaptivesOnly(t *testing.T) {
 	var tr hedge.Trigger
 	if err := tr.UnmarshalText([]byte("quantile 0.95 use_deadline=maybe")); !errors.Is(err, hedge.ErrInvalidConfig) {
 		t.Errorf("use_deadline=maybe: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestTooLateIsNeverHedged: without UseDeadline, a hedge whose call's deadline leaves a copy
+// less than the median attempt latency is refused (ReasonNoTimeLeft) while the win-rate loop
+// has not found hedges winning: more likely than not, the copy would answer after the caller
+// stopped waiting, and it would only add load where calls already run into their deadlines.
+// Attempts take 10ms but for one in ten, which take 40ms (the p95, and the threshold). A call
+// with 45ms has 5ms left when its hedge falls due, half the median: no hedge. With 60ms (20ms
+// left), with no deadline, or without the loop (WinRate.Floor Off), the hedge is sent.
+func TestTooLateIsNeverHedged(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Time
+		floor    float64 // Adaptive.WinRate.Floor
+		want     string
+	}{
+		{"5ms left", ms(45), 0, ""},
+		{"20ms left", ms(60), 0, "start 1 hedge"},
+		{"no deadline", time.Time{}, 0, "start 1 hedge"},
+		{"5ms left, no win-rate loop", ms(45), hedge.Off, "start 1 hedge"},
+	} {
+		var ev hedgeEvents
+		a := hedge.Adaptive{MinimumInService: hedge.Off, WinRate: winrate.Config{Floor: tc.floor}}
+		p := hedge.MustNew(hedge.Config{
+			Trigger:  hedge.AtQuantile(0.95, a),
+			Observer: ev.observe,
+		})
+		now := t0.Add(-time.Second)
+		for i := range 20 {
+			d := 10 * time.Millisecond
+			if i%10 == 9 {
+				d = 40 * time.Millisecond
+			}
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(now)
+			now = now.Add(d)
+			c.AttemptDone(now, 0, hedge.Outcome{})
+		}
+		if m := p.MeasuredAt(t0); !m.Warm || m.Threshold < 38*time.Millisecond || m.Threshold > 43*time.Millisecond {
+			t.Fatalf("warm-up: %+v, want a threshold of about 40ms", m)
+		}
+		th := p.MeasuredAt(t0).Threshold
+		ev.reasons = nil // the warm-up's cold suppressions
+		c := p.NewCall(hedge.CallOptions{Deadline: tc.deadline})
+		if got, want := actions(c.Start(ms(0))), "start 0, timer "+th.String(); got != want {
+			t.Fatalf("%s: start: actions %q, want %q", tc.name, got, want)
+		}
+		if got := actions(c.TimerFired(ms(0).Add(th))); got != tc.want {
+			t.Errorf("%s: at the threshold: actions %q, want %q", tc.name, got, tc.want)
+		}
+		refused := len(ev.reasons) == 1 && ev.reasons[0] == hedge.ReasonNoTimeLeft
+		if tc.want == "" && (!refused || len(ev.started) != 0) {
+			t.Errorf("%s: suppressions %v, hedges %d; want one no_time_left and none", tc.name, ev.reasons, len(ev.started))
+		}
+		if tc.want != "" && (len(ev.reasons) != 0 || len(ev.started) != 1) {
+			t.Errorf("%s: suppressions %v, hedges %d; want none and one", tc.name, ev.reasons, len(ev.started))
+		}
+		if got := p.MeasuredAt(ms(0).Add(th)).Suppressed[hedge.ReasonNoTimeLeft]; got != map[bool]int64{true: 1}[tc.want == ""] {
+			t.Errorf("%s: Measured no_time_left %d", tc.name, got)
+		}
 	}
 }

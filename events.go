@@ -94,8 +94,9 @@ const (
 	ReasonNoEvidence
 	// ReasonNoTimeLeft: the call's deadline was too close for a copy to answer in time
 	// (Adaptive.UseDeadline): when its hedge fell due, less time was left than nearly every
-	// attempt takes (the live 0.01-quantile of attempt latencies). The call waits for its
-	// first attempt, as without hedging.
+	// attempt takes (the live 0.01-quantile of attempt latencies); without UseDeadline, less
+	// than the median attempt latency while the win-rate loop had not found hedges winning.
+	// The call waits for its first attempt, as without hedging.
 	ReasonNoTimeLeft
 	numReasons
 )

@@ -86,7 +86,9 @@ type Adaptive struct {
 	// load. The in-service evidence (MinimumInService, start signals) and every gate still decide
 	// whether a due hedge starts, and the budget pays for it, as for any hedge. A call without a
 	// deadline, and every call while the estimator is cold, is hedged as without it.
-	// false (the default) = deadlines are not read.
+	// false (the default) = hedges are not brought forward, and only a hedge that falls due when
+	// the deadline leaves less than the median attempt latency is refused (ReasonNoTimeLeft), unless
+	// the win-rate loop last found hedges winning: more likely than not, it would answer too late.
 	UseDeadline bool
 
 	// TieDelay (Tied) is how long a copy may wait for its start signal before a tied copy is

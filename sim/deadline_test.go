@@ -9,8 +9,9 @@ import (
 // state machine is told it, as Do is by its context. With 30 ms to go on the reference model
 // (the p95 of latency is about 16 ms, and a hedge must wait for evidence that its call is in
 // service), the deadline-aware setup refuses the hedges that could no longer answer in time
-// (no_time_left), which the recommended default never does, brings the others forward, and
-// misses fewer deadlines than it; both miss fewer than no hedge. Common random numbers: the
+// (no_time_left), brings the others forward, and misses fewer deadlines than the recommended
+// default, which refuses only those left less than the median while hedges are not found
+// winning; both miss fewer than no hedge. Common random numbers: the
 // same seed gives every setup the same arrivals and service times.
 func TestDeadlineReachesTheStateMachine(t *testing.T) {
 	p := Params{Calls: scaled(100_000), Timeout: 30 * time.Millisecond}
@@ -18,8 +19,8 @@ func TestDeadlineReachesTheStateMachine(t *testing.T) {
 	rec := mustRun(t, p, SetupRecommended, 30, Ignored, 1)
 	da := mustRun(t, p, SetupDeadlineAware, 30, Ignored, 1)
 	t.Logf("failed: no hedge %.3f %%, recommended %.3f %%, deadline-aware %.3f %% (suppressed %v)", nh.FailedPct, rec.FailedPct, da.FailedPct, da.Suppressed)
-	if da.Suppressed["no_time_left"] == 0 || rec.Suppressed["no_time_left"] != 0 {
-		t.Errorf("no_time_left: deadline-aware %d, recommended %d; want some, and none", da.Suppressed["no_time_left"], rec.Suppressed["no_time_left"])
+	if da.Suppressed["no_time_left"] == 0 {
+		t.Errorf("no_time_left: deadline-aware %d; want some", da.Suppressed["no_time_left"])
 	}
 	if !(da.FailedPct < rec.FailedPct && rec.FailedPct < nh.FailedPct) {
 		t.Errorf("failed calls: deadline-aware %.3f %%, recommended %.3f %%, no hedge %.3f %%; want them in that order", da.FailedPct, rec.FailedPct, nh.FailedPct)

@@ -13,8 +13,9 @@ import (
 // most with cancellation ignored (a backlog at 85–95 % load, services with no stragglers or two
 // kinds of request, a brownout, several clients), where it used to fail a few more calls than
 // no hedge (a replica swallowing requests, with cancellation reaching the server, before
-// latency-induced probation ejected it as soon as no hedge's timeouts do) and where it must pay
-// off (reference at 30 %), and fails if one of them stops holding. The full scorecard is `hedgesim -scorecard`. It needs
+// latency-induced probation ejected it as soon as no hedge's timeouts do), where it failed more
+// calls than no hedge because its hedges came too late for the callers' deadline (deadline
+// at 95 %), and where it must pay off (reference at 30 %), and fails if one of them stops holding. The full scorecard is `hedgesim -scorecard`. It needs
 // full-size runs (100,000 calls), so it runs without the race detector only.
 func TestRecommendedHoldsOnTheHardestPoints(t *testing.T) {
 	if testing.Short() {
@@ -35,6 +36,7 @@ func TestRecommendedHoldsOnTheHardestPoints(t *testing.T) {
 		{FamilySeveralClients, 85, ""},
 		{FamilyReplicaBlackhole, 30, Reaches},
 		{FamilyReplicaBlackhole, 70, Reaches},
+		{FamilyDeadline, 95, ""},
 	}
 	for _, pt := range points {
 		mode := pt.mode

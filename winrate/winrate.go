@@ -31,6 +31,10 @@
 // lets the loop still learn when a low allowance leaves few hedges per
 // period, instead of sticking at its minimum.
 //
+// [Loop.Winning] says whether the last decision, within the Window, found
+// hedges winning at least Floor of the time: a policy can hold back a hedge
+// it has reason to doubt until the loop has seen hedges win.
+//
 // Admission is deterministic: each would-be hedge adds the allowance to a
 // credit, and it starts when the credit reaches 1 (which then spends 1).
 // Allowance 0.5 admits every second one, 0.25 every fourth.
@@ -134,6 +138,8 @@ type Loop struct {
 	next      int // ring position for the next closed period
 	allowance float64
 	credit    float64
+	won       bool  // the last decision found hedges winning
+	wonAt     int64 // the period that decision closed
 }
 
 // New returns a Loop configured by cfg, or the error of cfg.Validate. It
@@ -182,8 +188,10 @@ func (l *Loop) close() {
 	switch {
 	case short(sum, l.cfg.Floor):
 		l.allowance = max(l.allowance/2, l.cfg.MinimumAllowance)
+		l.won = false
 	case float64(sum.won) >= l.cfg.Floor*float64(sum.started):
 		l.allowance = min(l.allowance+0.25, 1)
+		l.won, l.wonAt = true, l.cur
 	default:
 		return // short of Floor, but by no more than chance: no opinion yet, counts kept
 	}
@@ -243,6 +251,15 @@ func (l *Loop) Allowance(now time.Time) float64 {
 	defer l.mu.Unlock()
 	l.advance(now)
 	return l.allowance
+}
+
+// Winning reports whether the loop's last decision, made within the trailing Window, found
+// hedges winning at least Floor of the time.
+func (l *Loop) Winning(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.advance(now)
+	return l.won && l.cur-l.wonAt <= periods
 }
 
 // ErrInvalidConfig is wrapped by every error from [Config.Validate] and [New].

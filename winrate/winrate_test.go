@@ -320,3 +320,36 @@ func FuzzLoop(f *testing.F) {
 		}
 	})
 }
+
+// TestWinning: a loop has found hedges winning only once a decision said so, and only while
+// that decision is within the Window: no opinion (too few hedges) is not a finding, a
+// decision that halves the allowance undoes it, and one a Window old has expired.
+func TestWinning(t *testing.T) {
+	l := mustNew(t, Config{})
+	if l.Winning(at(0)) {
+		t.Fatal("a new loop has found hedges winning")
+	}
+	feed(l, 0, 5, 5) // too few for a decision
+	if l.Winning(at(period + time.Second)) {
+		t.Fatal("winning on 5 hedges, fewer than MinimumSamples")
+	}
+	feed(l, 1, 10, 5) // half won: the allowance stays at 1, and they win
+	if !l.Winning(at(2*period + time.Second)) {
+		t.Fatal("not winning after a decision that found half the hedges winning")
+	}
+	if !l.Winning(at(5*period + time.Second)) {
+		t.Fatal("not winning within the Window of that decision")
+	}
+	if l.Winning(at(7*period + time.Second)) {
+		t.Fatal("still winning more than a Window after the decision")
+	}
+	l = mustNew(t, Config{})
+	feed(l, 0, 10, 5)
+	feed(l, 1, 20, 0) // none won: the allowance halves
+	if got := l.Allowance(at(2*period + time.Second)); got != 0.5 {
+		t.Fatalf("allowance %v, want 0.5", got)
+	}
+	if l.Winning(at(2*period + time.Second)) {
+		t.Fatal("winning after a decision that found none winning")
+	}
+}
