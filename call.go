@@ -63,8 +63,9 @@ type CallOptions struct {
 	// [WithTrigger] for what it may be).
 	Trigger *Trigger
 	// Deadline is when the caller stops waiting for the call; zero = no deadline. A policy
-	// whose trigger has Adaptive.UseDeadline hedges by it; others ignore it. Do and DoInline
-	// set it from ctx.Deadline(); the simulator passes its virtual one.
+	// whose trigger has Adaptive.UseDeadline hedges by it; any adaptive policy refuses a hedge
+	// by it when too little time is left while hedges are not winning (ReasonNoTimeLeft). Do
+	// and DoInline set it from ctx.Deadline(); the simulator passes its virtual one.
 	Deadline time.Time
 	// Rand returns a float in [0, 1) for retry jitter. nil = math/rand/v2. The simulator passes
 	// a seeded source so runs repeat.

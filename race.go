@@ -161,9 +161,7 @@ func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discar
 	}
 	s.k, s.c, s.answers = k, k.c, k.answers
 	co := CallOptions{Repeatable: opts.repeatable, Criticality: opts.criticality, Trigger: opts.trigger}
-	if p.cfg.useDeadline {
-		co.Deadline, _ = ctx.Deadline()
-	}
+	co.Deadline, _ = ctx.Deadline() // every adaptive policy reads it (see Call.tooLate)
 	s.c.Reset(p, co)
 }
 
