@@ -115,39 +115,8 @@ func TestWeightedRoundRobinReadsQueueReports(t *testing.T) {
 		t.Cleanup(srv.Stop)
 		b.addr = lis.Addr().String()
 	}
-	r := manual.NewBuilderWithScheme("wrrtest")
-	r.InitialState(resolver.State{Endpoints: []resolver.Endpoint{
-		{Addresses: []resolver.Address{{Addr: bs[0].addr}}},
-		{Addresses: []resolver.Address{{Addr: bs[1].addr}}},
-	}})
 	const sc = `{"loadBalancingConfig":[{"weighted_round_robin":{"blackoutPeriod":"0s","weightUpdatePeriod":"0.1s"}}]}`
-	cc, err := grpc.NewClient(r.Scheme()+":///backends", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	client := healthpb.NewHealthClient(cc)
-
-	const window = 200
-	deadline := time.Now().Add(20 * time.Second)
-	var share float64
-	for round := 0; round < 200 && time.Now().Before(deadline); round++ {
-		a0, b0 := bs[0].calls.Load(), bs[1].calls.Load()
-		for range window {
-			if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		a, b := bs[0].calls.Load()-a0, bs[1].calls.Load()-b0
-		if a+b != window {
-			t.Fatalf("%d calls reached the backends, want %d", a+b, window)
-		}
-		if share = float64(b) / window; share >= 0.8 {
-			return
-		}
-	}
-	t.Fatalf("the eight-worker backend got %.0f%% of the last %d calls, want at least 80%% once weights follow the reports", 100*share, window)
+	wrrShiftsToSecond(t, "wrrtest", sc, bs, "eight-worker")
 }
 
 // TestInterceptorReadsORCA checks that the hedging balancer hands each call's ORCA report to
@@ -270,4 +239,43 @@ func TestReportEncoding(t *testing.T) {
 	if mb := c.trailer(b); mb.Get(orcaTrailer)[0] == ma.Get(orcaTrailer)[0] {
 		t.Fatal("two different loads share a report")
 	}
+}
+
+// wrrShiftsToSecond dials two backends through a plain grpc-go client with service config sc
+// (a weighted_round_robin balancer) and fails the test unless, within 20 s, the second backend
+// (named by who) gets at least 80 % of a 200-call window: the weights followed its reports.
+func wrrShiftsToSecond(t *testing.T, scheme, sc string, bs []*backend, who string) {
+	t.Helper()
+	r := manual.NewBuilderWithScheme(scheme)
+	r.InitialState(resolver.State{Endpoints: []resolver.Endpoint{
+		{Addresses: []resolver.Address{{Addr: bs[0].addr}}},
+		{Addresses: []resolver.Address{{Addr: bs[1].addr}}},
+	}})
+	cc, err := grpc.NewClient(r.Scheme()+":///backends", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	client := healthpb.NewHealthClient(cc)
+
+	const window = 200
+	deadline := time.Now().Add(20 * time.Second)
+	var share float64
+	for round := 0; round < 200 && time.Now().Before(deadline); round++ {
+		a0, b0 := bs[0].calls.Load(), bs[1].calls.Load()
+		for range window {
+			if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := bs[0].calls.Load()-a0, bs[1].calls.Load()-b0
+		if a+b != window {
+			t.Fatalf("%d calls reached the backends, want %d", a+b, window)
+		}
+		if share = float64(b) / window; share >= 0.8 {
+			return
+		}
+	}
+	t.Fatalf("the %s backend got %.0f%% of the last %d calls, want at least 80%% once weights follow the reports", who, 100*share, window)
 }

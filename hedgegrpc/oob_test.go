@@ -18,8 +18,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/resolver"
-	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/test/bufconn"
 )
 
@@ -264,39 +262,8 @@ func TestWeightedRoundRobinReadsOOBReports(t *testing.T) {
 			t.Fatalf("backend %d: the waiting call never started", i)
 		}
 	}
-	r := manual.NewBuilderWithScheme("wrroobtest")
-	r.InitialState(resolver.State{Endpoints: []resolver.Endpoint{
-		{Addresses: []resolver.Address{{Addr: bs[0].addr}}},
-		{Addresses: []resolver.Address{{Addr: bs[1].addr}}},
-	}})
 	const sc = `{"loadBalancingConfig":[{"weighted_round_robin":{"enableOobLoadReport":true,"oobReportingPeriod":"0.02s","blackoutPeriod":"0s","weightUpdatePeriod":"0.1s"}}]}`
-	cc, err := grpc.NewClient(r.Scheme()+":///backends", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	client := healthpb.NewHealthClient(cc)
-
-	const window = 200
-	deadline := time.Now().Add(20 * time.Second)
-	var share float64
-	for round := 0; round < 200 && time.Now().Before(deadline); round++ {
-		a0, b0 := bs[0].calls.Load(), bs[1].calls.Load()
-		for range window {
-			if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		a, b := bs[0].calls.Load()-a0, bs[1].calls.Load()-b0
-		if a+b != window {
-			t.Fatalf("%d calls reached the backends, want %d", a+b, window)
-		}
-		if share = float64(b) / window; share >= 0.8 {
-			return
-		}
-	}
-	t.Fatalf("the sixteen-worker backend got %.0f%% of the last %d calls, want at least 80%% once weights follow the reports", 100*share, window)
+	wrrShiftsToSecond(t, "wrroobtest", sc, bs, "sixteen-worker")
 }
 
 // TestOOBConfig checks the settings: the balancer's oobReportInterval as the interceptor
