@@ -404,9 +404,17 @@ type hedgeTransport struct {
 }
 
 func (t *hedgeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, release, err := hedge.DoDetached(req.Context(), t.p,
+	return detachedRoundTrip(hedge.DoDetached[*http.Response], t.p, t.next, req)
+}
+
+// detachedRoundTrip sends req through next under p with driver (hedge.DoDetached or
+// hedge.DoInlineDetached), closing every losing body and releasing the winner's attempt when
+// its body is closed.
+func detachedRoundTrip(driver func(context.Context, *hedge.Policy, func(context.Context) (*http.Response, error), func(*http.Response, error)) (*http.Response, func(), error),
+	p *hedge.Policy, next http.RoundTripper, req *http.Request) (*http.Response, error) {
+	resp, release, err := driver(req.Context(), p,
 		func(ctx context.Context) (*http.Response, error) {
-			return t.next.RoundTrip(req.WithContext(ctx))
+			return next.RoundTrip(req.WithContext(ctx))
 		},
 		func(r *http.Response, _ error) {
 			if r != nil {
@@ -428,21 +436,7 @@ func (t *hedgeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 type inlineTransport hedgeTransport
 
 func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, release, err := hedge.DoInlineDetached(req.Context(), t.p,
-		func(ctx context.Context) (*http.Response, error) {
-			return t.next.RoundTrip(req.WithContext(ctx))
-		},
-		func(r *http.Response, _ error) {
-			if r != nil {
-				r.Body.Close()
-			}
-		})
-	if err != nil {
-		release()
-		return nil, err
-	}
-	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
-	return resp, nil
+	return detachedRoundTrip(hedge.DoInlineDetached[*http.Response], t.p, t.next, req)
 }
 
 // cancelTransport sends each request on a context of its own, cancelled once its
@@ -510,20 +504,7 @@ func BenchmarkHTTP(b *testing.B) {
 
 	run := func(b *testing.B, rt http.RoundTripper) {
 		client := &http.Client{Transport: rt}
-		get := func() error {
-			resp, err := client.Get(srv.URL)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(io.Discard, resp.Body)
-			if cerr := resp.Body.Close(); err == nil {
-				err = cerr
-			}
-			if resp.StatusCode != http.StatusOK {
-				return errors.New(resp.Status)
-			}
-			return err
-		}
+		get := func() error { return getOK(client, srv.URL) }
 		if err := get(); err != nil { // open the connection outside the timing
 			b.Fatal(err)
 		}
@@ -637,4 +618,21 @@ func BenchmarkRecord(b *testing.B) {
 			}
 		})
 	})
+}
+
+// getOK sends a GET to url through c and reads its body to the end: an error unless the
+// answer is 200 and its body reads and closes cleanly.
+func getOK(c *http.Client, url string) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	return err
 }

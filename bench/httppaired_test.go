@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -65,20 +64,7 @@ func BenchmarkPairedHTTP(b *testing.B) {
 			s.closeIdl()
 		}
 	}()
-	get := func(c *http.Client) error {
-		resp, err := c.Get(srv.URL)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		if cerr := resp.Body.Close(); err == nil {
-			err = cerr
-		}
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return err
-	}
+	get := func(c *http.Client) error { return getOK(c, srv.URL) }
 	const block = 50
 	run := func(s *side, timed bool) {
 		t0, c0 := time.Now(), cpuTime()
