@@ -35,18 +35,7 @@ func BenchmarkORCAReport(b *testing.B) {
 			if mode == "on" {
 				opts = q.ServerOptions()
 			}
-			lis := bufconn.Listen(1 << 20)
-			srv := grpc.NewServer(opts...)
-			healthpb.RegisterHealthServer(srv, answerAtOnce())
-			go srv.Serve(lis)
-			b.Cleanup(srv.Stop)
-			cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { cc.Close() })
-			client := healthpb.NewHealthClient(cc)
+			client := dialAnswerAtOnce(b, opts...)
 			ctx := context.Background()
 			if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 				b.Fatal(err)
@@ -77,20 +66,7 @@ func BenchmarkORCAReport(b *testing.B) {
 // every call, under the ORCA key): what the report's size costs in grpc-go, without the
 // queue's work of reading its load and finding the trailer.
 func BenchmarkORCAReportPaired(b *testing.B) {
-	dial := func(b *testing.B, opts ...grpc.ServerOption) healthpb.HealthClient {
-		lis := bufconn.Listen(1 << 20)
-		srv := grpc.NewServer(opts...)
-		healthpb.RegisterHealthServer(srv, answerAtOnce())
-		go srv.Serve(lis)
-		b.Cleanup(srv.Stop)
-		cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cc.Close() })
-		return healthpb.NewHealthClient(cc)
-	}
+	dial := dialAnswerAtOnce
 	newQueue := func(b *testing.B) *Queue {
 		q, err := NewQueue(QueueConfig{Workers: 64})
 		if err != nil {
@@ -167,4 +143,22 @@ func benchPaired(b *testing.B, off, on healthpb.HealthClient) {
 	b.ReportMetric(float64(mon), "p50-ns")
 	b.ReportMetric(100*(float64(mon)/float64(moff)-1), "overhead-%")
 	b.ReportMetric(100*(float64(son)/float64(soff)-1), "mean-overhead-%")
+}
+
+// dialAnswerAtOnce serves a health service that answers at once over bufconn, with the server
+// options opts, and returns a plain client of it (no hedging balancer): the server side is
+// what the report benchmarks compare.
+func dialAnswerAtOnce(b *testing.B, opts ...grpc.ServerOption) healthpb.HealthClient {
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(opts...)
+	healthpb.RegisterHealthServer(srv, answerAtOnce())
+	go srv.Serve(lis)
+	b.Cleanup(srv.Stop)
+	cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cc.Close() })
+	return healthpb.NewHealthClient(cc)
 }
