@@ -64,8 +64,9 @@ func skipNotQuiet(t *testing.T, why string) {
 }
 
 // paces are the attempts TestAgreement makes: the short comparison as CI runs it, then, if
-// the machine could not offer the load evenly, once more one point at a time, which leaves
-// the generator most of the machine.
+// the machine could not offer the load evenly or a point disagreed, once more one point at a
+// time, which leaves the generator most of the machine. The wrong-model checks run on the
+// points judged.
 var paces = []int{4, 1}
 
 // The real servers agree with the simulator, and a simulator run with a wrong parameter does
@@ -123,6 +124,13 @@ func agreement(t *testing.T, cfg runConfig) {
 			continue
 		}
 		rep = r
+		if off := disagreeing(r); len(off) > 0 && parallel != paces[len(paces)-1] {
+			// Four points at once share two cores with their servers: a p50 at the edge of its
+			// ±5 % may be the neighbours'. The last pace, one point at a time, judges; if the
+			// machine cannot give it a clean run, this one is judged.
+			t.Logf("at -parallel %d, %s; once more, one point at a time", parallel, strings.Join(off, "; "))
+			continue
+		}
 		break
 	}
 	if rep.Points == nil {
@@ -185,6 +193,17 @@ func agreement(t *testing.T, cfg runConfig) {
 			}
 		}
 	}
+}
+
+// disagreeing lists the points of r whose real and simulated figures disagree, and why.
+func disagreeing(r Report) []string {
+	var off []string
+	for _, p := range r.Points {
+		if !p.Agreement.OK {
+			off = append(off, fmt.Sprintf("%s, %v%% load, %s disagrees: %s", p.Setup, p.LoadPct, p.Cancellation, p.Agreement.Why))
+		}
+	}
+	return off
 }
 
 // busyPoints lists the points of rep that disagree in a way the generator's own lateness
