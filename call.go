@@ -612,7 +612,10 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	// that is only slow, or behind a queue, still answers, and without a start signal a call
 	// overtaken by calls on other replicas may still be queued on it: a hedge away from it
 	// would add load to every replica the backlog has reached.
-	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
+	// With reports, a first attempt is lost only while its own server has stopped reporting
+	// too: one that still reports is answering, however slowly, and its queue is in the
+	// reports the gate reads.
+	if long, decided := p.serverGate(now); decided && long && !c.lostUnreported(now) || !decided && p.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -656,8 +659,9 @@ func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
 	}
 	reason := c.gate(now, tie)
 	if reason == ReasonBacklog && !tie {
-		if _, decided := p.serverGate(now); decided {
-			// The servers' reports decided: they know their queues better than silence does.
+		if _, decided := p.serverGate(now); decided && c.firstReported(now) {
+			// The servers' reports decided, the first attempt's server among them: it is
+			// answering, and its queue is in the reports.
 		} else if start, ok := c.firstSilent(now); ok && c.warm {
 			if at := start.Add(lostThresholds * c.threshold); at.After(now) {
 				// Its replica may have stopped answering: look again when it would count as lost.

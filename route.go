@@ -106,3 +106,21 @@ func (c *Call) firstSilent(now time.Time) (start time.Time, ok bool) {
 	}
 	return time.Time{}, false
 }
+
+// firstReported reports whether the attempt a hedge would copy went to a replica whose load
+// report still counts at now (see [Policy.ReportLoad]): a replica that still reports is
+// answering, however slowly, and its queue is in the reports the backlog gate reads.
+func (c *Call) firstReported(now time.Time) bool {
+	for k := range c.attempts {
+		if a := &c.attempts[k]; a.result == Running && !a.hedge {
+			return a.route != nil && a.route.set.Load() != nil && c.p.loads.reported(now, int(a.route.i.Load()))
+		}
+	}
+	return false
+}
+
+// lostUnreported reports whether the call's first attempt is lost (see Call.lost) and its
+// replica has stopped reporting its load as well.
+func (c *Call) lostUnreported(now time.Time) bool {
+	return c.lost(now) && !c.firstReported(now)
+}

@@ -79,6 +79,14 @@ func (p *Policy) ReportLoad(now time.Time, replica int, l Load) {
 	}
 }
 
+// reported reports whether replica's latest report still counts at now.
+func (b *loadBoard) reported(now time.Time, replica int) bool {
+	if replica < 0 {
+		replica = 0
+	}
+	return fresh(b.slots[replica%maxLoadReplicas].at.Load(), now)
+}
+
 // fresh reports whether a report received at unix nanoseconds at still counts at now.
 func fresh(at int64, now time.Time) bool {
 	return at != 0 && now.UnixNano()-at < int64(LoadMaxAge)

@@ -108,3 +108,52 @@ func TestServerQueue(t *testing.T) {
 		t.Fatalf("hedge.LoadMaxAge %v != replica.LoadMaxAge %v", hedge.LoadMaxAge, replica.LoadMaxAge)
 	}
 }
+
+// TestServerLoadGatePassesALostAttempt: while fresh reports say every queue is long, a call
+// whose first attempt went to a replica that has answered nothing since it was sent (while
+// another replica answered) and whose own report has gone stale is looked at again when it
+// counts as lost (4 thresholds after it was sent) and hedged then: a replica that swallows
+// requests sends no reports either. The same call on a replica whose report is still fresh
+// is answering, however slowly, and its queue is among the reports: it is suppressed with
+// reason backlog.
+func TestServerLoadGatePassesALostAttempt(t *testing.T) {
+	for _, reporting := range []bool{false, true} {
+		var got []hedge.Reason
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: noBudget,
+			Observer: func(e hedge.Event) {
+				if e.Kind == hedge.HedgeSuppressed {
+					got = append(got, e.Reason)
+				}
+			}})
+		set, err := replica.New(2, replica.Config{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var route hedge.Route
+		c := p.NewCall(hedge.CallOptions{Repeatable: hedge.Repeatable})
+		c.Start(ms(0))
+		c.AttemptRoute(0, &route)
+		route.To(set, 0)
+		if reporting {
+			p.ReportLoad(ms(1), 0, hedge.Load{Queued: 30, Busy: 4, Workers: 4})
+		} else {
+			p.ReportLoad(ms(1).Add(-hedge.LoadMaxAge), 0, hedge.Load{Queued: 0, Busy: 1, Workers: 4})
+		}
+		p.ReportLoad(ms(2), 1, hedge.Load{Queued: 30, Busy: 4, Workers: 4}) // the other replica: a long queue
+		set.Report(ms(2), 1, replica.Success)                               // and it answers
+		a := actions(c.TimerFired(ms(10)))
+		if reporting {
+			if a != "" || len(got) != 1 || got[0] != hedge.ReasonBacklog {
+				t.Errorf("first replica still reporting: actions %q, suppressions %v; want none, [backlog]", a, got)
+			}
+			continue
+		}
+		if a != "timer 40ms" || len(got) != 0 {
+			t.Fatalf("first replica silent, its report stale, at the threshold: actions %q, suppressions %v; want \"timer 40ms\", none", a, got)
+		}
+		p.ReportLoad(ms(39), 1, hedge.Load{Queued: 30, Busy: 4, Workers: 4}) // the reports still say every queue is long
+		if a := actions(c.TimerFired(ms(40))); a != "start 1 hedge" || len(got) != 0 {
+			t.Errorf("first replica silent for 4 thresholds: actions %q, suppressions %v; want a hedge", a, got)
+		}
+	}
+}
