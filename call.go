@@ -741,7 +741,7 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	if o.Class == Success {
 		a.result = OK
 		c.release(now, a, limit.Success)
-		p.recordLatency(now, dur)
+		p.recordLatency(now, dur, true)
 		if p.ovt != nil {
 			p.ovt.answered(c.seq, now)
 		}
@@ -954,7 +954,7 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 	dur := now.Sub(a.start)
 	c.release(now, a, limit.Ignored)
 	if sample {
-		c.p.recordLatency(now, dur)
+		c.p.recordLatency(now, dur, false)
 	}
 	c.act(Action{Kind: CancelAttempt, Attempt: j, Slow: sample && c.warm && c.threshold > 0 && dur >= c.threshold})
 	c.emit(Event{Kind: AttemptDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})

@@ -376,3 +376,48 @@ func TestQuietMedianNeedsQuietAnswers(t *testing.T) {
 		t.Errorf("six of the latest eight answers slow: %q, want no hedge", got)
 	}
 }
+
+// TestQuietMedianLooksPastARescuedStraggler: the loser of a call whose hedge won quickly is a
+// straggler, not evidence of a queue (the copy, sent later, answered first): its censored
+// sample feeds the estimator, but does not count as a slow answer, so the next straggler of a
+// client with one call in flight is hedged on the quiet median as the first was. A hedge that
+// itself answers slowly does count (TestQuietMedianNeedsQuietAnswers' rule).
+func TestQuietMedianLooksPastARescuedStraggler(t *testing.T) {
+	run := func(t *testing.T, hedgeTook time.Duration) string {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget})
+		now := t0.Add(-5 * time.Second)
+		for i := range 208 {
+			d := 5 * time.Millisecond
+			if i%10 == 9 && i < 200 {
+				d = 30 * time.Millisecond // the p95 sits at 30ms
+			}
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(now)
+			c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
+			now = now.Add(20 * time.Millisecond)
+		}
+		straggler := func() string {
+			c := p.NewCall(hedge.CallOptions{})
+			acts := c.Start(now)
+			at := acts[len(acts)-1].At
+			got := actions(c.TimerFired(at))
+			if got == "start 1 hedge" {
+				c.AttemptDone(at.Add(hedgeTook), 1, hedge.Outcome{})
+			} else {
+				c.AttemptDone(at.Add(100*time.Millisecond), 0, hedge.Outcome{})
+			}
+			now = now.Add(200 * time.Millisecond)
+			return got
+		}
+		if got := straggler(); got != "start 1 hedge" {
+			t.Fatalf("first straggler: %q, want the hedge", got)
+		}
+		return straggler()
+	}
+	if got := run(t, 5*time.Millisecond); got != "start 1 hedge" {
+		t.Errorf("after a straggler whose hedge answered in 5ms: %q, want the hedge", got)
+	}
+	if got := run(t, 25*time.Millisecond); got == "start 1 hedge" {
+		t.Errorf("after a hedge that answered slowly (25ms): %q, want no hedge", got)
+	}
+}

@@ -159,8 +159,11 @@ func (p *Policy) threshold() (time.Duration, bool) {
 }
 
 // recordLatency feeds the estimator, unless this process is saturated: then latencies
-// measure the process, not the dependency.
-func (p *Policy) recordLatency(now time.Time, d time.Duration) {
+// measure the process, not the dependency. An answer (answer true) also says whether it was
+// slow (noteAnswer); the censored sample of a loser does not: a copy sent after it answered
+// first, and that copy's own answer, just noted, is the evidence of a queue, not the time the
+// loser had run (a straggler's, whatever the queue).
+func (p *Policy) recordLatency(now time.Time, d time.Duration, answer bool) {
 	if p.est == nil {
 		return
 	}
@@ -175,7 +178,9 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 		}
 		p.recent.record(d)
 		p.blog.observe(now, p.recent.load())
-		p.noteAnswer(d)
+		if answer {
+			p.noteAnswer(d)
+		}
 	}
 }
 
