@@ -612,7 +612,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	// that is only slow, or behind a queue, still answers, and without a start signal a call
 	// overtaken by calls on other replicas may still be queued on it: a hedge away from it
 	// would add load to every replica the backlog has reached.
-	if long, decided := p.serverGate(now); long || !decided && p.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
+	if long, decided := p.serverGate(now); long || !decided && c.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -628,6 +628,24 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 		return ReasonOverload
 	}
 	return ReasonNone
+}
+
+// backlogged reports whether the backlog gate sees a backlog for this call: the policy's
+// median or crossings show one (Policy.backlogged), or half its latest answers were slow
+// (Policy.slowAnswers) and the call's first attempt is not waiting on a replica that has
+// stopped answering. Slow answers come from the replicas that do answer: they say nothing of
+// one that answers none (replica.Set.SilentSince), whose calls the gate defers until they
+// are lost, as before.
+func (c *Call) backlogged(now time.Time) bool {
+	p := c.p
+	if p.backlogged(now) {
+		return true
+	}
+	if !p.slowAnswers() {
+		return false
+	}
+	_, silent := c.firstSilent(now)
+	return !silent
 }
 
 // breakerState reads the breaker's state, which may turn it half-open; that change reaches
