@@ -615,7 +615,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	// With reports, a first attempt is lost only while its own server has stopped reporting
 	// too: one that still reports is answering, however slowly, and its queue is in the
 	// reports the gate reads.
-	if long, decided := p.serverGate(now); decided && long && !c.lostUnreported(now) || !decided && p.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
+	if long, decided := p.serverGate(now); decided && long && !c.lostUnreported(now) || !decided && c.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -631,6 +631,24 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 		return ReasonOverload
 	}
 	return ReasonNone
+}
+
+// backlogged reports whether the backlog gate sees a backlog for this call: the policy's
+// median or crossings show one (Policy.backlogged), or half its latest answers were slow
+// (Policy.slowAnswers) and the call's first attempt is not waiting on a replica that has
+// stopped answering. Slow answers come from the replicas that do answer: they say nothing of
+// one that answers none (replica.Set.SilentSince), whose calls the gate defers until they
+// are lost, as before.
+func (c *Call) backlogged(now time.Time) bool {
+	p := c.p
+	if p.backlogged(now) {
+		return true
+	}
+	if !p.slowAnswers() {
+		return false
+	}
+	_, silent := c.firstSilent(now)
+	return !silent
 }
 
 // breakerState reads the breaker's state, which may turn it half-open; that change reaches
@@ -745,7 +763,7 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	if o.Class == Success {
 		a.result = OK
 		c.release(now, a, limit.Success)
-		p.recordLatency(now, dur)
+		p.recordLatency(now, dur, true)
 		if p.ovt != nil {
 			p.ovt.answered(c.seq, now)
 		}
@@ -958,7 +976,7 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 	dur := now.Sub(a.start)
 	c.release(now, a, limit.Ignored)
 	if sample {
-		c.p.recordLatency(now, dur)
+		c.p.recordLatency(now, dur, false)
 	}
 	c.act(Action{Kind: CancelAttempt, Attempt: j, Slow: sample && c.warm && c.threshold > 0 && dur >= c.threshold})
 	c.emit(Event{Kind: AttemptDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/winrate"
 )
 
@@ -374,5 +375,115 @@ func TestQuietMedianNeedsQuietAnswers(t *testing.T) {
 	}
 	if got := run(t, 6); got == "start 1 hedge" {
 		t.Errorf("six of the latest eight answers slow: %q, want no hedge", got)
+	}
+}
+
+// TestQuietMedianLooksPastARescuedStraggler: the loser of a call whose hedge won quickly is a
+// straggler, not evidence of a queue (the copy, sent later, answered first): its censored
+// sample feeds the estimator, but does not count as a slow answer, so the next straggler of a
+// client with one call in flight is hedged on the quiet median as the first was. A hedge that
+// itself answers slowly does count (TestQuietMedianNeedsQuietAnswers' rule).
+func TestQuietMedianLooksPastARescuedStraggler(t *testing.T) {
+	run := func(t *testing.T, hedgeTook time.Duration) string {
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget})
+		now := t0.Add(-5 * time.Second)
+		for i := range 208 {
+			d := 5 * time.Millisecond
+			if i%10 == 9 && i < 200 {
+				d = 30 * time.Millisecond // the p95 sits at 30ms
+			}
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(now)
+			c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
+			now = now.Add(20 * time.Millisecond)
+		}
+		straggler := func() string {
+			c := p.NewCall(hedge.CallOptions{})
+			acts := c.Start(now)
+			at := acts[len(acts)-1].At
+			got := actions(c.TimerFired(at))
+			if got == "start 1 hedge" {
+				c.AttemptDone(at.Add(hedgeTook), 1, hedge.Outcome{})
+			} else {
+				c.AttemptDone(at.Add(100*time.Millisecond), 0, hedge.Outcome{})
+			}
+			now = now.Add(200 * time.Millisecond)
+			return got
+		}
+		if got := straggler(); got != "start 1 hedge" {
+			t.Fatalf("first straggler: %q, want the hedge", got)
+		}
+		return straggler()
+	}
+	if got := run(t, 5*time.Millisecond); got != "start 1 hedge" {
+		t.Errorf("after a straggler whose hedge answered in 5ms: %q, want the hedge", got)
+	}
+	if got := run(t, 25*time.Millisecond); got == "start 1 hedge" {
+		t.Errorf("after a hedge that answered slowly (25ms): %q, want no hedge", got)
+	}
+}
+
+// TestBacklogGateSeesSlowAnswers: with the recent median still at its lowest, a call that a
+// later one overtook is hedged when fewer than half of the policy's last eight answers were
+// slow, and suppressed with reason backlog when half or more were: a client with a thin share
+// of a fleet's traffic sees a queue in its latest answers long before its median moves. A call
+// whose first attempt waits on a replica that has answered nothing since it was sent (while
+// another answered) is not held by answers from the replicas that do answer: it is hedged.
+func TestBacklogGateSeesSlowAnswers(t *testing.T) {
+	run := func(t *testing.T, slowTail int, silent bool) (string, []hedge.Reason) {
+		var s suppressions
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget, Observer: s.observe})
+		now := t0.Add(-5 * time.Second)
+		answer := func(d time.Duration) {
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(now)
+			c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
+			now = now.Add(20 * time.Millisecond)
+		}
+		for i := range 200 {
+			d := 5 * time.Millisecond
+			if i%10 == 9 {
+				d = 30 * time.Millisecond // the p95 sits at 30ms
+			}
+			answer(d)
+		}
+		for i := range 8 {
+			d := 5 * time.Millisecond
+			if i >= 8-slowTail {
+				d = 25 * time.Millisecond // slow, and under the threshold: no hedge was due
+			}
+			answer(d)
+		}
+		s.reasons = nil
+		set, err := replica.New(2, replica.Config{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Report(now.Add(-time.Millisecond), 0, replica.Success)
+		set.Report(now.Add(-time.Millisecond), 1, replica.Success)
+		var route hedge.Route
+		a := p.NewCall(hedge.CallOptions{})
+		a.Start(now)
+		a.AttemptRoute(0, &route)
+		route.To(set, 0)
+		b := p.NewCall(hedge.CallOptions{})
+		b.Start(now.Add(time.Millisecond))
+		b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a; quick
+		set.Report(now.Add(2*time.Millisecond), 1, replica.Success)
+		if !silent {
+			set.Report(now.Add(3*time.Millisecond), 0, replica.Success) // a's replica answers too
+		}
+		got := actions(a.TimerFired(now.Add(30 * time.Millisecond))) // the threshold; in service 28ms
+		return got, s.reasons
+	}
+	// b's quick answer is the newest of the eight: the slow ones are the seven before it.
+	if got, r := run(t, 3, false); got != "start 1 hedge" || len(r) != 0 {
+		t.Errorf("3 of the last 8 answers slow: actions %q, suppressions %v; want the hedge", got, r)
+	}
+	if got, r := run(t, 4, false); got != "" || len(r) != 1 || r[0] != hedge.ReasonBacklog {
+		t.Errorf("4 of the last 8 answers slow: actions %q, suppressions %v; want none, [backlog]", got, r)
+	}
+	if got, r := run(t, 4, true); got != "start 1 hedge" || len(r) != 0 {
+		t.Errorf("4 of the last 8 slow, first attempt on a silent replica: actions %q, suppressions %v; want the hedge", got, r)
 	}
 }

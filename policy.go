@@ -159,8 +159,11 @@ func (p *Policy) threshold() (time.Duration, bool) {
 }
 
 // recordLatency feeds the estimator, unless this process is saturated: then latencies
-// measure the process, not the dependency.
-func (p *Policy) recordLatency(now time.Time, d time.Duration) {
+// measure the process, not the dependency. An answer (answer true) also says whether it was
+// slow (noteAnswer); the censored sample of a loser does not: a copy sent after it answered
+// first, and that copy's own answer, just noted, is the evidence of a queue, not the time the
+// loser had run (a straggler's, whatever the queue).
+func (p *Policy) recordLatency(now time.Time, d time.Duration, answer bool) {
 	if p.est == nil {
 		return
 	}
@@ -175,7 +178,9 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration) {
 		}
 		p.recent.record(d)
 		p.blog.observe(now, p.recent.load())
-		p.noteAnswer(d)
+		if answer {
+			p.noteAnswer(d)
+		}
 	}
 }
 
@@ -243,6 +248,22 @@ func (p *Policy) backlogged(now time.Time) bool {
 		return true
 	}
 	return p.inflated(p.cfg.backlogRatio, p.cfg.MinimumDelay/backlogRiseDivisor) == inflatedYes
+}
+
+// slowAnswersBacklog is how many of the policy's last quietAnswers answers must be slow
+// (noteAnswer) for slowAnswers to see a queue: half. Stragglers make one answer in twenty or
+// fifty slow (the families' 2 to 5 %), so half of eight is a queue, not bad luck.
+const slowAnswersBacklog = quietAnswers / 2
+
+// slowAnswers reports whether half or more of the policy's latest answers were slow: the
+// dependency is queueing now, whatever the recent median says. A client with a thin share of
+// a fleet's traffic moves its median only over hundreds of answers, minutes of them, and
+// fills a crossing block only every ten seconds or more, so neither shows a queue that builds
+// up in seconds; its last eight answers do. Under a steady queue near full, such a client's
+// calls are overtaken (in service) or look quiet as often as ever, and their copies join the
+// back of the queue, adding load where a little more of it costs everyone most.
+func (p *Policy) slowAnswers() bool {
+	return p.recent != nil && bits.OnesCount32(p.lastSlow.Load()&(1<<quietAnswers-1)) >= slowAnswersBacklog
 }
 
 // rise is what the recent median shows against its lowest.
