@@ -62,10 +62,9 @@ type Result struct {
 	Real         sim.Point `json:"real"`
 	Sim          sim.Point `json:"sim"`       // the simulated run with the same seed
 	SimSeeds     []uint64  `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
-	// OverheadMs is the measured overhead the comparison subtracts, in model ms: the
-	// calibrated round trip, with the generator's lag at calibration traded for this point's,
-	// plus the point's workers' excess hold (see pointOverheadMs).
-	OverheadMs float64 `json:"overhead_ms"`
+	// twin is the client delay the simulated twin carried: an open loop's, the point's own
+	// measured delays (see clientDelays); a closed loop's, the calibrated one (see closedTwin).
+	twin sim.ClientDelay
 	// TwinCallers is, for a closed loop, how many callers compete for the CPU in its twin
 	// (interpolated between the calibrated levels; see closedTwin).
 	TwinCallers float64 `json:"twin_callers,omitempty"`
@@ -189,22 +188,17 @@ func runModel(cfg runConfig) Model {
 
 // calibration is what the calibration measured, per protocol, for the points to use.
 type calibration struct {
-	overhead map[string]float64       // model ms
-	lag      map[string]float64       // wire µs
-	slack    map[string]time.Duration // wire time
-	levels   map[string][]CallerLevel // a closed loop's, wire time
+	slack  map[string]time.Duration // wire time
+	levels map[string][]CallerLevel // a closed loop's, wire time
 }
 
 // calibrateAll calibrates one protocol at a time, at the highest load's arrival rate, and
 // appends each protocol's calibration to rep.
 func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, rep *Report) (calibration, error) {
-	s := cfg.timeScale
 	n := calibrationCalls(cfg)
 	cal := calibration{
-		overhead: map[string]float64{},
-		lag:      map[string]float64{},
-		slack:    map[string]time.Duration{},
-		levels:   map[string][]CallerLevel{},
+		slack:  map[string]time.Duration{},
+		levels: map[string][]CallerLevel{},
 	}
 	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
 	if cfg.callers > 0 {
@@ -216,8 +210,6 @@ func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, 
 			return cal, err
 		}
 		rep.Calibration = append(rep.Calibration, c)
-		cal.overhead[proto] = c.OverheadUs / 1e3 / s
-		cal.lag[proto] = c.LagP50Us
 		cal.slack[proto] = time.Duration(c.SleepP50Us * 1e3)
 		cal.levels[proto] = c.Levels
 	}
@@ -282,7 +274,7 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 				next++
 				mu.Unlock()
 				p := jobs[i].protocol
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.overhead[p], cal.lag[p], cal.slack[p], cal.levels[p])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.slack[p], cal.levels[p])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -303,21 +295,8 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 	return results, ran, errs
 }
 
-// pointOverheadMs is the overhead a point's calls pay beyond the model, in model ms: the
-// calibrated round trip (overheadMs), with the generator's lateness at calibration time
-// (calLagUs, wire µs) traded for the point's own (lagUs), plus the time the point's workers
-// held an attempt beyond its drawn service time (excessUs, wire µs, at the median). The
-// generator's timer and the workers' sleeps wake later when the machine is busier than when
-// it was calibrated (two points at once, other processes), and a call's latency, measured
-// from its due time, counts both. Every term is measured on this machine during the run;
-// nothing is fitted to the simulator, and a server slower than the model (-server-scale) is
-// not absorbed: its excess is over the time it meant to hold the worker.
-func pointOverheadMs(overheadMs, calLagUs, lagUs, excessUs, timeScale float64) float64 {
-	return max(overheadMs+(lagUs-calLagUs+excessUs)/1e3/timeScale, 0)
-}
-
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs, calLagUs float64, slack time.Duration, levels []CallerLevel) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, slack time.Duration, levels []CallerLevel) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -349,7 +328,14 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	}
 	var delay sim.ClientDelay
 	var twinCallers, twinInFlight float64
-	if cfg.callers > 0 {
+	if cfg.callers == 0 {
+		// The twin's answers are late by this point's own measured client delays (see
+		// clientDelays): what the model lacks outside the queue, nothing of the queue itself.
+		if len(diag.lags) == 0 {
+			return Result{}, fmt.Errorf("hedgeload: %s, %v%% load: no measured call was answered by its first attempt, so its client delay is unknown", j.setup.Name, j.load)
+		}
+		delay = measuredDelay(diag.lags, diag.rest)
+	} else {
 		// The twin is offered the rate the closed loop reached, late by the client's delay
 		// at the contention that rate and the callers make (see closedTwin).
 		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
@@ -382,7 +368,6 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		seeds = append(seeds, seed)
 	}
 	real = inModel(real, s)
-	overheadMs = pointOverheadMs(overheadMs, calLagUs, diag.LagP50Us, diag.HoldExcessP50Us, s)
 	return Result{
 		Setup:        j.setup.Name,
 		LoadPct:      j.load,
@@ -392,11 +377,11 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Real:         real,
 		Sim:          sims[0],
 		SimSeeds:     seeds,
-		OverheadMs:   overheadMs,
+		twin:         delay,
 		TwinCallers:  twinCallers,
 		TwinInFlight: twinInFlight,
 		CallerLevels: levels,
-		Agreement:    compare(real, sims, overheadMs, cfg.band),
+		Agreement:    compare(real, sims, cfg.band),
 		Generator:    diag,
 	}, nil
 }
