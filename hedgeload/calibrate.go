@@ -13,12 +13,12 @@ import (
 )
 
 // Calibration is what this machine does to a call, measured before the points run: the timer
-// slack the servers' sleeps are shortened by, the round trip of a call on an otherwise idle
-// machine, and a closed loop's client delay. Durations are wire time, in µs.
+// slack the servers' sleeps are shortened by, and the round trip of a call on an otherwise idle
+// machine (from -concurrency callers in a closed loop). Durations are wire time, in µs.
 //
-// Nothing of it is subtracted from a real figure: an open loop's twin carries each point's
-// own measured client delay (see clientDelays), which is what a call pays beyond the model
-// while that point runs; the round trip here is for information. Nothing is fitted to the
+// Nothing of it is subtracted from a real figure: each point's twin carries the point's own
+// measured client delay (see clientDelays), which is what a call pays beyond the model while
+// that point runs; the round trip here is for information. Nothing is fitted to the
 // simulator's figures.
 type Calibration struct {
 	Protocol string `json:"protocol"`
@@ -46,22 +46,6 @@ type Calibration struct {
 	// server and the way back move apart when four points run at once), so it is reported,
 	// never subtracted.
 	OverheadUs float64 `json:"overhead_us"`
-
-	// Levels: a closed loop's calibration, at every level of contention its twin may need
-	// (see callerLevels): the round trips of k callers at once against the same server. The
-	// first level is the run's own -concurrency; the figures above are its.
-	Levels []CallerLevel `json:"caller_levels,omitempty"`
-}
-
-// CallerLevel is the closed-loop round trip with Callers callers at once (wire µs), the
-// service time excluded: the client's own delay when that many callers compete for the CPU.
-type CallerLevel struct {
-	Callers int     `json:"callers"`
-	P50Us   float64 `json:"p50_us"`
-	MeanUs  float64 `json:"mean_us"`
-	P99Us   float64 `json:"p99_us"`
-
-	delays []time.Duration // each round trip less the service time
 }
 
 // calibrate measures the timer slack and the round trip on this machine: n sleeps of
@@ -75,17 +59,6 @@ func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distri
 	med := medianOf(svc)
 	c.ServiceUs = float64(med) / 1e3
 	slack := time.Duration(c.SleepP50Us * 1e3)
-	if callers > 0 {
-		// A closed loop's twin carries the client's delay itself (see closedTwin): nothing is
-		// subtracted from its real figures.
-		var err error
-		if c.Levels, err = calibrateLevels(ctx, protocol, workers, n, callers, med, slack); err != nil {
-			return c, err
-		}
-		c.RoundTripP50Us = c.Levels[0].P50Us + c.ServiceUs
-		c.RoundTripP99Us = c.Levels[0].P99Us + c.ServiceUs
-		return c, nil
-	}
 	rt, lags, err := roundTrips(ctx, protocol, workers, n, callRate, callers, med, slack)
 	if err != nil {
 		return c, err
@@ -94,36 +67,6 @@ func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distri
 	c.LagP50Us = pctUs(lags, 0.50)
 	c.OverheadUs = max(c.RoundTripP50Us-c.ServiceUs, 0)
 	return c, nil
-}
-
-// calibrateLevels measures the client's delay at each of callerLevels(callers): about n calls in
-// all, in a closed loop, to a server that holds each call for service (its sleep shortened by
-// slack).
-func calibrateLevels(ctx context.Context, protocol string, workers, n, callers int, service, slack time.Duration) ([]CallerLevel, error) {
-	var out []CallerLevel
-	levels := callerLevels(callers)
-	for _, k := range levels {
-		rt, _, err := roundTrips(ctx, protocol, workers, max(n/len(levels), 500), closedCalibrationRate, k, service, slack)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, callerLevel(k, rt, service))
-	}
-	return out, nil
-}
-
-// callerLevel is the level of k callers whose round trips were rt to a server that holds each
-// call for service.
-func callerLevel(k int, rt []time.Duration, service time.Duration) CallerLevel {
-	l := CallerLevel{Callers: k, delays: make([]time.Duration, len(rt))}
-	var sum time.Duration
-	for i, d := range rt {
-		l.delays[i] = max(d-service, 0)
-		sum += l.delays[i]
-	}
-	l.P50Us, l.P99Us = pctUs(l.delays, 0.5), pctUs(l.delays, 0.99)
-	l.MeanUs = float64(sum) / float64(len(rt)) / 1e3
-	return l
 }
 
 // medianOf is the median of 2,001 draws of d (a fixed stream: the same d, the same median).

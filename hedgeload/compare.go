@@ -39,7 +39,7 @@ type Check struct {
 }
 
 // Agreement says whether a real point agrees with its simulated twin, whose answers carry
-// the client delay measured on the machine (see clientDelays and closedTwin), so that nothing
+// the client delay measured on the machine (see clientDelays and closedDelay), so that nothing
 // is subtracted from the real figures: each latency percentile within its tolerance of the
 // simulated median, or within the simulated seeds' range widened by as much (the p50: within
 // its tolerance of the simulated median only); the workers' utilisation within tightPct of

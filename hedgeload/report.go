@@ -70,7 +70,7 @@ func writeMarkdown(w io.Writer, rep Report) error {
 	}
 	fmt.Fprintf(&b, "**%d of %d points agree** (p99 and p99.9 within ±%g %% of the simulator's, the p50 within ±%g %%, of the seeds' median, "+
 		"the p99 and p99.9 also within the simulated seeds' range widened by as much; the workers' utilisation within the seeds' range widened by ±%g %%). "+
-		"The simulated twin's answers are late by the client delay measured on this machine (an open loop: each point's own calls'; a closed loop: calibrated), and nothing is subtracted from the real figures. "+
+		"The simulated twin is late by the client delay each point measured on its own calls (the generator's lag before each send, the rest on each answer), and nothing is subtracted from the real figures. "+
 		"Simulated figures: the median over the seeds, their range in brackets. Wall time %.0f s.\n\n",
 		agree, len(rep.Points), m.BandPct, min(m.BandPct, tightPct), tightPct, rep.WallSeconds)
 	if m.ServerScale != 0 && m.ServerScale != 1 {
@@ -131,7 +131,7 @@ func writeMarkdown(w io.Writer, rep Report) error {
 // sent, how many were in flight, the load offered and the client delay its calls measured.
 func writeGeneratorTable(b *bytes.Buffer, rep Report) {
 	b.WriteString("\n## Generator\n\n")
-	b.WriteString("Offered: the measured calls' scheduled arrival rate, in % of the model's. Client delay: each measured call's latency less its queue wait and its drawn service time (the generator's lag, the way to the server and back, the worker's timer slack), over the calls their first attempt answered, wire µs; an open loop's twin carries these. To server / back: the p50 of the way from the client's send to the server's receipt, and from the worker's end to the client's.\n\n")
+	b.WriteString("Offered: the measured calls' scheduled arrival rate, in % of the model's. Client delay: each measured call's latency less its queue wait and its drawn service time (the generator's lag, the way to the server and back, the worker's timer slack), over the calls their first attempt answered, wire µs; the twin carries these. To server / back: the p50 of the way from the client's send to the server's receipt, and from the worker's end to the client's.\n\n")
 	b.WriteString("| setup | load | cancellation | protocol | seed | lag p50 µs | lag p99 µs | lag max µs | most in flight | offered % | to server / back p50 µs | client delay p50 / mean µs | seconds |\n")
 	b.WriteString("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, p := range rep.Points {

@@ -62,22 +62,16 @@ type Result struct {
 	Real         sim.Point `json:"real"`
 	Sim          sim.Point `json:"sim"`       // the simulated run with the same seed
 	SimSeeds     []uint64  `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
-	// twin is the client delay the simulated twin carried: an open loop's, the point's own
-	// measured delays (see clientDelays); a closed loop's, the calibrated one (see closedTwin).
+	// twin is the client delay the simulated twin carried: the point's own measured delays
+	// (see clientDelays and closedDelay).
 	twin sim.ClientDelay
-	// TwinCallers is, for a closed loop, how many callers compete for the CPU in its twin
-	// (interpolated between the calibrated levels; see closedTwin).
-	TwinCallers float64 `json:"twin_callers,omitempty"`
-	// TwinInFlight is how many calls the twin keeps in flight at the rate the callers reached
-	// (Little's law): the callers themselves, unless even the most contended calibrated level
-	// is faster than the real calls were, when the machine was busier during the point than
-	// while it was calibrated (see closedTwin).
-	TwinInFlight float64 `json:"twin_in_flight,omitempty"`
-	// CallerLevels is a closed loop's calibration taken right before the point (see
-	// Calibration.Levels): the one its twin is built from.
-	CallerLevels []CallerLevel `json:"caller_levels,omitempty"`
-	Agreement    Agreement     `json:"agreement"`
-	Generator    diagnostics   `json:"generator"`
+	// TwinInFlight is, for a closed loop, how many calls its twin keeps in flight at the rate
+	// the callers reached (Little's law: the rate times the twin's mean latency, of its first
+	// seed): the callers themselves, when the twin's delays are the closed loop's. A check,
+	// not an input.
+	TwinInFlight float64     `json:"twin_in_flight,omitempty"`
+	Agreement    Agreement   `json:"agreement"`
+	Generator    diagnostics `json:"generator"`
 }
 
 // Report is everything a run produced; report.json is this, encoded.
@@ -124,8 +118,8 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		return Report{}, err
 	}
 	if cfg.callers > 0 {
-		// A closed loop's pace is the CPU it gets, and its twin's delay was calibrated with
-		// the machine to itself: two closed loops at once would each get half of it.
+		// A closed loop's pace is the CPU it gets: two closed loops at once would each get
+		// half of it.
 		cfg.parallel = 1
 	}
 	rep := Report{Model: runModel(cfg)}
@@ -188,8 +182,7 @@ func runModel(cfg runConfig) Model {
 
 // calibration is what the calibration measured, per protocol, for the points to use.
 type calibration struct {
-	slack  map[string]time.Duration // wire time
-	levels map[string][]CallerLevel // a closed loop's, wire time
+	slack map[string]time.Duration // wire time
 }
 
 // calibrateAll calibrates one protocol at a time, at the highest load's arrival rate, and
@@ -197,12 +190,11 @@ type calibration struct {
 func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, rep *Report) (calibration, error) {
 	n := calibrationCalls(cfg)
 	cal := calibration{
-		slack:  map[string]time.Duration{},
-		levels: map[string][]CallerLevel{},
+		slack: map[string]time.Duration{},
 	}
 	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
 	if cfg.callers > 0 {
-		calRate, n = closedCalibrationRate, closedCalibrationCalls*n
+		calRate = closedCalibrationRate
 	}
 	for _, proto := range cfg.protocols {
 		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, calRate, cfg.callers)
@@ -211,7 +203,6 @@ func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, 
 		}
 		rep.Calibration = append(rep.Calibration, c)
 		cal.slack[proto] = time.Duration(c.SleepP50Us * 1e3)
-		cal.levels[proto] = c.Levels
 	}
 	return cal, nil
 }
@@ -274,7 +265,7 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 				next++
 				mu.Unlock()
 				p := jobs[i].protocol
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.slack[p], cal.levels[p])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.slack[p])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -296,7 +287,7 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 }
 
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, slack time.Duration, levels []CallerLevel) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, slack time.Duration) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -326,31 +317,17 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	if err != nil {
 		return Result{}, err
 	}
-	var delay sim.ClientDelay
-	var twinCallers, twinInFlight float64
-	if cfg.callers == 0 {
-		// The twin's answers are late by this point's own measured client delays (see
-		// clientDelays): what the model lacks outside the queue, nothing of the queue itself.
-		if len(diag.lags) == 0 {
-			return Result{}, fmt.Errorf("hedgeload: %s, %v%% load: no measured call was answered by its first attempt, so its client delay is unknown", j.setup.Name, j.load)
-		}
-		delay = measuredDelay(diag.lags, diag.rest)
-	} else {
-		// The twin is offered the rate the closed loop reached, late by the client's delay
-		// at the contention that rate and the callers make (see closedTwin).
+	// The twin's calls are late by this point's own measured client delays (see
+	// clientDelays): what the model lacks outside the queue, nothing of the queue itself.
+	if len(diag.lags) == 0 {
+		return Result{}, fmt.Errorf("hedgeload: %s, %v%% load: no measured call was answered by its first attempt, so its client delay is unknown", j.setup.Name, j.load)
+	}
+	delay, tie := measuredDelay(diag.lags, diag.rest), time.Duration(0)
+	if cfg.callers > 0 {
+		// The twin is offered the rate the closed loop reached (see closedDelay).
 		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
 		real.LoadPct = j.load
-		// The client's delay is calibrated again right before each point's twin is built: what
-		// else runs on the machine changes over a run, and a closed loop's pace with it.
-		if levels, err = calibrateLevels(ctx, j.protocol, cfg.workers, closedCalibrationCalls*calibrationCalls(cfg), cfg.callers, medianOf(wireSvc), slack); err != nil {
-			return Result{}, err
-		}
-		delay, twinCallers, twinInFlight, err = closedTwin(cfg.callers, diag.PerSecond, levels, func(d sim.ClientDelay) (sim.Point, error) {
-			return simulate(cfg, j, wireSvc, j.seed, d, tieDelay(j.mode, d))
-		})
-		if err != nil {
-			return Result{}, err
-		}
+		delay, tie = closedDelay(diag.rest), tieDelay(j.mode, diag.rest)
 	}
 	k := cfg.simSeeds
 	if k == 0 {
@@ -360,12 +337,16 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	var seeds []uint64
 	for i := range k {
 		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
-		sp, err := simulate(cfg, j, wireSvc, seed, delay, tieDelay(j.mode, delay))
+		sp, err := simulate(cfg, j, wireSvc, seed, delay, tie)
 		if err != nil {
 			return Result{}, err
 		}
 		sims = append(sims, inModel(sp, s))
 		seeds = append(seeds, seed)
+	}
+	var twinInFlight float64
+	if cfg.callers > 0 {
+		twinInFlight = diag.PerSecond * sims[0].MeanMs * s / 1e3 // Little: rate × mean latency
 	}
 	real = inModel(real, s)
 	return Result{
@@ -378,9 +359,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Sim:          sims[0],
 		SimSeeds:     seeds,
 		twin:         delay,
-		TwinCallers:  twinCallers,
 		TwinInFlight: twinInFlight,
-		CallerLevels: levels,
 		Agreement:    compare(real, sims, cfg.band),
 		Generator:    diag,
 	}, nil
