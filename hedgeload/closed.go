@@ -26,10 +26,10 @@ import (
 // against a server that answers at once), interpolated to the level that keeps N in flight,
 // matched the mean but not the shape, and could not stand for a hedging client at all
 // (measured, 64 callers, HTTP/1.1 and HTTP/2, load average 3.3): without hedging the points'
-// own delay had a median of 0.85–1.7 ms where the level the twin took had 0.6–1.6 ms, in
-// either direction, so the p50s missed by −17 % to +19 %; with recommended, the delay (mean
-// 3.3–3.9 ms, the hedging transport's own work included) exceeded even the 64-caller level's
-// (2.4–3.0 ms), and the p50s missed by +12 % to +65 %.
+// own delay had a median of 0.85–1.7 ms where the nearest calibrated level's was 0.6–1.6 ms,
+// off in either direction, and the p50s missed by −17 % to +19 %; with recommended, the
+// delay (mean 3.3–3.9 ms, the hedging transport's own work included) exceeded even the
+// 64-caller level's (2.4–3.0 ms), and the p50s missed by +12 % to +65 %.
 // Closed-loop points run one at a time: each takes the CPU the callers compete for.
 
 // stragglersName is the -service value of the straggler-only server.

@@ -17,16 +17,18 @@ import (
 // carries these delays (a call faster than that, its worker woken early, as none), each answer late by a draw from them (sim.ClientDelay.Answers), and
 // its figures are compared with the real ones as they are: nothing is subtracted.
 //
-// It replaces subtracting a median overhead, which was wrong twice over (measured on the
-// grpc 70 % points): the median of a sum of two spread distributions is not the sum of their
-// medians (the delays are skewed: p50 0.7 ms, mean 0.75–0.92 ms, so the real p50 sits
-// 0.07–0.09 ms above the model's plus the delay's median), and the overhead measured at
-// calibration, with its generator lag traded for the point's, missed that the client and the
-// network grew slower (to server and back 0.19 ms at the median alone, 0.31 ms with four
-// points at once) when the lag fell (0.47 ms to 0.37 ms): the parts do not move together.
-// Replaying the real points' own arrival times at the server, instead of the model's
-// Poisson schedule, changes the model's mean queue wait by 10 µs of 680 and its p50 by
-// less: the arrivals are not burstier than the model's, and the twin keeps the schedule.
+// It replaces subtracting a median overhead, which was wrong twice over (measured on the gRPC
+// points at 30 and 70 %): the overhead measured at calibration, with its generator lag traded
+// for the point's, missed that the way to the server and back grew slower (0.19 ms at the
+// median with two points at once, 0.31 ms with four) while the lag fell (0.46 ms to 0.37):
+// the parts do not move together, and the subtracted overhead fell 0.45 ms short of the
+// point's own delay; and the median of a sum of two spread distributions is not the sum of
+// their medians (the delays are skewed, p50 0.70–0.80 ms, mean 0.73–0.92), so the model plus
+// the delay's median falls 0.06–0.09 ms short of the real p50, where the model plus each
+// call's own delay, on the point's own draws, gives it to 5 µs. Replaying the real points'
+// send or arrival times instead of the model's Poisson schedule changes the model's mean
+// queue wait by 10 µs of 680 and its p50 by less: the arrivals are not burstier than the
+// model's, and the twin keeps the schedule.
 
 // Split is where the measured calls answered by their first attempt spent their time, wire
 // µs, at the median and on average: the generator's lag (due to sent), the way to the server

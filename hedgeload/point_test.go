@@ -126,7 +126,9 @@ func TestServerScale(t *testing.T) {
 	if r < 1.3 || r > 1.75 {
 		t.Errorf("utilisation %.1f %% at -server-scale 1, %.1f %% at 1.5: ratio %.2f, want about 1.5", a.Real.UtilisationPct, b.Real.UtilisationPct, r)
 	}
-	if a.Sim.UtilisationPct != b.Sim.UtilisationPct {
+	// The simulator is not told: its twins differ only by the client delays each point
+	// measured (its calls sent a little earlier or later move the measurement window a hair).
+	if d := b.Sim.UtilisationPct - a.Sim.UtilisationPct; d < -0.5 || d > 0.5 {
 		t.Errorf("the simulator's utilisation moved with -server-scale: %.2f, %.2f %%", a.Sim.UtilisationPct, b.Sim.UtilisationPct)
 	}
 }
