@@ -319,15 +319,23 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	}
 	// The twin's calls are late by this point's own measured client delays (see
 	// clientDelays): what the model lacks outside the queue, nothing of the queue itself.
-	if len(diag.lags) == 0 {
+	var delay sim.ClientDelay
+	var tie time.Duration
+	switch {
+	case len(diag.lags) > 0:
+		delay = measuredDelay(diag.lags, diag.rest)
+	case !real.Collapse:
 		return Result{}, fmt.Errorf("hedgeload: %s, %v%% load: no measured call was answered by its first attempt, so its client delay is unknown", j.setup.Name, j.load)
 	}
-	delay, tie := measuredDelay(diag.lags, diag.rest), time.Duration(0)
+	// A real collapse has no figures, nor delays: its twin runs without, and the comparison
+	// asks only whether it collapses too.
 	if cfg.callers > 0 {
 		// The twin is offered the rate the closed loop reached (see closedDelay).
 		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
 		real.LoadPct = j.load
-		delay, tie = closedDelay(diag.rest), tieDelay(j.mode, diag.rest)
+		if len(diag.rest) > 0 {
+			delay, tie = closedDelay(diag.rest), tieDelay(j.mode, diag.rest)
+		}
 	}
 	k := cfg.simSeeds
 	if k == 0 {
