@@ -37,7 +37,7 @@ func shortRun() runConfig {
 		replicas:   1,
 		service:    sim.ReferenceMixture(),
 		hedgeDelay: 20 * time.Millisecond,
-		timeScale:  1, // at 0.5 the fixed overhead per call doubles in the model's time
+		timeScale:  1, // at 0.5 the client's delay per call doubles in the model's time
 		parallel:   4,
 		band:       ciBand,
 		maxLag:     50 * time.Millisecond, // stricter than the command: a disturbed run skips rather than judges
@@ -177,7 +177,8 @@ func agreement(t *testing.T, cfg runConfig) {
 			if p.Setup != st.Name {
 				st = sets[1]
 			}
-			wrong.params.Calls, wrong.params.WarmupFraction = cfg.calls, cfg.warmup
+			// The wrong model carries the client delay the point measured, as its twin did.
+			wrong.params.Calls, wrong.params.WarmupFraction, wrong.params.ClientDelay = cfg.calls, cfg.warmup, p.twin
 			var sims []sim.Point
 			for _, seed := range p.SimSeeds {
 				sp, err := sim.Run(wrong.params, st, p.LoadPct*wrong.load, p.Cancellation, seed)
@@ -186,7 +187,7 @@ func agreement(t *testing.T, cfg runConfig) {
 				}
 				sims = append(sims, inModel(sp, s))
 			}
-			a := compare(p.Real, sims, p.OverheadMs, cfg.band)
+			a := compare(p.Real, sims, cfg.band)
 			if a.OK && (wrong.all || p.Setup == sim.SetupNoHedge) {
 				t.Errorf("%s: %s, %s agrees with the real servers (sim p99 %s, real %s); the comparison cannot tell a wrong model",
 					wrong.name, p.Setup, p.Cancellation, fmtMs(sims[0].P99Ms), fmtMs(p.Real.P99Ms))

@@ -27,27 +27,23 @@ type Check struct {
 	Figure string   `json:"figure"` // "p50_ms", "p99_ms" or "p999_ms"
 	Real   *float64 `json:"real"`   // null: the percentile lands on a failed call
 	Sim    Spread   `json:"sim"`    // over the simulated seeds
-	// DiffPct is (real − simulated median) / simulated median in %; AdjustedDiffPct the same
-	// after subtracting the measured overhead from the real figure.
-	DiffPct         *float64 `json:"diff_pct"`
-	AdjustedDiffPct *float64 `json:"adjusted_diff_pct"`
-	OK              bool     `json:"ok"`
-	// By says what made it agree: "band" (within its tolerance of the simulated median; the
-	// p50 always less the measured overhead), "overhead" (only once the measured overhead is
-	// subtracted), "spread" (within the
-	// simulated seeds' range widened by ±band %, though not within ±band % of their median:
-	// one more draw of a figure the model itself makes vary), "failed" (both land on failed
-	// calls), "few calls" (fewer than 20 measured calls lie beyond the percentile: reported,
-	// not judged); empty when it does not agree.
+	// DiffPct is (real − simulated median) / simulated median in %.
+	DiffPct *float64 `json:"diff_pct"`
+	OK      bool     `json:"ok"`
+	// By says what made it agree: "band" (within its tolerance of the simulated median),
+	// "spread" (within the simulated seeds' range widened by ±band %, though not within ±band
+	// % of their median: one more draw of a figure the model itself makes vary; never the
+	// p50), "failed" (both land on failed calls), "few calls" (fewer than 20 measured calls
+	// lie beyond the percentile: reported, not judged); empty when it does not agree.
 	By string `json:"by,omitempty"`
 }
 
-// Agreement says whether a real point agrees with the simulator: each latency percentile
-// within its tolerance of the simulated median, as measured or after subtracting the measured
-// overhead (a constant, the same for every point of a protocol), or within the simulated
-// seeds' range widened by as much (the p50: less the overhead, within its tolerance of the
-// simulated median only); the workers' utilisation within tightPct of the simulated seeds'
-// range; both collapse or neither. The tolerance is ±band % for the p99 and p99.9,
+// Agreement says whether a real point agrees with its simulated twin, whose answers carry
+// the client delay measured on the machine (see clientDelays and closedDelay), so that nothing
+// is subtracted from the real figures: each latency percentile within its tolerance of the
+// simulated median, or within the simulated seeds' range widened by as much (the p50: within
+// its tolerance of the simulated median only); the workers' utilisation within tightPct of
+// the simulated seeds' range; both collapse or neither. The tolerance is ±band % for the p99 and p99.9,
 // which rest on the few calls of the tail, and ±tightPct (or band, if smaller) for the p50,
 // which rests on half of them and moves with every millisecond of service time.
 type Agreement struct {
@@ -84,8 +80,8 @@ const minTailCalls = 20
 
 // compare checks real against the simulated runs sims (one per seed; at least one). A
 // percentile with fewer than minTailCalls measured calls beyond it is reported, not judged.
-// overheadMs is the measured overhead in the model's ms; band is in %.
-func compare(real sim.Point, sims []sim.Point, overheadMs, band float64) Agreement {
+// band is in %.
+func compare(real sim.Point, sims []sim.Point, band float64) Agreement {
 	a := Agreement{OK: true}
 	collapsed := 0
 	for _, s := range sims {
@@ -104,7 +100,7 @@ func compare(real sim.Point, sims []sim.Point, overheadMs, band float64) Agreeme
 		return a
 	}
 	for _, f := range percentiles {
-		c, why := checkPercentile(real, sims, f, overheadMs, band)
+		c, why := checkPercentile(real, sims, f, band)
 		if !c.OK {
 			a.OK = false
 			if a.Why != "" {
@@ -142,7 +138,7 @@ var percentiles = []percentile{
 
 // checkPercentile checks one percentile of real against the simulated seeds that did not
 // collapse; why says what disagrees, "" when the check holds.
-func checkPercentile(real sim.Point, sims []sim.Point, f percentile, overheadMs, band float64) (Check, string) {
+func checkPercentile(real sim.Point, sims []sim.Point, f percentile, band float64) (Check, string) {
 	var xs []float64
 	for _, s := range sims {
 		if !s.Collapse {
@@ -171,8 +167,7 @@ func checkPercentile(real sim.Point, sims []sim.Point, f percentile, overheadMs,
 		}
 	case c.Sim.Median != nil:
 		d := 100 * (r - med) / med
-		adj := 100 * (r - overheadMs - med) / med
-		c.DiffPct, c.AdjustedDiffPct = &d, &adj
+		c.DiffPct = &d
 	}
 	if c.Real != nil {
 		rules := []struct {
@@ -180,16 +175,13 @@ func checkPercentile(real sim.Point, sims []sim.Point, f percentile, overheadMs,
 			by string
 		}{
 			{c.Sim.Median != nil && within(r, med), "band"},
-			{c.Sim.Median != nil && within(r-overheadMs, med), "overhead"},
-			{c.Sim.Min != nil && c.Sim.Max != nil && r >= (1-tol/100)*lo && r-overheadMs <= (1+tol/100)*hi, "spread"},
+			{c.Sim.Min != nil && c.Sim.Max != nil && r >= (1-tol/100)*lo && r <= (1+tol/100)*hi, "spread"},
 		}
 		if f.q == 0.5 {
-			// The median call does not wait: the real p50 is the model's plus the
-			// measured overhead, and nothing else. It is compared less the overhead,
-			// always (the overhead is some 7 % of it, as much as a 10 % slower server
-			// moves it), and with the seeds' median only (their range is ±1.5 %).
+			// The median call barely waits: the real p50 is the model's service time plus the
+			// client delay the twin carries, and nothing else. It is compared with the seeds'
+			// median only (their range is ±1.5 %): a 10 % slower server moves it by 10 %.
 			rules = rules[:1]
-			rules[0].ok = c.Sim.Median != nil && within(r-overheadMs, med)
 		}
 		for _, try := range rules {
 			if try.ok {

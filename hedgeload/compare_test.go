@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"strings"
 	"testing"
 
@@ -16,42 +15,33 @@ func TestCompare(t *testing.T) {
 	// Three seeds of a bursty point: a p99 anywhere from 26 to 300 ms.
 	bursty := []sim.Point{pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}
 	for _, tc := range []struct {
-		name       string
-		real       sim.Point
-		sims       []sim.Point
-		overheadMs float64
-		ok         bool
-		by         string // of the p50 check, or the first failing one
-		why        string
+		name string
+		real sim.Point
+		sims []sim.Point
+		ok   bool
+		by   string // of the p50 check, or the first failing one
+		why  string
 	}{
-		{"equal", pt(10, 200, 290), ref, 0, true, "band", ""},
-		{"inside the band", pt(10.4, 180, 320), ref, 0, true, "band", ""},
-		{"p50 inside the loose band, outside the tight one", pt(11.4, 200, 290), ref, 0, false, "", "p50_ms real 11.4"},
-		{"p50 10 % slow", pt(11, 200, 290), ref, 0, false, "", "p50_ms real 11.0"},
-		{"p50 10 % fast", pt(9, 200, 290), ref, 0, false, "", "p50_ms real 9.0"},
-		{"p99 outside", pt(10, 240, 290), ref, 0, false, "", "p99_ms real 240.0, simulated 200.0"},
-		{"explained by the overhead", pt(11.3, 200, 290), ref, 1, true, "band", ""},
-		{"p99 explained by the overhead", pt(11, 231, 290), ref, 1, true, "band", ""},
-		{"10 % slow after the overhead", pt(12, 200, 290), ref, 1, false, "", "p50_ms real 12.0"},
-		// A server 10 % slower than the model: its raw p50 (the model's 10 ms × 1.1, plus the
-		// overhead) is near a 10 %-slower simulator's 11 ms, but less the overhead it is not.
-		{"raw p50 near, less the overhead not", pt(11.0, 200, 290), []sim.Point{pt(11.1, 200, 290)}, 0.8, false, "", "p50_ms real 11.0"},
-		{"p50 outside the seeds' median, inside their range", pt(10.6, 200, 290), []sim.Point{pt(9.5, 200, 290), pt(10, 200, 290), pt(11, 200, 290)}, 0, false, "", "p50_ms"},
-		{"not explained by the overhead", pt(13, 200, 290), ref, 1, false, "", "p50_ms"},
-		{"overhead only subtracts", pt(8, 200, 290), ref, 1, false, "", "p50_ms real 8.0"},
-		{"within one seed of the spread", pt(10, 80, 170), bursty, 0, true, "band", ""},
-		{"between two seeds of the spread", pt(10, 60, 250), bursty, 0, true, "band", ""},
-		{"below every seed", pt(10, 20, 170), bursty, 0, false, "", "p99_ms real 20.0, simulated 90.0 (seeds 26.0–300.0)"},
-		{"outside every seed", pt(10, 500, 600), bursty, 0, false, "", "p99_ms real 500.0, simulated 90.0 (seeds 26.0–300.0)"},
-		{"both fail", pt(10, 200, sim.Failed), []sim.Point{pt(10, 200, sim.Failed)}, 0, true, "band", ""},
-		{"only real fails", pt(10, 200, sim.Failed), ref, 0, false, "", "p999_ms real failed"},
-		{"both collapse", collapse, []sim.Point{collapse, collapse}, 0, true, "", ""},
-		{"real collapses, one seed too", collapse, []sim.Point{collapse, pt(10, 200, 290)}, 0, true, "", ""},
-		{"only the simulator collapses", pt(10, 200, 290), []sim.Point{collapse}, 0, false, "", "collapse: real false, simulated in 1 of 1 seeds"},
-		{"only the real run collapses", collapse, ref, 0, false, "", "collapse: real true, simulated in 0 of 1 seeds"},
+		{"equal", pt(10, 200, 290), ref, true, "band", ""},
+		{"inside the band", pt(10.4, 180, 320), ref, true, "band", ""},
+		{"p50 inside the loose band, outside the tight one", pt(11.4, 200, 290), ref, false, "", "p50_ms real 11.4"},
+		{"p50 10 % slow", pt(11, 200, 290), ref, false, "", "p50_ms real 11.0"},
+		{"p50 10 % fast", pt(9, 200, 290), ref, false, "", "p50_ms real 9.0"},
+		{"p99 outside", pt(10, 240, 290), ref, false, "", "p99_ms real 240.0, simulated 200.0"},
+		{"p50 outside the seeds' median, inside their range", pt(10.6, 200, 290), []sim.Point{pt(9.5, 200, 290), pt(10, 200, 290), pt(11, 200, 290)}, false, "", "p50_ms"},
+		{"within one seed of the spread", pt(10, 80, 170), bursty, true, "band", ""},
+		{"between two seeds of the spread", pt(10, 60, 250), bursty, true, "band", ""},
+		{"below every seed", pt(10, 20, 170), bursty, false, "", "p99_ms real 20.0, simulated 90.0 (seeds 26.0–300.0)"},
+		{"outside every seed", pt(10, 500, 600), bursty, false, "", "p99_ms real 500.0, simulated 90.0 (seeds 26.0–300.0)"},
+		{"both fail", pt(10, 200, sim.Failed), []sim.Point{pt(10, 200, sim.Failed)}, true, "band", ""},
+		{"only real fails", pt(10, 200, sim.Failed), ref, false, "", "p999_ms real failed"},
+		{"both collapse", collapse, []sim.Point{collapse, collapse}, true, "", ""},
+		{"real collapses, one seed too", collapse, []sim.Point{collapse, pt(10, 200, 290)}, true, "", ""},
+		{"only the simulator collapses", pt(10, 200, 290), []sim.Point{collapse}, false, "", "collapse: real false, simulated in 1 of 1 seeds"},
+		{"only the real run collapses", collapse, ref, false, "", "collapse: real true, simulated in 0 of 1 seeds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := compare(tc.real, tc.sims, tc.overheadMs, 15)
+			a := compare(tc.real, tc.sims, 15)
 			if a.OK != tc.ok {
 				t.Errorf("OK = %v, want %v (%+v)", a.OK, tc.ok, a)
 			}
@@ -67,7 +57,7 @@ func TestCompare(t *testing.T) {
 	// 2,700 calls the p99.9 (2.7 calls) may disagree, the p99 (27 calls) may not.
 	few := pt(10, 200, 600)
 	few.Calls = 2700
-	if a := compare(few, ref, 0, 15); !a.OK || a.Checks[2].By != "few calls" || a.Checks[2].Real == nil || *a.Checks[2].Real != 600 {
+	if a := compare(few, ref, 15); !a.OK || a.Checks[2].By != "few calls" || a.Checks[2].Real == nil || *a.Checks[2].Real != 600 {
 		t.Errorf("p99.9 on 2.7 calls: %+v, want it reported and not judged", a)
 	} else if s := a.Checks[2].Sim; s.Median == nil || *s.Median != 290 || s.Min == nil || s.Max == nil {
 		t.Errorf("p99.9 on 2.7 calls: simulated %+v, want the simulated figure reported beside it", s)
@@ -75,12 +65,12 @@ func TestCompare(t *testing.T) {
 		t.Errorf("report cell %q, want the real and simulated figures", got)
 	}
 	few.P99Ms = 300
-	if a := compare(few, ref, 0, 15); a.OK || !strings.Contains(a.Why, "p99_ms real 300.0") {
+	if a := compare(few, ref, 15); a.OK || !strings.Contains(a.Why, "p99_ms real 300.0") {
 		t.Errorf("p99 on 27 calls: %+v, want it judged (and failing)", a)
 	}
 	enough := pt(10, 200, 600)
 	enough.Calls = 20000
-	if a := compare(enough, ref, 0, 15); a.OK || !strings.Contains(a.Why, "p999_ms real 600.0") {
+	if a := compare(enough, ref, 15); a.OK || !strings.Contains(a.Why, "p999_ms real 600.0") {
 		t.Errorf("p99.9 on 20 calls: %+v, want it judged (and failing)", a)
 	}
 	// The workers' utilisation is judged against the seeds' range widened by tightPct: a
@@ -91,7 +81,7 @@ func TestCompare(t *testing.T) {
 		real float64
 		ok   bool
 	}{{30.2, true}, {32.5, true}, {27.8, true}, {33.3, false}, {40, false}, {27, false}} {
-		a := compare(util(pt(10, 200, 290), tc.real), seeds, 0, 15)
+		a := compare(util(pt(10, 200, 290), tc.real), seeds, 15)
 		if a.OK != tc.ok || len(a.Checks) != 4 || a.Checks[3].Figure != "utilisation_pct" {
 			t.Errorf("utilisation %.1f %% against seeds 29–31.5 %%: %+v, want ok %v", tc.real, a, tc.ok)
 		}
@@ -99,32 +89,12 @@ func TestCompare(t *testing.T) {
 			t.Errorf("utilisation %.1f %%: Why %q, want it to say so", tc.real, a.Why)
 		}
 	}
-	if a := compare(pt(10, 200, 290), seeds, 0, 15); len(a.Checks) != 3 {
+	if a := compare(pt(10, 200, 290), seeds, 15); len(a.Checks) != 3 {
 		t.Errorf("no real utilisation: %d checks, want the percentiles only", len(a.Checks))
 	}
 	// A figure that agrees only with the seeds' range says so.
-	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
+	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 15)
 	if !a.OK || a.Checks[1].By != "spread" {
 		t.Errorf("p99 80 against seeds 26, 26, 90, 300: %+v, want agreement by spread", a.Checks[1])
-	}
-	if a := compare(pt(11, 231, 290), ref, 1, 15); !a.OK || a.Checks[1].By != "overhead" {
-		t.Errorf("p99 231 against 200 with 1 ms of overhead: %+v, want agreement by overhead", a.Checks[1])
-	}
-}
-
-// A point's overhead is the calibrated round trip with the calibration's generator lag
-// traded for the point's own, plus its workers' excess hold, in the model's ms; never below
-// zero.
-func TestPointOverhead(t *testing.T) {
-	for _, tc := range []struct{ ovh, calLag, lag, excess, scale, want float64 }{
-		{0.75, 300, 300, 0, 1, 0.75},
-		{0.75, 300, 800, 0, 1, 1.25},   // the generator was half a millisecond later in the point
-		{1.5, 300, 800, 0, 0.5, 2.5},   // the same in wire time, at half the model's time
-		{0.75, 300, 300, 200, 1, 0.95}, // the workers overslept by 0.2 ms more than calibrated
-		{0.75, 900, 100, 0, 1, 0},      // cannot go below nothing
-	} {
-		if got := pointOverheadMs(tc.ovh, tc.calLag, tc.lag, tc.excess, tc.scale); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("pointOverheadMs(%v, %v, %v, %v, %v) = %v, want %v", tc.ovh, tc.calLag, tc.lag, tc.excess, tc.scale, got, tc.want)
-		}
 	}
 }

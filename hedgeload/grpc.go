@@ -88,8 +88,8 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	// cancellation from the queue and the handler, as the HTTP server does.
 	arrive := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		if r, ok := req.(*wrapperspb.UInt64Value); ok {
-			if call, _, ok := grpcIDs(ctx, r); ok && call >= acct.warm && call < acct.calls {
-				acct.arrived.Add(1)
+			if call, attempt, ok := grpcIDs(ctx, r); ok {
+				acct.arrive(call, attempt)
 			}
 		}
 		if !cfg.reaches {

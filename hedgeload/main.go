@@ -6,9 +6,11 @@
 // time drawn from the simulator's own distributions; the load is open-loop Poisson, sent
 // through hedgehttp.Transport with the simulator's own setups, and each call's latency is
 // measured from the moment it was due (a stalled generator cannot hide the queue). The same
-// points are then simulated, and report.md, report.html and report.json hold both, with the
-// machine's measured overhead (loopback round trip, timer slack) and whether each point
-// agrees. "hedgeload -h" lists the flags.
+// points are then simulated, their answers late by the client delay measured on the machine
+// (each open-loop point's own calls': the generator's lag, the way to the server and back),
+// and report.md, report.html and report.json hold both, with the machine's calibration
+// (timer slack, loopback round trip) and whether each point agrees. "hedgeload -h" lists the
+// flags.
 package main
 
 import (
@@ -104,7 +106,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, termi
 			fmt.Fprintf(stdout, "disagrees: %s, %g%% load, %s, %s, seed %d: %s\n", p.Setup, p.LoadPct, p.Cancellation, p.Protocol, p.Seed, p.Agreement.Why)
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d points agree with the simulator (p99 and p99.9 within ±%g %%, p50 and utilisation within ±%g %%; less the measured overhead, or within its seeds' range, where that explains the difference), in %.0f s\n",
+	fmt.Fprintf(stdout, "%d of %d points agree with the simulator (p99 and p99.9 within ±%g %%, p50 and utilisation within ±%g %%, the tails also within the seeds' range; the simulator carries the measured client delay), in %.0f s\n",
 		n, len(rep.Points), cfg.run.band, min(cfg.run.band, tightPct), rep.WallSeconds)
 	if !rep.Agrees() {
 		return 1

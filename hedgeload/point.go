@@ -65,6 +65,13 @@ type diagnostics struct {
 	// servers' shortened sleeps did not absorb while this point ran (the calibration measured
 	// it with nothing else running).
 	HoldExcessP50Us float64 `json:"hold_excess_p50_us"`
+	// Split is where the calls answered by their first attempt spent their time, and the
+	// client delay an open loop's twin carries (see clientDelays).
+	Split Split `json:"split"`
+
+	// lags and rest are the two parts of the client delays of the measured calls answered
+	// by their first attempt (see clientDelays).
+	lags, rest []time.Duration
 
 	// arrived is how many requests of measured calls (first attempts and hedges) the servers
 	// received; reached, how many of them a worker started. When the server finishes every
@@ -87,6 +94,9 @@ type callRecord struct {
 	won      bool // a hedge answered first
 	winner   int8 // attempt index of the winner; -1 if none
 	ended    bool
+	// due, sent and end are when the call was due, sent and ended, in ns since the
+	// accounts' t0 (the servers' clock).
+	due, sent, end time.Duration
 }
 
 // runReal runs one point on loopback servers and returns its figures (latencies in wire ms).
@@ -255,6 +265,7 @@ func (cl *caller) send(i int, due time.Time) {
 	}
 	rec := &cl.recs[i]
 	rec.winner = -1
+	rec.due, rec.sent = due.Sub(cl.acct.t0), time.Since(cl.acct.t0)
 	cctx, ccancel := context.WithTimeout(cl.ctx, pc.callTimeout)
 	defer ccancel()
 	var lg hedge.Log
@@ -264,6 +275,7 @@ func (cl *caller) send(i int, due time.Time) {
 	}
 	end := time.Now()
 	rec.lat = end.Sub(due)
+	rec.end = end.Sub(cl.acct.t0)
 	for _, a := range lg.Attempts {
 		if a.Hedge {
 			rec.hedges++
@@ -371,6 +383,7 @@ func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
 		}
 	}
 	diag.HoldExcessP50Us = holdExcessP50Us(pc, recs, warm, acct)
+	diag.lags, diag.rest, diag.Split = clientDelays(pc, recs, warm, acct)
 	slices.Sort(lat)
 	pt.P50Ms = quantileMs(lat, n, 0.50)
 	pt.P99Ms = quantileMs(lat, n, 0.99)

@@ -105,9 +105,13 @@ func TestServerScale(t *testing.T) {
 		if rep.Model.ServerScale != f || len(rep.Points) != 1 {
 			t.Fatalf("-server-scale %v: model says %v, %d points", f, rep.Model.ServerScale, len(rep.Points))
 		}
-		p, c := rep.Points[0], rep.Calibration[0]
-		if want := pointOverheadMs(c.OverheadUs/1e3, c.LagP50Us, p.Generator.LagP50Us, p.Generator.HoldExcessP50Us, 1); p.OverheadMs != want || c.LagP50Us <= 0 {
-			t.Errorf("overhead %v ms, want the calibration's with this point's lag and excess hold, %v ms (calibration lag %v µs)", p.OverheadMs, want, c.LagP50Us)
+		p := rep.Points[0]
+		// The client delay the twin carries is the point's own, and the slower server is
+		// not in it: it is each call's latency less the time the server meant to hold it.
+		sp := p.Generator.Split
+		if sp.Calls == 0 || sp.DelayP50Us <= 0 || sp.DelayP50Us > 3000 || p.twin.Sends == nil || p.twin.Answers == nil {
+			t.Errorf("-server-scale %v: client delay p50 %v µs over %d calls, twin %+v: want a measured delay of a few hundred µs, carried by the twin",
+				f, sp.DelayP50Us, sp.Calls, p.twin)
 		}
 		// The workers hold an attempt for its drawn time (times the scale) give or take the
 		// timer's slack: never exactly, never by the half of a 14 ms mean that 1.5 adds.
@@ -122,7 +126,9 @@ func TestServerScale(t *testing.T) {
 	if r < 1.3 || r > 1.75 {
 		t.Errorf("utilisation %.1f %% at -server-scale 1, %.1f %% at 1.5: ratio %.2f, want about 1.5", a.Real.UtilisationPct, b.Real.UtilisationPct, r)
 	}
-	if a.Sim.UtilisationPct != b.Sim.UtilisationPct {
+	// The simulator is not told: its twins differ only by the client delays each point
+	// measured (its calls sent a little earlier or later move the measurement window a hair).
+	if d := b.Sim.UtilisationPct - a.Sim.UtilisationPct; d < -0.5 || d > 0.5 {
 		t.Errorf("the simulator's utilisation moved with -server-scale: %.2f, %.2f %%", a.Sim.UtilisationPct, b.Sim.UtilisationPct)
 	}
 }

@@ -62,23 +62,16 @@ type Result struct {
 	Real         sim.Point `json:"real"`
 	Sim          sim.Point `json:"sim"`       // the simulated run with the same seed
 	SimSeeds     []uint64  `json:"sim_seeds"` // the seeds the agreement compares with (Sim's first)
-	// OverheadMs is the measured overhead the comparison subtracts, in model ms: the
-	// calibrated round trip, with the generator's lag at calibration traded for this point's,
-	// plus the point's workers' excess hold (see pointOverheadMs).
-	OverheadMs float64 `json:"overhead_ms"`
-	// TwinCallers is, for a closed loop, how many callers compete for the CPU in its twin
-	// (interpolated between the calibrated levels; see closedTwin).
-	TwinCallers float64 `json:"twin_callers,omitempty"`
-	// TwinInFlight is how many calls the twin keeps in flight at the rate the callers reached
-	// (Little's law): the callers themselves, unless even the most contended calibrated level
-	// is faster than the real calls were, when the machine was busier during the point than
-	// while it was calibrated (see closedTwin).
-	TwinInFlight float64 `json:"twin_in_flight,omitempty"`
-	// CallerLevels is a closed loop's calibration taken right before the point (see
-	// Calibration.Levels): the one its twin is built from.
-	CallerLevels []CallerLevel `json:"caller_levels,omitempty"`
-	Agreement    Agreement     `json:"agreement"`
-	Generator    diagnostics   `json:"generator"`
+	// twin is the client delay the simulated twin carried: the point's own measured delays
+	// (see clientDelays and closedDelay).
+	twin sim.ClientDelay
+	// TwinInFlight is, for a closed loop, how many calls its twin keeps in flight at the rate
+	// the callers reached (Little's law: the rate times the twin's mean latency, of its first
+	// seed): the callers themselves, when the twin's delays are the closed loop's. A check,
+	// not an input.
+	TwinInFlight float64     `json:"twin_in_flight,omitempty"`
+	Agreement    Agreement   `json:"agreement"`
+	Generator    diagnostics `json:"generator"`
 }
 
 // Report is everything a run produced; report.json is this, encoded.
@@ -125,8 +118,8 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		return Report{}, err
 	}
 	if cfg.callers > 0 {
-		// A closed loop's pace is the CPU it gets, and its twin's delay was calibrated with
-		// the machine to itself: two closed loops at once would each get half of it.
+		// A closed loop's pace is the CPU it gets: two closed loops at once would each get
+		// half of it.
 		cfg.parallel = 1
 	}
 	rep := Report{Model: runModel(cfg)}
@@ -189,26 +182,19 @@ func runModel(cfg runConfig) Model {
 
 // calibration is what the calibration measured, per protocol, for the points to use.
 type calibration struct {
-	overhead map[string]float64       // model ms
-	lag      map[string]float64       // wire µs
-	slack    map[string]time.Duration // wire time
-	levels   map[string][]CallerLevel // a closed loop's, wire time
+	slack map[string]time.Duration // wire time
 }
 
 // calibrateAll calibrates one protocol at a time, at the highest load's arrival rate, and
 // appends each protocol's calibration to rep.
 func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, rep *Report) (calibration, error) {
-	s := cfg.timeScale
 	n := calibrationCalls(cfg)
 	cal := calibration{
-		overhead: map[string]float64{},
-		lag:      map[string]float64{},
-		slack:    map[string]time.Duration{},
-		levels:   map[string][]CallerLevel{},
+		slack: map[string]time.Duration{},
 	}
 	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
 	if cfg.callers > 0 {
-		calRate, n = closedCalibrationRate, closedCalibrationCalls*n
+		calRate = closedCalibrationRate
 	}
 	for _, proto := range cfg.protocols {
 		c, err := calibrate(ctx, proto, cfg.workers, wireSvc, n, calRate, cfg.callers)
@@ -216,10 +202,7 @@ func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, 
 			return cal, err
 		}
 		rep.Calibration = append(rep.Calibration, c)
-		cal.overhead[proto] = c.OverheadUs / 1e3 / s
-		cal.lag[proto] = c.LagP50Us
 		cal.slack[proto] = time.Duration(c.SleepP50Us * 1e3)
-		cal.levels[proto] = c.Levels
 	}
 	return cal, nil
 }
@@ -282,7 +265,7 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 				next++
 				mu.Unlock()
 				p := jobs[i].protocol
-				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.overhead[p], cal.lag[p], cal.slack[p], cal.levels[p])
+				r, err := runPoint(ctx, cfg, jobs[i], wireSvc, cal.slack[p])
 				mu.Lock()
 				if err != nil {
 					if errs[i] = err; !errors.Is(err, context.Canceled) {
@@ -303,21 +286,8 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 	return results, ran, errs
 }
 
-// pointOverheadMs is the overhead a point's calls pay beyond the model, in model ms: the
-// calibrated round trip (overheadMs), with the generator's lateness at calibration time
-// (calLagUs, wire µs) traded for the point's own (lagUs), plus the time the point's workers
-// held an attempt beyond its drawn service time (excessUs, wire µs, at the median). The
-// generator's timer and the workers' sleeps wake later when the machine is busier than when
-// it was calibrated (two points at once, other processes), and a call's latency, measured
-// from its due time, counts both. Every term is measured on this machine during the run;
-// nothing is fitted to the simulator, and a server slower than the model (-server-scale) is
-// not absorbed: its excess is over the time it meant to hold the worker.
-func pointOverheadMs(overheadMs, calLagUs, lagUs, excessUs, timeScale float64) float64 {
-	return max(overheadMs+(lagUs-calLagUs+excessUs)/1e3/timeScale, 0)
-}
-
 // runPoint runs one point for real, then simulates it, and compares them.
-func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, overheadMs, calLagUs float64, slack time.Duration, levels []CallerLevel) (Result, error) {
+func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, slack time.Duration) (Result, error) {
 	s := cfg.timeScale
 	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
 	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
@@ -347,23 +317,24 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	if err != nil {
 		return Result{}, err
 	}
+	// The twin's calls are late by this point's own measured client delays (see
+	// clientDelays): what the model lacks outside the queue, nothing of the queue itself.
 	var delay sim.ClientDelay
-	var twinCallers, twinInFlight float64
+	var tie time.Duration
+	switch {
+	case len(diag.lags) > 0:
+		delay = measuredDelay(diag.lags, diag.rest)
+	case !real.Collapse:
+		return Result{}, fmt.Errorf("hedgeload: %s, %v%% load: no measured call was answered by its first attempt, so its client delay is unknown", j.setup.Name, j.load)
+	}
+	// A real collapse has no figures, nor delays: its twin runs without, and the comparison
+	// asks only whether it collapses too.
 	if cfg.callers > 0 {
-		// The twin is offered the rate the closed loop reached, late by the client's delay
-		// at the contention that rate and the callers make (see closedTwin).
+		// The twin is offered the rate the closed loop reached (see closedDelay).
 		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
 		real.LoadPct = j.load
-		// The client's delay is calibrated again right before each point's twin is built: what
-		// else runs on the machine changes over a run, and a closed loop's pace with it.
-		if levels, err = calibrateLevels(ctx, j.protocol, cfg.workers, closedCalibrationCalls*calibrationCalls(cfg), cfg.callers, medianOf(wireSvc), slack); err != nil {
-			return Result{}, err
-		}
-		delay, twinCallers, twinInFlight, err = closedTwin(cfg.callers, diag.PerSecond, levels, func(d sim.ClientDelay) (sim.Point, error) {
-			return simulate(cfg, j, wireSvc, j.seed, d, tieDelay(j.mode, d))
-		})
-		if err != nil {
-			return Result{}, err
+		if len(diag.rest) > 0 {
+			delay, tie = closedDelay(diag.rest), tieDelay(j.mode, diag.rest)
 		}
 	}
 	k := cfg.simSeeds
@@ -374,15 +345,18 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	var seeds []uint64
 	for i := range k {
 		seed := j.seed + uint64(i)*1_000_003 // other seeds of the same model, far from the real ones
-		sp, err := simulate(cfg, j, wireSvc, seed, delay, tieDelay(j.mode, delay))
+		sp, err := simulate(cfg, j, wireSvc, seed, delay, tie)
 		if err != nil {
 			return Result{}, err
 		}
 		sims = append(sims, inModel(sp, s))
 		seeds = append(seeds, seed)
 	}
+	var twinInFlight float64
+	if cfg.callers > 0 {
+		twinInFlight = diag.PerSecond * sims[0].MeanMs * s / 1e3 // Little: rate × mean latency
+	}
 	real = inModel(real, s)
-	overheadMs = pointOverheadMs(overheadMs, calLagUs, diag.LagP50Us, diag.HoldExcessP50Us, s)
 	return Result{
 		Setup:        j.setup.Name,
 		LoadPct:      j.load,
@@ -392,11 +366,9 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		Real:         real,
 		Sim:          sims[0],
 		SimSeeds:     seeds,
-		OverheadMs:   overheadMs,
-		TwinCallers:  twinCallers,
+		twin:         delay,
 		TwinInFlight: twinInFlight,
-		CallerLevels: levels,
-		Agreement:    compare(real, sims, overheadMs, cfg.band),
+		Agreement:    compare(real, sims, cfg.band),
 		Generator:    diag,
 	}, nil
 }

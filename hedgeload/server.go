@@ -52,6 +52,11 @@ type accounts struct {
 	arrived atomic.Int64   // attempts of measured calls the server received
 	reached atomic.Int64   // attempts of measured calls a worker started
 	served  []atomic.Int64 // by call × maxAttempts + attempt: ns the attempt held a worker
+	// t0 is the accounts' clock origin; arrivedAt and startedAt (by call × maxAttempts +
+	// attempt) are when the server received the attempt and when a worker started it, in ns
+	// since t0 (0: never).
+	t0                   time.Time
+	arrivedAt, startedAt []atomic.Int64
 
 	mu    sync.Mutex // guards the busy-time integral
 	busy  int
@@ -62,7 +67,18 @@ type accounts struct {
 
 // newAccounts keeps accounts for total calls, of which those in [warm, calls) are measured.
 func newAccounts(total, warm, calls, workers int) *accounts {
-	return &accounts{warm: warm, calls: calls, workers: workers, served: make([]atomic.Int64, total*maxAttempts)}
+	return &accounts{warm: warm, calls: calls, workers: workers, served: make([]atomic.Int64, total*maxAttempts),
+		t0: time.Now(), arrivedAt: make([]atomic.Int64, total*maxAttempts), startedAt: make([]atomic.Int64, total*maxAttempts)}
+}
+
+// arrive notes that the server received attempt of call, now.
+func (a *accounts) arrive(call, attempt int) {
+	if call >= a.warm && call < a.calls {
+		a.arrived.Add(1)
+	}
+	if k := call*maxAttempts + attempt; k < len(a.arrivedAt) {
+		a.arrivedAt[k].Store(int64(time.Since(a.t0)))
+	}
 }
 
 // busyDelta adds d to the number of busy workers at now, integrating busy time.
@@ -158,6 +174,7 @@ func hold(ctx context.Context, cfg serverConfig, acct *accounts, call, attempt i
 	}
 	hold := max(d-cfg.slack, 0)
 	start := time.Now()
+	acct.startedAt[call*maxAttempts+attempt].Store(int64(start.Sub(acct.t0)))
 	if cfg.reaches {
 		t := time.NewTimer(hold)
 		select {
@@ -200,8 +217,8 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	}
 	rp.stats = func() workqueue.Stats { return workqueue.Stats(q.Stats()) }
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if call, _, ok := requestIDs(r); ok && call >= acct.warm && call < acct.calls {
-			acct.arrived.Add(1)
+		if call, attempt, ok := requestIDs(r); ok {
+			acct.arrive(call, attempt)
 		}
 		if !cfg.reaches {
 			// The server finishes every request it received: the request's cancellation

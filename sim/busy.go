@@ -20,18 +20,28 @@ type ClientDelay struct {
 	// Answers, when not nil, replaces the exponential of mean Busy: each answer is late by a
 	// draw from it (a measured distribution of the client's own delay, say).
 	Answers Distribution
+	// Sends, when not nil, makes each call that arrives while the client is busy leave the
+	// client late by a draw from it (a load generator late to its schedule, say): its first
+	// attempt, and the timers it arms, start that much after its arrival, from which its
+	// latency still counts.
+	Sends Distribution
 }
 
 func (d ClientDelay) zero() bool {
-	return d.Every == 0 && d.For == 0 && d.Busy == 0 && d.Timers == 0 && d.Answers == nil
+	return d.Every == 0 && d.For == 0 && d.Busy == 0 && d.Timers == 0 && d.Answers == nil && d.Sends == nil
 }
 
 func (d ClientDelay) check() error {
 	if d.Every < 0 || d.For < 0 || d.For > d.Every || d.Busy < 0 || d.Timers < 0 || (d.Every == 0 && !d.zero()) {
 		return fmt.Errorf("sim: ClientDelay needs 0 <= For <= Every, Every > 0, Busy and Timers >= 0; got %+v", d)
 	}
-	if d.Answers != nil {
-		return validateDistribution(d.Answers)
+	for _, dist := range []Distribution{d.Answers, d.Sends} {
+		if dist == nil {
+			continue
+		}
+		if err := validateDistribution(dist); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -45,13 +55,14 @@ type clientLag struct {
 	every, on    int64
 	busy, timers float64 // means, ns
 	answers      Distribution
+	sends        Distribution
 	rng          rand.PCG
 	r            *rand.Rand
 }
 
 func (l *clientLag) reset(d ClientDelay, seed uint64) {
 	l.every, l.on = int64(d.Every), int64(d.For)
-	l.busy, l.timers, l.answers = float64(d.Busy), float64(d.Timers), d.Answers
+	l.busy, l.timers, l.answers, l.sends = float64(d.Busy), float64(d.Timers), d.Answers, d.Sends
 	l.rng.Seed(streamKey(seed, streamBusy), mix(seed))
 	if l.r == nil {
 		l.r = rand.New(&l.rng)
@@ -74,6 +85,14 @@ func (l *clientLag) delay(t int64, timer bool) int64 {
 		return 0
 	}
 	return int64(l.r.ExpFloat64() * m)
+}
+
+// send is how late a call that arrives at t leaves its client.
+func (l *clientLag) send(t int64) int64 {
+	if l.sends == nil || l.every == 0 || t%l.every >= l.on {
+		return 0
+	}
+	return int64(max(l.sends.Sample(l.r), 0))
 }
 
 // answer is the event that hands attempt k of the call in slot si its answer once the busy

@@ -52,3 +52,43 @@ func TestRecommendedPaysOnABusyClient(t *testing.T) {
 		t.Errorf("%d hedges suppressed for backlog with no backlog anywhere", n)
 	}
 }
+
+// TestClientDelaySends: a client late to send its calls delays each by the draw, counted from
+// the call's arrival, and starts the call's timers only when it sends it: a fixed-delay hedge
+// fires as often as with no delay, where the same delay on the answers makes it fire for
+// every call whose answer it holds past the hedge delay.
+func TestClientDelaySends(t *testing.T) {
+	calls := scaled(20_000)
+	late := func(d time.Duration) Distribution { return Empirical{Samples: []time.Duration{d}} }
+	sends := ClientDelay{Every: time.Hour, For: time.Hour, Sends: late(15 * time.Millisecond)}
+	answers := ClientDelay{Every: time.Hour, For: time.Hour, Answers: late(15 * time.Millisecond)}
+	base := mustRun(t, Params{Calls: calls}, SetupNoHedge, 30, Ignored, 1)
+	sent := mustRun(t, Params{Calls: calls, ClientDelay: sends}, SetupNoHedge, 30, Ignored, 1)
+	if d := sent.P50Ms - base.P50Ms; d < 14.5 || d > 15.5 {
+		t.Errorf("p50 %.2f ms with every call sent 15 ms late, %.2f ms without: want 15 ms more", sent.P50Ms, base.P50Ms)
+	}
+	if d := sent.UtilisationPct - base.UtilisationPct; d < -0.5 || d > 0.5 {
+		t.Errorf("utilisation %.2f %% with late sends, %.2f %% without: the servers must not notice", sent.UtilisationPct, base.UtilisationPct)
+	}
+	var fixed Setup // a hedge 20 ms after the call is sent, every time
+	for _, st := range Setups(20 * time.Millisecond) {
+		if st.Name == SetupNoBudget {
+			fixed = st
+		}
+	}
+	run := func(d ClientDelay) Point {
+		p, err := Run(Params{Calls: calls, ClientDelay: d}, fixed, 30, Ignored, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	none, s, a := run(ClientDelay{}), run(sends), run(answers)
+	if s.HedgeRate > none.HedgeRate+0.005 || a.HedgeRate < none.HedgeRate+0.2 {
+		t.Errorf("hedge rate %.3f with no delay, %.3f with 15 ms late sends, %.3f with 15 ms late answers: want the sends' as none's, the answers' far above",
+			none.HedgeRate, s.HedgeRate, a.HedgeRate)
+	}
+	if again := run(sends); !equalPoints(s, again) {
+		t.Error("the same seed gave another run")
+	}
+}

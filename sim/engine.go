@@ -416,6 +416,11 @@ func (s *sim) run(stopCheck func() bool) {
 			s.flush()
 		case evAnswer:
 			s.deliver(e.idx, e.gen)
+		case evSend:
+			if sl := s.slots[e.idx]; !sl.finished && uint32(sl.idx) == e.gen {
+				sl.waiting = false
+				s.admit(e.idx)
+			}
 		}
 		s.startWaiting()
 		s.dispatch()
@@ -517,10 +522,24 @@ func (s *sim) arrive() {
 	if s.timeout > 0 {
 		s.h.push(event{t: s.now + s.timeout, kind: evDeadline, idx: si, gen: uint32(i)})
 	}
+	if d := s.lag.send(s.now); d > 0 {
+		// The busy client gets to the call later: until then it waits in the client (a
+		// deadline fails it unsent), holding none of the client's places in flight.
+		sl.waiting = true
+		s.h.push(event{t: s.now + d, kind: evSend, idx: si, gen: uint32(i)})
+		return
+	}
+	s.admit(si)
+}
+
+// admit lets the call in slot si leave its client, or wait in it for a place among the
+// client's calls in flight.
+func (s *sim) admit(si int32) {
+	sl := s.slots[si]
 	if c := sl.client; s.clientInFlight > 0 {
 		if s.inflight[c] >= s.clientInFlight {
 			// The client has as many calls in flight as it allows: this one waits in the
-			// client, its latency counted from now.
+			// client, its latency counted from its arrival.
 			sl.waiting = true
 			s.waitQ[c] = append(s.waitQ[c], si)
 			s.waiting++

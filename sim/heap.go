@@ -12,6 +12,7 @@ const (
 	evRefused                // request idx's connection refusal reaches the client (gen: the request's generation)
 	evDeadline               // call slot idx's caller gives up (gen: the call's index)
 	evAnswer                 // a busy client gets to an answer for call slot idx (gen: see answerGen)
+	evSend                   // a busy client gets to sending call slot idx (gen: the call's index)
 )
 
 // event is one pending event. It is a small value: the heap stores events inline, so pushing
