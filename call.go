@@ -467,11 +467,35 @@ func (c *Call) served(now time.Time) (ok bool, at time.Time) {
 		// answers say nothing about it.
 		return false, time.Time{}
 	}
+	// Behind several replicas, each with its own queue, a later call answered by another
+	// replica says nothing of this one's queue. While the dependency is not quiet and the
+	// call's replica shows a queue (replicaQueued: one of its two latest answers was slow),
+	// only a later call answered by the same replica shows the call in service
+	// (replicaOvertakes). A replica in trouble of its own keeps the evidence of every
+	// replica: its slowness is its own, not a queue, and the gates' rule for it decides.
+	ovt := p.ovt
+	if set, i, ok := a.route.replica(); ok && set.Len() > 1 && !p.quiet() && !a.route.troubled(now) && p.replicaQueued(set, i) {
+		if start, silent := c.firstSilent(now); silent && c.warm {
+			// Its replica has answered nothing since it was sent, so nothing shows it in
+			// service there; for a client with a thin share of the traffic that is most
+			// calls at the threshold, queued or not. Once it is lost, its hedge is due
+			// (Call.lost), as the backlog gate's rule for it says.
+			if at := start.Add(lostThresholds * c.threshold); at.After(now) {
+				return false, at
+			}
+			return true, time.Time{}
+		}
+		if r := p.replicaOvertakes(set, i); r != nil {
+			ovt = &r.overtakes
+		} else {
+			return false, time.Time{}
+		}
+	}
 	// A busy client is slow to read answers as well: a call it has not yet seen answered
 	// may be done at the server, so the time in service it must show grows by how late
 	// the client's timers fire.
 	need := p.cfg.inService + time.Duration(p.lag.Load())
-	d, overtaken := p.ovt.since(c.seq, now)
+	d, overtaken := ovt.since(c.seq, now)
 	switch {
 	case !overtaken:
 		// Nothing later has answered yet: look again soon. The wait bounds how late a hedge
@@ -763,9 +787,15 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	if o.Class == Success {
 		a.result = OK
 		c.release(now, a, limit.Success)
-		p.recordLatency(now, dur, true)
+		slow := p.recordLatency(now, dur, true)
 		if p.ovt != nil {
 			p.ovt.answered(c.seq, now)
+			if set, i, ok := a.route.replica(); ok && set.Len() > 1 {
+				if r := p.replicaOvertakes(set, i); r != nil {
+					r.answered(c.seq, now)
+					r.noteAnswer(slow)
+				}
+			}
 		}
 		c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})
 		c.winner, c.won = k, k

@@ -428,7 +428,8 @@ func TestQuietMedianLooksPastARescuedStraggler(t *testing.T) {
 // slow, and suppressed with reason backlog when half or more were: a client with a thin share
 // of a fleet's traffic sees a queue in its latest answers long before its median moves. A call
 // whose first attempt waits on a replica that has answered nothing since it was sent (while
-// another answered) is not held by answers from the replicas that do answer: it is hedged.
+// another answered) is not held by answers from the replicas that do answer: it is hedged
+// once lost.
 func TestBacklogGateSeesSlowAnswers(t *testing.T) {
 	run := func(t *testing.T, slowTail int, silent bool) (string, []hedge.Reason) {
 		var s suppressions
@@ -466,14 +467,25 @@ func TestBacklogGateSeesSlowAnswers(t *testing.T) {
 		a.Start(now)
 		a.AttemptRoute(0, &route)
 		route.To(set, 0)
-		b := p.NewCall(hedge.CallOptions{})
+		b, rb := p.NewCall(hedge.CallOptions{}), new(hedge.Route)
 		b.Start(now.Add(time.Millisecond))
+		b.AttemptRoute(0, rb)
+		if silent {
+			rb.To(set, 1)
+		} else {
+			rb.To(set, 0) // answered from a's replica: a is in service
+		}
 		b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a; quick
 		set.Report(now.Add(2*time.Millisecond), 1, replica.Success)
 		if !silent {
 			set.Report(now.Add(3*time.Millisecond), 0, replica.Success) // a's replica answers too
 		}
 		got := actions(a.TimerFired(now.Add(30 * time.Millisecond))) // the threshold; in service 28ms
+		if lost := now.Add(4 * p.MeasuredAt(now).Threshold); silent && got == "timer "+lost.Sub(t0).String() {
+			// Silent since a was sent, its replica can show nothing of a: a waits until it is
+			// lost, four thresholds after it was sent (Call.lost).
+			got = actions(a.TimerFired(lost))
+		}
 		return got, s.reasons
 	}
 	// b's quick answer is the newest of the eight: the slow ones are the seven before it.

@@ -26,7 +26,8 @@ type Policy struct {
 	recent   *median            // the recent median, for the backlog gate; nil = no gate
 	blog     *backlog
 	cross    *crossings
-	ovt      *overtakes // nil unless hedges need in-service evidence
+	ovt      *overtakes                       // nil unless hedges need in-service evidence
+	rovt     atomic.Pointer[replicaOvertakes] // per replica, made on the first multi-replica route
 	bud      *budget.Budget
 	brk      *breaker.Breaker // nil = no breaker
 	lim      *limit.Gradient2 // nil = no limit
@@ -163,25 +164,26 @@ func (p *Policy) threshold() (time.Duration, bool) {
 // slow (noteAnswer); the censored sample of a loser does not: a copy sent after it answered
 // first, and that copy's own answer, just noted, is the evidence of a queue, not the time the
 // loser had run (a straggler's, whatever the queue).
-func (p *Policy) recordLatency(now time.Time, d time.Duration, answer bool) {
+func (p *Policy) recordLatency(now time.Time, d time.Duration, answer bool) (slow bool) {
 	if p.est == nil {
-		return
+		return false
 	}
 	if p.sat != nil && p.saturated(now) {
-		return
+		return false
 	}
 	p.est.Record(now, d)
 	if p.recent != nil {
 		if !p.recent.settled() {
 			p.recent.seed(now, p.est)
-			return
+			return false
 		}
 		p.recent.record(d)
 		p.blog.observe(now, p.recent.load())
 		if answer {
-			p.noteAnswer(d)
+			return p.noteAnswer(d)
 		}
 	}
+	return false
 }
 
 // noteAnswer shifts into lastSlow whether an answer that took d was slow: more than twice the
@@ -189,10 +191,10 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration, answer bool) {
 // MinimumDelay/quietRiseDivisor. One answer in a few is slow by bad luck (a straggler); a
 // queue makes most of them slow at once, long before the median of a client with a thin
 // share of the traffic, which follows a change only over a few hundred answers, moves.
-func (p *Policy) noteAnswer(d time.Duration) {
+func (p *Policy) noteAnswer(d time.Duration) bool {
 	f := p.blog.floor()
 	if f <= 0 {
-		return
+		return false
 	}
 	r := d - f - p.selfDelay()
 	slow := uint32(0)
@@ -202,7 +204,7 @@ func (p *Policy) noteAnswer(d time.Duration) {
 	for {
 		v := p.lastSlow.Load()
 		if p.lastSlow.CompareAndSwap(v, v<<1|slow) {
-			return
+			return slow == 1
 		}
 	}
 }

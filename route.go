@@ -124,3 +124,15 @@ func (c *Call) firstReported(now time.Time) bool {
 func (c *Call) lostUnreported(now time.Time) bool {
 	return c.lost(now) && !c.firstReported(now)
 }
+
+// replica returns the replica the attempt went to, once the transport has said; a nil Route
+// says nothing.
+func (r *Route) replica() (set *replica.Set, i int, ok bool) {
+	if r == nil {
+		return nil, 0, false
+	}
+	if set = r.set.Load(); set == nil {
+		return nil, 0, false
+	}
+	return set, int(r.i.Load()), true
+}

@@ -39,14 +39,20 @@ func TestBacklogGatePassesALostAttempt(t *testing.T) {
 		a.Start(now)
 		a.AttemptRoute(0, &route)
 		route.To(set, 0)
-		b := p.NewCall(hedge.CallOptions{})
+		b, rb := p.NewCall(hedge.CallOptions{}), new(hedge.Route)
 		b.Start(now.Add(time.Millisecond))
-		b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a: a is in service
+		b.AttemptRoute(0, rb)
+		if silent {
+			rb.To(set, 1)
+		} else {
+			rb.To(set, 0) // a later call answered from a's replica: a is in service
+		}
+		b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a
 		set.Report(now.Add(2*time.Millisecond), 1, replica.Success)    // replica 1 answers
 		if !silent {
 			set.Report(now.Add(3*time.Millisecond), 0, replica.Success) // replica 0 answers too
 		}
-		a.TimerFired(now.Add(10 * time.Millisecond)) // at the threshold: in service for 8ms only
+		first := actions(a.TimerFired(now.Add(10 * time.Millisecond))) // at the threshold: in service for 8ms only
 		got := actions(a.TimerFired(now.Add(12 * time.Millisecond)))
 		if !silent {
 			if got != "" || len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonBacklog {
@@ -54,9 +60,12 @@ func TestBacklogGatePassesALostAttempt(t *testing.T) {
 			}
 			continue
 		}
+		// The timer is armed for the moment a counts as lost, at the threshold (a silent
+		// replica answers no later call, so none can show a in service there) or, overtaken
+		// elsewhere, at 12ms by the backlog gate.
 		lost := now.Add(40 * time.Millisecond) // 4 thresholds of 10ms after a was sent
-		if want := "timer " + lost.Sub(t0).String(); got != want || len(s.reasons) != 0 {
-			t.Fatalf("replica silent, at 12ms: actions %q, suppressions %v; want %q, none", got, s.reasons, want)
+		if want := "timer " + lost.Sub(t0).String(); (first != want || got != "") && got != want || len(s.reasons) != 0 {
+			t.Fatalf("replica silent, at 10 and 12ms: actions %q, %q, suppressions %v; want %q once, none", first, got, s.reasons, want)
 		}
 		if got := actions(a.TimerFired(lost)); got != "start 1 hedge" || len(s.reasons) != 0 {
 			t.Errorf("replica silent for 4 thresholds: actions %q, suppressions %v; want a hedge", got, s.reasons)
@@ -148,5 +157,74 @@ func TestStartAwareHedgesALostQueuedAttempt(t *testing.T) {
 	}
 	if got := actions(a.TimerFired(lost)); got != "start 1 hedge" {
 		t.Errorf("queued on a replica silent for 4 thresholds: actions %q, want a hedge", got)
+	}
+}
+
+// TestOvertakingCountsOnTheSameReplica: behind several replicas, each with its own queue, a
+// call overtaken by a later call answered from another replica may still be queued on its
+// own. While the dependency is not quiet (one of the latest answers was slow) and one of the
+// two latest answers from the call's own replica was slow, only a later call answered from
+// the same replica shows it is in service. While every recent answer is quick, or the call's
+// replica answered its latest calls quickly, any later answer still counts.
+func TestOvertakingCountsOnTheSameReplica(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		slowOn     int // the replica that gave the slow answer; -1: none was slow
+		overtaker  int // the replica the overtaking call went to
+		wantHedged bool
+	}{
+		{"a's replica slow, overtaken there", 0, 0, true},
+		{"a's replica slow, overtaken elsewhere", 0, 1, false},
+		{"another replica slow, overtaken elsewhere", 1, 1, true},
+		{"quiet, overtaken elsewhere", -1, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s suppressions
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Observer: s.observe})
+			warm(t, p, t0, 100)
+			set, err := replica.New(2, replica.Config{Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := t0
+			if tc.slowOn >= 0 {
+				var r hedge.Route
+				c := p.NewCall(hedge.CallOptions{})
+				c.Start(now)
+				c.AttemptRoute(0, &r)
+				r.To(set, tc.slowOn)
+				c.AttemptDone(now.Add(30*time.Millisecond), 0, hedge.Outcome{}) // six times the median
+			}
+			now = now.Add(40 * time.Millisecond)
+			set.Report(now.Add(-time.Millisecond), 0, replica.Success)
+			set.Report(now.Add(-time.Millisecond), 1, replica.Success)
+			var ra, rb hedge.Route
+			a := p.NewCall(hedge.CallOptions{})
+			a.Start(now)
+			a.AttemptRoute(0, &ra)
+			ra.To(set, 0)
+			b := p.NewCall(hedge.CallOptions{})
+			b.Start(now.Add(time.Millisecond))
+			b.AttemptRoute(0, &rb)
+			rb.To(set, tc.overtaker)
+			b.AttemptDone(now.Add(2*time.Millisecond), 0, hedge.Outcome{}) // overtakes a
+			set.Report(now.Add(2*time.Millisecond), 0, replica.Success)    // both replicas answer
+			set.Report(now.Add(2*time.Millisecond), 1, replica.Success)
+			a.TimerFired(now.Add(10 * time.Millisecond)) // at the threshold: overtaken 8ms ago
+			got := actions(a.TimerFired(now.Add(12 * time.Millisecond)))
+			if tc.wantHedged {
+				if got != "start 1 hedge" || len(s.reasons) != 0 {
+					t.Errorf("actions %q, suppressions %v; want a hedge", got, s.reasons)
+				}
+				return
+			}
+			if got != "" {
+				t.Errorf("actions %q; want none", got)
+			}
+			a.AttemptDone(now.Add(20*time.Millisecond), 0, hedge.Outcome{})
+			if len(s.reasons) != 1 || s.reasons[0] != hedge.ReasonNoEvidence {
+				t.Errorf("suppressions %v; want [no_evidence]", s.reasons)
+			}
+		})
 	}
 }
