@@ -113,7 +113,8 @@ func (c *Call) firstSilent(now time.Time) (start time.Time, ok bool) {
 func (c *Call) firstReported(now time.Time) bool {
 	for k := range c.attempts {
 		if a := &c.attempts[k]; a.result == Running && !a.hedge {
-			return a.route != nil && a.route.set.Load() != nil && c.p.loads.reported(now, int(a.route.i.Load()))
+			_, i, ok := a.route.replica()
+			return ok && c.p.loads.reported(now, i)
 		}
 	}
 	return false
