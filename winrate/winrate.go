@@ -17,10 +17,10 @@
 //
 //   - fewer than MinimumSamples started: no opinion, no change; the counts
 //     are kept for the next boundary until they fall out of the Window;
-//   - no hedge won, or won/started < Floor by more than chance explains
-//     (the wins fall more than two standard deviations of a binomial at
-//     Floor short of Floor × started): the allowance halves, never below
-//     MinimumAllowance;
+//   - won/started < Floor by more than chance explains (hedges winning
+//     exactly Floor of the time would win this few less than one time in
+//     200: the binomial's lower tail, computed exactly): the allowance
+//     halves, never below MinimumAllowance;
 //   - won/started ≥ Floor: the allowance grows by 0.25, up to 1;
 //   - otherwise (short of Floor by no more than chance): no opinion yet,
 //     the counts are kept, as with too few samples.
@@ -199,16 +199,48 @@ func (l *Loop) close() {
 }
 
 // short reports whether the hedges c counts won less than floor of the time by more than
-// chance explains: by more than winMargin standard deviations of the wins a win rate of exactly
-// floor would give (a binomial's), or not once (hedges that never win are load for nothing,
-// and that is the case the loop is for). Without the margin a loop whose hedges win a little more
-// often than floor halves its allowance on every unlucky period, and a client that sees a
-// few hedges a period (a thin share of a fleet's traffic) is starved by noise; a loop whose
-// hedges seldom win retreats as before, since its shortfall grows with the hedges counted
-// and the margin only with their square root.
+// chance explains: hedges that win exactly floor of the time would win c.won or fewer of
+// c.started less often than falseAlarm (the binomial's lower tail). Without that margin a loop
+// whose hedges win a little more often than floor halves its allowance on every unlucky period,
+// and a client that sees ten or twenty hedges a period (a thin share of a fleet's traffic) is
+// starved by noise: at floor 0.3 and a true win rate of 0.37, "none of ten won" happens one
+// period in a hundred, and 32 such clients halve every few seconds between them. A loop whose
+// hedges never win still retreats: no win in 15 hedges at floor 0.3 (in 51 at 0.1) is
+// enough, and its shortfall grows with the hedges counted.
 func short(c counts, floor float64) bool {
-	n := float64(c.started)
-	return (c.won == 0 && floor > 0) || float64(c.won) < floor*n-winMargin*math.Sqrt(floor*(1-floor)*n)
+	if floor <= 0 || float64(c.won) >= floor*float64(c.started) {
+		return false
+	}
+	if floor >= 1 {
+		return true // every hedge had to win and one did not
+	}
+	return binomialTailBelow(c.won, c.started, floor, falseAlarm)
+}
+
+// binomialTailBelow reports whether P(X <= k) < alpha for X binomial with n trials of chance p,
+// for 0 <= k < p*n and 0 < p < 1. It sums the terms from k downwards in log space (each smaller
+// than the one above it, since k is below the mode), stopping once the sum reaches alpha or
+// the terms no longer change it, so a large n costs a few dozen steps, not n.
+func binomialTailBelow(k, n int64, p, alpha float64) bool {
+	lgN, _ := math.Lgamma(float64(n) + 1)
+	lgK, _ := math.Lgamma(float64(k) + 1)
+	lgNK, _ := math.Lgamma(float64(n-k) + 1)
+	logTerm := lgN - lgK - lgNK + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p)
+	odds := math.Log1p(-p) - math.Log(p) // log of (1-p)/p
+	sum := 0.0
+	for i := k; i >= 0; i-- {
+		term := math.Exp(logTerm)
+		sum += term
+		if sum >= alpha {
+			return false
+		}
+		if term < sum*1e-12 {
+			break
+		}
+		// term(i-1) / term(i) = i/(n-i+1) · (1-p)/p
+		logTerm += math.Log(float64(i)/float64(n-i+1)) + odds
+	}
+	return true
 }
 
 // Admit reports whether a would-be hedge may start at now. Call it once per
@@ -274,6 +306,6 @@ func invalid(format string, args ...any) error {
 	return &configError{msg: fmt.Sprintf(format, args...)}
 }
 
-// winMargin is how many standard deviations short of Floor the wins must fall to halve: at
-// two, a loop whose hedges win as often as Floor halves on fewer than one decision in forty.
-const winMargin = 2.0
+// falseAlarm is the largest chance of halving on one decision that a loop whose hedges win
+// exactly Floor of the time runs: one decision in 200.
+const falseAlarm = 0.005

@@ -7,8 +7,10 @@ import (
 	"github.com/hedgekit/hedge/winrate"
 )
 
-// A dependency whose hedges never win: each 15s decision period, the loop
-// halves the share of would-be hedges it lets start.
+// A dependency whose hedges never win: the loop halves the share of would-be
+// hedges it lets start each time it has counted enough of them to be sure
+// (none of 51 winning, at the default Floor of 10 %), so every second or
+// third 15s decision period.
 func Example() {
 	l, err := winrate.New(winrate.Config{}) // Floor 0.1, Window 1m, 10 samples
 	if err != nil {
@@ -30,9 +32,9 @@ func Example() {
 	}
 	// Output:
 	// period 0: 100 hedges started, allowance now 0.5
-	// period 1: 50 hedges started, allowance now 0.25
-	// period 2: 25 hedges started, allowance now 0.125
-	// period 3: 12 hedges started, allowance now 0.0625
+	// period 1: 50 hedges started, allowance now 0.5
+	// period 2: 50 hedges started, allowance now 0.25
+	// period 3: 25 hedges started, allowance now 0.25
 }
 
 // Admit is deterministic: at allowance 0.5 every second would-be hedge
@@ -40,8 +42,8 @@ func Example() {
 func ExampleLoop_Admit() {
 	l, _ := winrate.New(winrate.Config{})
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	for range 10 {
-		l.Started(start) // ten hedges, none won
+	for range 60 {
+		l.Started(start) // sixty hedges, none won
 	}
 	now := start.Add(15 * time.Second)
 	fmt.Println(l.Allowance(now))

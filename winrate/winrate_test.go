@@ -2,6 +2,7 @@ package winrate
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,24 +84,24 @@ func TestExactSequence(t *testing.T) {
 		started, won int
 		want         float64 // allowance read at the start of the next period
 	}{
-		{20, 0, 0.5},     // none won: halve
-		{20, 2, 0.75},    // exactly 10% clears the floor: +0.25
-		{20, 0, 0.375},   // halve
+		{60, 0, 0.5},     // none of 60 won: at 10% that happens 0.2% of the time: halve
+		{60, 6, 0.75},    // exactly 10% clears the floor: +0.25
+		{60, 0, 0.375},   // halve
 		{9, 0, 0.375},    // 9 < MinimumSamples: no opinion, counts kept
-		{1, 0, 0.1875},   // 9+1 = 10 over two periods, 0 won: halve
+		{42, 0, 0.1875},  // 9+42 = 51 over two periods, 0 won (0.46% at 10%): halve
 		{30, 10, 0.4375}, // +0.25
 		{10, 10, 0.6875},
 		{10, 5, 0.9375},
 		{10, 5, 1}, // capped at 1
-		{10, 0, 0.5},
-		{10, 0, 0.25},
-		{10, 0, 0.125},
-		{10, 0, 0.0625},
-		{10, 0, 0.05}, // floored at MinimumAllowance
-		{10, 0, 0.05},
-		{60, 1, 0.05}, // 1 of 60: short of 10% by more than chance: halve (floored)
-		{20, 1, 0.05}, // 1 of 20: short of 10%, by no more than chance: no opinion, counts kept
-		{20, 3, 0.3},  // 4 of 40 over both: 10%: +0.25
+		{60, 0, 0.5},
+		{60, 0, 0.25},
+		{60, 0, 0.125},
+		{60, 0, 0.0625},
+		{60, 0, 0.05}, // floored at MinimumAllowance
+		{60, 0, 0.05},
+		{100, 2, 0.05}, // 2 of 100: short of 10% by more than chance (0.19%): halve (floored)
+		{20, 0, 0.05},  // none of 20: at 10% that happens 12% of the time: no opinion, counts kept
+		{20, 4, 0.3},   // 4 of 40 over both: 10%: +0.25
 	}
 	for p, s := range steps {
 		feed(l, p, s.started, s.won)
@@ -117,22 +118,23 @@ func TestExactSequence(t *testing.T) {
 func TestFewSamplesFallOutOfWindow(t *testing.T) {
 	l := mustNew(t, Config{})
 	// Nine hedges, none winning, then three quiet periods: still no
-	// opinion. A fifth period pushes the nine out of the Window, so a
-	// single further hedge is judged on its own (and is too few).
+	// opinion. A fifth period pushes the nine out of the Window, so 42
+	// further hedges that do not win are judged on their own: none of 42
+	// happens 1.2% of the time at 10%, too often to halve on.
 	feed(l, 0, 9, 0)
 	for p := 1; p <= 4; p++ {
 		if got := l.Allowance(at(time.Duration(p) * period)); got != 1 {
 			t.Fatalf("period %d: allowance %v, want 1", p, got)
 		}
 	}
-	feed(l, 4, 1, 0)
+	feed(l, 4, 42, 0)
 	if got := l.Allowance(at(5 * period)); got != 1 {
 		t.Fatalf("old samples still counted: allowance %v", got)
 	}
-	// Whereas within the Window they add up.
+	// Whereas within the Window they add up: none of 51 (0.46%) halves.
 	l = mustNew(t, Config{})
 	feed(l, 0, 9, 0)
-	feed(l, 3, 1, 0)
+	feed(l, 3, 42, 0)
 	if got := l.Allowance(at(4 * period)); got != 0.5 {
 		t.Fatalf("samples within the Window not added up: allowance %v, want 0.5", got)
 	}
@@ -140,7 +142,7 @@ func TestFewSamplesFallOutOfWindow(t *testing.T) {
 
 func TestIdlePeriodsRollForward(t *testing.T) {
 	l := mustNew(t, Config{})
-	feed(l, 0, 20, 0)
+	feed(l, 0, 60, 0)
 	if got := l.Allowance(at(period)); got != 0.5 {
 		t.Fatalf("allowance %v, want 0.5", got)
 	}
@@ -167,7 +169,7 @@ func TestIdlePeriodsRollForward(t *testing.T) {
 func TestZeroTimeBase(t *testing.T) {
 	l := mustNew(t, Config{})
 	var z time.Time
-	for i := range 10 {
+	for i := range 60 {
 		l.Started(z.Add(time.Duration(i)))
 	}
 	if got := l.Allowance(z.Add(period)); got != 0.5 {
@@ -238,21 +240,21 @@ func simulate(l *Loop, from, to int, winShare float64) []float64 {
 
 func TestNeverWinningThenRecovering(t *testing.T) {
 	l := mustNew(t, Config{})
-	// Hedges never win: the allowance halves each period (100, 50, 25, 12
-	// hedges started) until 0.0625 leaves only 6 per period, too few; two
-	// periods together are judged and it reaches 0.05, where 5 per period
-	// still start and are judged every second period.
+	// Hedges never win: the allowance halves whenever 51 or more hedges
+	// have started without a win (fewer is not sure enough at 10%): 100
+	// started halve it, then two periods of 50, then three of 25.
 	got := simulate(l, 0, 8, 0)
-	want := []float64{0.5, 0.25, 0.125, 0.0625, 0.0625, 0.05, 0.05, 0.05}
+	want := []float64{0.5, 0.5, 0.25, 0.25, 0.25, 0.125, 0.125, 0.125}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("never winning: allowances %v, want %v", got, want)
 		}
 	}
-	// They win again: a quarter back per decision until 1. At 0.05 the
-	// first decision needs two periods of samples.
+	// They win again: a quarter back per decision until 1. The first
+	// decision also counts the 37 losing hedges kept from the three periods
+	// before it, and half of the 12 new ones winning clears 10% of all 49.
 	got = simulate(l, 8, 16, 0.5)
-	want = []float64{0.05, 0.3, 0.55, 0.8, 1, 1, 1, 1}
+	want = []float64{0.375, 0.625, 0.875, 1, 1, 1, 1, 1}
 	for i := range want {
 		if math.Abs(got[i]-want[i]) > 1e-12 {
 			t.Fatalf("winning again: allowances %v, want %v", got, want)
@@ -345,11 +347,95 @@ func TestWinning(t *testing.T) {
 	}
 	l = mustNew(t, Config{})
 	feed(l, 0, 10, 5)
-	feed(l, 1, 20, 0) // none won: the allowance halves
+	feed(l, 1, 60, 0) // none won: the allowance halves
 	if got := l.Allowance(at(2*period + time.Second)); got != 0.5 {
 		t.Fatalf("allowance %v, want 0.5", got)
 	}
 	if l.Winning(at(2*period + time.Second)) {
 		t.Fatal("winning after a decision that found none winning")
+	}
+}
+
+// TestThinClientNotStarved: a client that sees ten hedges a decision period, winning 37% of
+// the time against a Floor of 30%, is not halved by bad luck. Halving whenever none of ten
+// won (1% of periods) cut its hedges, and its tail, for a minute at a time, over and over.
+func TestThinClientNotStarved(t *testing.T) {
+	l := mustNew(t, Config{Floor: 0.3})
+	rng := rand.New(rand.NewPCG(1, 2))
+	halvings, last := 0, 1.0
+	for p := range 2000 {
+		base := time.Duration(p) * period
+		for i := range 10 {
+			now := at(base + time.Duration(i)*time.Second)
+			l.Started(now)
+			if rng.Float64() < 0.37 {
+				l.Won(now.Add(time.Millisecond))
+			}
+		}
+		a := l.Allowance(at(base + period))
+		if a < last {
+			halvings++
+		}
+		last = a
+	}
+	if halvings > 2 {
+		t.Fatalf("a loop whose hedges win 37%% against a floor of 30%% halved %d times in 2000 periods", halvings)
+	}
+	// Whereas a client whose hedges win 15% is found out within a few periods.
+	l = mustNew(t, Config{Floor: 0.3})
+	for p := range 6 {
+		base := time.Duration(p) * period
+		for i := range 10 {
+			now := at(base + time.Duration(i)*time.Second)
+			l.Started(now)
+			if i == 0 && p%2 == 0 {
+				l.Won(now.Add(time.Millisecond))
+			}
+		}
+	}
+	if got := l.Allowance(at(6 * period)); got >= 1 {
+		t.Fatalf("a loop whose hedges win 5 of 60 against a floor of 30%% kept allowance %v", got)
+	}
+}
+
+// TestBinomialTail checks the lower tail against a direct sum of the binomial's terms.
+func TestBinomialTail(t *testing.T) {
+	direct := func(k, n int64, p float64) float64 {
+		sum := 0.0
+		for i := int64(0); i <= k; i++ {
+			lg, _ := math.Lgamma(float64(n) + 1)
+			li, _ := math.Lgamma(float64(i) + 1)
+			lni, _ := math.Lgamma(float64(n-i) + 1)
+			sum += math.Exp(lg - li - lni + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
+		}
+		return sum
+	}
+	checked := 0
+	for _, p := range []float64{0.05, 0.1, 0.3, 0.5, 0.9} {
+		for n := int64(1); n <= 200; n++ {
+			for k := int64(0); float64(k) < p*float64(n); k++ {
+				for _, alpha := range []float64{0.005, 0.05} {
+					want := direct(k, n, p)
+					if math.Abs(want-alpha) < 1e-9*alpha {
+						continue
+					}
+					if got := binomialTailBelow(k, n, p, alpha); got != (want < alpha) {
+						t.Fatalf("P(X <= %d | n=%d, p=%v) = %v: below %v = %v, want %v", k, n, p, want, alpha, got, want < alpha)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 5000 {
+		t.Fatalf("checked only %d cases", checked)
+	}
+	// A large count: 29% of ten million is far below 30% (about 69 standard deviations);
+	// 29.99% is within one.
+	if !binomialTailBelow(2_900_000, 10_000_000, 0.3, falseAlarm) {
+		t.Fatal("29% of 10,000,000 not below a floor of 30%")
+	}
+	if binomialTailBelow(2_999_000, 10_000_000, 0.3, falseAlarm) {
+		t.Fatal("29.99% of 10,000,000 judged below a floor of 30%")
 	}
 }
