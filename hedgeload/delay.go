@@ -113,24 +113,25 @@ func meanUs(ds []time.Duration) float64 {
 	return sum / float64(len(ds)) / 1e3
 }
 
-// A hedge's own delays. A straggler's call pays the threshold, the wait until its hedge
-// starts, and the client's delay on the hedge. Measured per call on the real client (64
-// callers, HTTP/1.1 and HTTP/2, load average 1.5–4.6): the threshold sat at its floor, 10 ms,
-// in the real client and in its twin alike; the hedges started 2.8–4.8 ms after they were due
-// at the median, most of it the wait for evidence that the call is in service (the core looks
-// again until the call has been overtaken for MinimumInService plus its own timers' lateness),
-// the rest the timers' own lateness. That lateness, measured by a probe (a timer armed at
-// random moments while the measured calls are sent, see timerProbe), is 5–9 µs at the median
-// and 0.4–1.7 ms on average: a timer fires on time unless it falls due in a burst, when it
-// waits milliseconds. The hedge then goes its own way (from the goroutine the timer woke, on a
-// connection of its own) and its answer reaches the caller another way than a first attempt's:
-// its client delay, from its start to the call's end less its queue wait and its drawn service
-// time, is measured apart (HTTP/2: 0.6–1.1 ms at the median, under the first attempts'
-// 1.3–1.8; HTTP/1.1: 1.6–3.3 ms, over theirs). The twin's timers fire late by the probe's
-// draws, its hedges' answers by the hedges' own (see closedDelay). Before, its timers were
-// late by a sixteenth of the answers' median, 0.1 ms, and it hedged the fast calls whose drawn
-// answer delay outlasted the threshold, up to 4.1 % of calls where the real client hedged
-// 2.0–2.5 %, and its p99, on the hedged stragglers, fell 1–5 ms short of the real one.
+// A hedge's own delays. A straggler's call pays the threshold, the wait until its hedge starts,
+// and the client's delay on the hedge. Measured per call on the real client (64 callers,
+// HTTP/1.1 and HTTP/2, load average 1.1–4.8): the threshold sat at its floor, 10 ms, in the
+// real client and in its twin alike; the hedges started 0.6–1.3 ms after they were due at the
+// median on a quiet run, 2.4–4.8 ms on a busy one, most of it the wait for evidence that the
+// call is in service (the core looks again until the call has been overtaken for
+// MinimumInService plus its own timers' lateness), the rest the timers' own lateness. That
+// lateness, measured by a probe (a timer armed at random moments while the measured calls are
+// sent, see timerProbe), is 4–9 µs at the median and 0.04–1.7 ms on average: a timer fires on
+// time unless it falls due in a burst, when it waits milliseconds. The hedge then goes its own
+// way (from the goroutine the timer woke, on a connection of its own) and its answer reaches
+// the caller another way than a first attempt's: its client delay, from its start to the call's
+// end less its queue wait and its drawn service time, is measured apart (HTTP/2: 0.6–1.3 ms at
+// the median, under the first attempts' 1.0–2.0; HTTP/1.1: 1.1–3.3 ms, over their 0.9–1.7). The
+// twin's timers fire late by the probe's draws, its hedges' answers by the hedges' own (see
+// closedDelay). Before, its timers were late by a sixteenth of the answers' median, 0.1 ms, and
+// it hedged the fast calls whose drawn answer delay outlasted the threshold, up to 4.1 % of
+// calls where the real client hedged 2.0–2.5 %, and its p99, on the hedged stragglers, fell 1–5
+// ms short of the real one.
 //
 // The core's events carry no call: a hedge is its call's when the hedge's start less its
 // offset in the call's log is exactly the start of a first attempt (the core reads one clock
