@@ -127,15 +127,15 @@ func closedDelay(sends []time.Duration, rest, timers, hedged trace) sim.ClientDe
 
 // trace is a client delay measured on a closed loop's calls, each where it was measured: d[j]
 // from when[j] (ns since the accounts' t0): a first attempt's from its call's send, a hedge's
-// from its start, a timer's from when it was due. A busy client's delays come in bursts: measured, 64
-// callers, HTTP/1.1 and HTTP/2, load average 1.5–1.9, the client delays of consecutive calls
-// (in the order they were sent) correlate at 0.65–0.82, of calls 20 apart at 0.23–0.34, and
-// over 64 consecutive calls their median ranges from 0.5–1.0 ms (p10) to 5.4–6.3 ms (p99),
-// where 64 independent draws of the same delays keep it within 1.2–2.3 ms. A straggler's
-// timer falls due in such a burst, or not, and its hedge is sent and answered in it. The twin
-// keeps each delay where it came (sim.Series): its call i arrives when the real call i was
-// sent, and each of its events draws from the delays measured nearest the same moment of the
-// real run.
+// from its start, a timer's from when it was due. A busy client's delays come in bursts:
+// measured, 64 callers, HTTP/1.1 and HTTP/2, load average 1.5–1.9, the client delays of
+// consecutive calls (in the order they were sent) correlate at 0.65–0.82, of calls 20 apart at
+// 0.23–0.34, and over 64 consecutive calls their median ranges from 0.5–1.0 ms (p10) to 5.4–6.3
+// ms (p99), where 64 independent draws of the same delays keep it within 1.2–2.3 ms. A
+// straggler's timer falls due in such a burst, or not, and its hedge is sent and answered in
+// it. The twin keeps each delay where it came (sim.Series): its call i arrives when the real
+// call i was sent, and each of its events draws from the delays measured nearest the same
+// moment of the real run.
 type trace struct {
 	d, when []time.Duration
 }
