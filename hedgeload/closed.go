@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -102,12 +105,54 @@ func offsets(pc pointConfig, total int, lambda float64) []time.Duration {
 	return poissonOffsets(total, lambda, pc.seed)
 }
 
-// closedDelay is a closed loop's twin's client delay: every answer late by a draw from rest
-// (the point's own measured client delays; a closed loop's calls are never sent late), and
-// every timer by a sixteenth of their median (a timer wakes one goroutine where an answer
-// passes through several; see sim.ClientDelay).
-func closedDelay(rest []time.Duration) sim.ClientDelay {
-	return sim.ClientDelay{Every: time.Hour, For: time.Hour, Timers: time.Duration(pctUs(rest, 0.5)*1e3) / 16, Answers: sim.Empirical{Samples: rest}}
+// closedDelay is a closed loop's twin's client delay, each part kept where the point measured
+// it (see trace): every answer late by a draw from rest (the point's own measured client
+// delays; a closed loop's calls are never sent late), every timer by one from timers (how late
+// the point's timers fired) and every hedge's answer by one from hedged (the point's measured
+// delays on its hedges that won; see hedgeDelays). sends are when the point's calls were sent,
+// by index: the twin's call i happens when the real call i did. A point that measured none of
+// a kind falls back: its hedges' answers on rest, its timers late by a sixteenth of rest's
+// median (a timer wakes one goroutine where an answer passes through several; see
+// sim.ClientDelay).
+func closedDelay(sends []time.Duration, rest, timers, hedged trace) sim.ClientDelay {
+	d := sim.ClientDelay{Every: time.Hour, For: time.Hour, Timers: time.Duration(pctUs(rest.d, 0.5)*1e3) / 16, Answers: rest.series(sends)}
+	if len(timers.d) > 0 {
+		d.Wakeups = timers.series(sends)
+	}
+	if len(hedged.d) > 0 {
+		d.Hedges = hedged.series(sends)
+	}
+	return d
+}
+
+// trace is a client delay measured on a closed loop's calls, each where it was measured: d[j]
+// from when[j] (ns since the accounts' t0): a first attempt's from its call's send, a hedge's
+// from its start, a timer's from when it was due. A busy client's delays come in bursts:
+// measured, 64 callers, HTTP/1.1 and HTTP/2, load average 1.5–1.9, the client delays of
+// consecutive calls (in the order they were sent) correlate at 0.65–0.82, of calls 20 apart at
+// 0.23–0.34, and over 64 consecutive calls their median ranges from 0.5–1.0 ms (p10) to 5.4–6.3
+// ms (p99), where 64 independent draws of the same delays keep it within 1.2–2.3 ms. A
+// straggler's timer falls due in such a burst, or not, and its hedge is sent and answered in
+// it. The twin keeps each delay where it came (sim.Series): its call i arrives when the real
+// call i was sent, and each of its events draws from the delays measured nearest the same
+// moment of the real run.
+type trace struct {
+	d, when []time.Duration
+}
+
+// series is t as a sim.Series, ordered by when each delay was measured, on the clock on which
+// call i arrived at sends[i].
+func (t trace) series(sends []time.Duration) sim.Series {
+	idx := make([]int, len(t.d))
+	for j := range idx {
+		idx[j] = j
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(t.when[a], t.when[b]) })
+	s := sim.Series{Arrivals: sends, At: make([]time.Duration, len(idx)), Samples: make([]time.Duration, len(idx))}
+	for j, k := range idx {
+		s.At[j], s.Samples[j] = t.when[k], t.d[k]
+	}
+	return s
 }
 
 // tieDelay is how late a busy client's cancellation reaches the server, for its twin, when
@@ -119,4 +164,69 @@ func tieDelay(mode string, rest []time.Duration) time.Duration {
 		return 0
 	}
 	return time.Duration(pctUs(rest, 0.5) * 1e3)
+}
+
+// probeGapMax is the longest gap between one timer probe's firing and the next one's due
+// time; each gap is drawn uniformly below it (a probe every 0.5 ms on average, about one per
+// ten calls: two thousand goroutine wake-ups a second beside the callers' tens of thousands).
+const probeGapMax = time.Millisecond
+
+// timerProbe measures how late this process's timers fire: one timer at a time, each due a
+// random gap after the last one fired, so that it samples the process at moments that have
+// nothing to do with its load, as a call's hedge timer does. Each firing's lateness counts
+// while keep says so.
+type timerProbe struct {
+	mu    sync.Mutex
+	late  []time.Duration
+	dues  []time.Duration // when each counted firing was due, ns since t0
+	t0    time.Time
+	t     *time.Timer
+	due   time.Time
+	rnd   *rand.Rand
+	keep  func() bool
+	done  bool
+	fired chan struct{} // closed by the last firing, once stopped
+}
+
+// startTimerProbe starts a probe whose firings count while keep returns true.
+func startTimerProbe(seed uint64, t0 time.Time, keep func() bool) *timerProbe {
+	p := &timerProbe{rnd: rand.New(rand.NewPCG(seed, 0x74696d6572)), t0: t0, keep: keep, fired: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	gap := p.gap()
+	p.due = time.Now().Add(gap)
+	p.t = time.AfterFunc(gap, p.fire)
+	return p
+}
+
+func (p *timerProbe) gap() time.Duration { return time.Duration(p.rnd.Int64N(int64(probeGapMax))) }
+
+func (p *timerProbe) fire() {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		close(p.fired)
+		return
+	}
+	if p.keep() {
+		p.late = append(p.late, max(now.Sub(p.due), 0))
+		p.dues = append(p.dues, p.due.Sub(p.t0))
+	}
+	gap := p.gap()
+	p.due = now.Add(gap)
+	p.t.Reset(gap)
+}
+
+// stop stops the probe and returns the lateness of each firing that counted, and when each was
+// due (ns since t0).
+func (p *timerProbe) stop() (late, dues []time.Duration) {
+	p.mu.Lock()
+	p.done = true
+	pending := p.t.Stop()
+	p.mu.Unlock()
+	if !pending {
+		<-p.fired // it is firing now: let it see done
+	}
+	return p.late, p.dues
 }

@@ -74,20 +74,28 @@ func TestClosedLoopFlags(t *testing.T) {
 	}
 }
 
-// TestClosedDelay: a closed loop's twin's answers are late by the point's measured delays, its
-// timers by a sixteenth of their median, and a cancellation that reaches the server by their
-// median.
+// TestClosedDelay: a closed loop's twin's answers are late by the point's measured delays,
+// each kept where it was measured, its timers by a sixteenth of their median when no timer
+// was measured (by the measured lateness when one was), and a cancellation that reaches the
+// server by their median.
 func TestClosedDelay(t *testing.T) {
-	rest := []time.Duration{time.Millisecond, 3 * time.Millisecond, 2 * time.Millisecond, 8 * time.Millisecond}
-	d := closedDelay(rest)
-	e, ok := d.Answers.(sim.Empirical)
-	if !ok || !slices.Equal(e.Samples, rest) || d.Sends != nil || d.Every == 0 || d.For != d.Every {
-		t.Fatalf("closedDelay = %+v: want every answer late by a draw from the measured delays, no send late", d)
+	sends := []time.Duration{5, 15, 25, 35, 45}
+	rest := trace{d: []time.Duration{time.Millisecond, 3 * time.Millisecond, 2 * time.Millisecond, 8 * time.Millisecond},
+		when: []time.Duration{40, 10, 30, 20}}
+	d := closedDelay(sends, rest, trace{}, trace{})
+	s, ok := d.Answers.(sim.Series)
+	if !ok || !slices.Equal(s.Samples, []time.Duration{3 * time.Millisecond, 8 * time.Millisecond, 2 * time.Millisecond, time.Millisecond}) ||
+		!slices.Equal(s.At, []time.Duration{10, 20, 30, 40}) || !slices.Equal(s.Arrivals, sends) || d.Sends != nil || d.Every == 0 || d.For != d.Every {
+		t.Fatalf("closedDelay = %+v: want every answer late by a draw from the measured delays, in the order measured, no send late", d)
 	}
-	if d.Timers != 2*time.Millisecond/16 {
-		t.Errorf("timers late by %v, want a sixteenth of the median 2ms", d.Timers)
+	if d.Timers != 2*time.Millisecond/16 || d.Wakeups != nil || d.Hedges != nil {
+		t.Errorf("timers late by %v (%v), hedges by %v: want a sixteenth of the median 2ms, the hedges as the first attempts", d.Timers, d.Wakeups, d.Hedges)
 	}
-	if tie := tieDelay(sim.Reaches, rest); tie != 2*time.Millisecond || tieDelay(sim.Ignored, rest) != 0 {
-		t.Errorf("cancellation late by %v (ignored: %v), want the median 2ms (none)", tie, tieDelay(sim.Ignored, rest))
+	timers := trace{d: []time.Duration{time.Millisecond}, when: []time.Duration{20}}
+	if w, ok := closedDelay(sends, rest, timers, trace{}).Wakeups.(sim.Series); !ok || w.At[0] != 20 || w.Samples[0] != time.Millisecond {
+		t.Errorf("timers measured late by 1 ms at 20 ns: twin's %+v", w)
+	}
+	if tie := tieDelay(sim.Reaches, rest.d); tie != 2*time.Millisecond || tieDelay(sim.Ignored, rest.d) != 0 {
+		t.Errorf("cancellation late by %v (ignored: %v), want the median 2ms (none)", tie, tieDelay(sim.Ignored, rest.d))
 	}
 }

@@ -28,7 +28,7 @@ func TestClientDelays(t *testing.T) {
 	at(1, 10, 10.1, 10.2, 10.2, 14.5, 24.75, 0, false) // woke early: less than nothing is nothing
 	at(2, 20, 20.5, 20.6, 20.6, 15, 60, 1, false)      // a hedge answered
 	at(3, 30, 30.5, 30.6, 30.6, 15, 60, 0, true)       // failed
-	lags, rest, s := clientDelays(pc, recs, 0, acct)
+	lags, rest, _, s := clientDelays(pc, recs, 0, acct)
 	if len(lags) != 2 || len(rest) != 2 || s.Calls != 2 {
 		t.Fatalf("%d lags, %d rests, %d calls: want the two calls their first attempt answered", len(lags), len(rest), s.Calls)
 	}

@@ -72,6 +72,15 @@ type diagnostics struct {
 	// lags and rest are the two parts of the client delays of the measured calls answered
 	// by their first attempt (see clientDelays).
 	lags, rest []time.Duration
+	// Hedges is how late the client's timers fired (a closed loop's, measured by a probe
+	// while the measured calls were sent: timers), how late the measured calls' hedges
+	// started, and the client's delay on the hedges that won (hedged; see hedgeDelays).
+	Hedges HedgeSplit `json:"hedges"`
+	// restAt, timers and hedged are a closed loop's measured client delays, each where it was
+	// measured (see closedDelay): the first attempts' (rest, again), the timers' and the
+	// hedges'; sends are when its calls were sent, by index.
+	restAt, timers, hedged trace
+	sends                  []time.Duration
 
 	// arrived is how many requests of measured calls (first attempts and hedges) the servers
 	// received; reached, how many of them a worker started. When the server finishes every
@@ -94,6 +103,10 @@ type callRecord struct {
 	won      bool // a hedge answered first
 	winner   int8 // attempt index of the winner; -1 if none
 	ended    bool
+	// hedge is the attempt index of its first hedge (-1: none); hedgeOff and firstOff are
+	// when that hedge and the first attempt started, from the call's start in the core.
+	hedge              int8
+	hedgeOff, firstOff time.Duration
 	// due, sent and end are when the call was due, sent and ended, in ns since the
 	// accounts' t0 (the servers' clock).
 	due, sent, end time.Duration
@@ -123,7 +136,8 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	if err != nil {
 		return sim.Point{}, diag, err
 	}
-	cl := &caller{pc: pc, ctx: ctx, warm: warm, acct: acct, recs: make([]callRecord, total), sup: map[string]int64{}}
+	cl := &caller{pc: pc, ctx: ctx, warm: warm, acct: acct, recs: make([]callRecord, total), sup: map[string]int64{},
+		firsts: make([]time.Duration, total)}
 	client, err := cl.newClient(addrs)
 	if err != nil {
 		return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
@@ -135,7 +149,14 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	defer stopPacer()
 	cl.stopPacer = stopPacer
 
+	var probe *timerProbe
+	if pc.concurrency > 0 {
+		probe = startTimerProbe(pc.seed, acct.t0, cl.measuring.Load)
+	}
 	p, err := pace(pctx, pc, warm, total, cl.send, &diag)
+	if probe != nil {
+		diag.timers.d, diag.timers.when = probe.stop()
+	}
 	if err == nil || errors.Is(err, context.Canceled) && cl.left.Load() == 0 {
 		if err := checkLag(p.lags, pc.maxLag); err != nil {
 			return sim.Point{}, diag, err
@@ -217,6 +238,11 @@ type caller struct {
 	measuring atomic.Bool
 	supMu     sync.Mutex
 	sup       map[string]int64 // suppressions during the measured calls, by reason
+	// firsts are the first attempts' starts (nfirst of them) and hedges the hedges' (under
+	// supMu), on the core's clock in ns since the accounts' t0: see hedgeDelays.
+	firsts   []time.Duration
+	nfirst   atomic.Int64
+	hedgeEvs []hedgeStart
 
 	winStart, winEnd time.Time
 	// afterSent is when call pc.calls, the first after the measured ones, was sent: in a
@@ -234,6 +260,16 @@ func (cl *caller) newClient(addrs []string) (loadClient, error) {
 	pol.Observer = func(e hedge.Event) {
 		if user != nil {
 			user(e)
+		}
+		switch {
+		case e.Kind == hedge.AttemptStarted && e.Attempt == 0:
+			if n := cl.nfirst.Add(1); n <= int64(len(cl.firsts)) {
+				cl.firsts[n-1] = e.Time.Sub(cl.acct.t0)
+			}
+		case e.Kind == hedge.HedgeStarted:
+			cl.supMu.Lock()
+			cl.hedgeEvs = append(cl.hedgeEvs, hedgeStart{at: e.Time.Sub(cl.acct.t0), delay: e.Delay, attempt: e.Attempt})
+			cl.supMu.Unlock()
 		}
 		if e.Kind == hedge.HedgeSuppressed && cl.measuring.Load() {
 			cl.supMu.Lock()
@@ -264,7 +300,7 @@ func (cl *caller) send(i int, due time.Time) {
 		cl.afterSent = due
 	}
 	rec := &cl.recs[i]
-	rec.winner = -1
+	rec.winner, rec.hedge = -1, -1
 	rec.due, rec.sent = due.Sub(cl.acct.t0), time.Since(cl.acct.t0)
 	cctx, ccancel := context.WithTimeout(cl.ctx, pc.callTimeout)
 	defer ccancel()
@@ -279,6 +315,12 @@ func (cl *caller) send(i int, due time.Time) {
 	for _, a := range lg.Attempts {
 		if a.Hedge {
 			rec.hedges++
+			if rec.hedge < 0 || a.Index < int(rec.hedge) {
+				rec.hedge, rec.hedgeOff = int8(a.Index), a.Offset
+			}
+		}
+		if a.Index == 0 {
+			rec.firstOff = a.Offset
 		}
 		if a.Result == hedge.OK {
 			rec.winner = int8(a.Index)
@@ -383,7 +425,16 @@ func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
 		}
 	}
 	diag.HoldExcessP50Us = holdExcessP50Us(pc, recs, warm, acct)
-	diag.lags, diag.rest, diag.Split = clientDelays(pc, recs, warm, acct)
+	diag.lags, diag.rest, diag.restAt.when, diag.Split = clientDelays(pc, recs, warm, acct)
+	diag.restAt.d = diag.rest
+	diag.hedged.d, diag.hedged.when, diag.Hedges = hedgeDelays(pc, recs, warm, acct, cl.firsts[:min(int(cl.nfirst.Load()), len(cl.firsts))], cl.hedgeEvs)
+	if t := diag.timers.d; len(t) > 0 {
+		diag.Hedges.Probes = len(t)
+		diag.Hedges.TimerLateP50Us, diag.Hedges.TimerLateMeanUs, diag.Hedges.TimerLateP99Us = pctUs(t, .5), meanUs(t), pctUs(t, .99)
+	}
+	for i := 0; pc.concurrency > 0 && i < len(recs) && recs[i].ended; i++ {
+		diag.sends = append(diag.sends, recs[i].sent)
+	}
 	slices.Sort(lat)
 	pt.P50Ms = quantileMs(lat, n, 0.50)
 	pt.P99Ms = quantileMs(lat, n, 0.99)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -90,5 +91,76 @@ func TestClientDelaySends(t *testing.T) {
 	}
 	if again := run(sends); !equalPoints(s, again) {
 		t.Error("the same seed gave another run")
+	}
+}
+
+// TestClientDelayWakeupsAndHedges: measured timer lateness delays every timer by its draw
+// (a fixed-delay hedge then fires only for calls that outlive the delay and the lateness, and
+// answers that much later),
+// and measured hedge delays hold the hedges' answers, not the first attempts'.
+func TestClientDelayWakeupsAndHedges(t *testing.T) {
+	calls := scaled(20_000)
+	late := func(d time.Duration) Distribution { return Empirical{Samples: []time.Duration{d}} }
+	var fixed Setup // a hedge 20 ms after the call is sent, every time
+	for _, st := range Setups(20 * time.Millisecond) {
+		if st.Name == SetupNoBudget {
+			fixed = st
+		}
+	}
+	run := func(d ClientDelay) Point {
+		p, err := Run(Params{Calls: calls, ClientDelay: d}, fixed, 30, Ignored, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	none := run(ClientDelay{})
+	wake := run(ClientDelay{Every: time.Hour, For: time.Hour, Wakeups: late(40 * time.Millisecond)})
+	held := run(ClientDelay{Every: time.Hour, For: time.Hour, Hedges: late(200 * time.Millisecond)})
+	// The p99 lies on hedged calls: each is answered 40 ms later, and fewer are hedged.
+	if d := wake.P99Ms - none.P99Ms; d < 35 || d > 45 || wake.HedgeRate >= none.HedgeRate {
+		t.Errorf("timers 40 ms late: p99 %.2f ms, hedge rate %.4f; on time: %.2f ms, %.4f: want the p99 40 ms later, fewer hedges",
+			wake.P99Ms, wake.HedgeRate, none.P99Ms, none.HedgeRate)
+	}
+	if held.P50Ms != none.P50Ms || held.HedgeRate != none.HedgeRate || held.HedgeWinRate > none.HedgeWinRate/2 {
+		t.Errorf("hedges' answers 200 ms late: p50 %.2f ms, hedge rate %.4f, win rate %.3f; on time: %.2f ms, %.4f, %.3f: want the same p50 and hedges, far fewer wins",
+			held.P50Ms, held.HedgeRate, held.HedgeWinRate, none.P50Ms, none.HedgeRate, none.HedgeWinRate)
+	}
+	if err := (ClientDelay{Every: time.Hour, For: time.Hour, Wakeups: Empirical{}}).check(); err == nil {
+		t.Error("an empty Wakeups distribution was accepted")
+	}
+}
+
+// TestClientDelaySeries: a Series draws each event's delay from the samples measured nearest
+// its moment (its call's arrival and the time since): delays measured during the warm-up leave the measured calls alone, where the
+// same samples drawn independently (Sample, an Empirical) would delay one call in two.
+func TestClientDelaySeries(t *testing.T) {
+	calls := scaled(20_000)
+	warm := int(0.1 * float64(calls))
+	var s Series
+	for i := range calls {
+		s.Arrivals = append(s.Arrivals, time.Duration(i)*time.Millisecond)
+		s.At = append(s.At, time.Duration(i)*time.Millisecond)
+		d := time.Duration(0)
+		if i < warm/2 {
+			d = 50 * time.Millisecond
+		}
+		s.Samples = append(s.Samples, d)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	if got := s.SampleAt(r, warm/2-20, 10*time.Millisecond); got != 50*time.Millisecond {
+		t.Errorf("SampleAt in the warm-up's first half = %v, want 50ms", got)
+	}
+	if got := s.SampleAt(r, calls+100, 0); got != 0 {
+		t.Errorf("SampleAt past the last sample = %v, want the last samples' 0", got)
+	}
+	base := mustRun(t, Params{Calls: calls}, SetupNoHedge, 30, Ignored, 1)
+	series := mustRun(t, Params{Calls: calls, ClientDelay: ClientDelay{Every: time.Hour, For: time.Hour, Answers: s}}, SetupNoHedge, 30, Ignored, 1)
+	if series.P99Ms != base.P99Ms || series.P50Ms != base.P50Ms {
+		t.Errorf("p50 %.2f, p99 %.2f ms with the delays in the warm-up; %.2f, %.2f without: want the same", series.P50Ms, series.P99Ms, base.P50Ms, base.P99Ms)
+	}
+	bad := ClientDelay{Every: time.Hour, For: time.Hour, Answers: Series{Arrivals: []time.Duration{0}, At: []time.Duration{2, 1}, Samples: []time.Duration{1, 1}}}
+	if _, err := Run(Params{Calls: calls, ClientDelay: bad}, Setups(20 * time.Millisecond)[0], 30, Ignored, 1); err == nil {
+		t.Error("a Series out of order was accepted")
 	}
 }

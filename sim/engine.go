@@ -522,7 +522,7 @@ func (s *sim) arrive() {
 	if s.timeout > 0 {
 		s.h.push(event{t: s.now + s.timeout, kind: evDeadline, idx: si, gen: uint32(i)})
 	}
-	if d := s.lag.send(s.now); d > 0 {
+	if d := s.lag.send(s.now, i); d > 0 {
 		// The busy client gets to the call later: until then it waits in the client (a
 		// deadline fails it unsent), holding none of the client's places in flight.
 		sl.waiting = true
@@ -791,8 +791,9 @@ func (s *sim) complete(w int32) {
 	s.slots[si].reqs[k] = -1
 	s.freeRequest(r)
 	if s.lagging {
-		if d := s.lag.delay(s.now, false); d > 0 {
-			s.h.push(event{t: s.now + d, kind: evAnswer, idx: si, gen: answerGen(k, s.slots[si].idx)})
+		sl := s.slots[si]
+		if d := s.lag.answer(s.now, k, sl.idx, s.now-sl.arrive); d > 0 {
+			s.h.push(event{t: s.now + d, kind: evAnswer, idx: si, gen: answerGen(k, sl.idx)})
 			return
 		}
 	}
@@ -958,7 +959,7 @@ func (s *sim) armTimer(si int32, at int64) {
 		at = s.now
 	}
 	if s.lagging {
-		at += s.lag.delay(at, true)
+		at += s.lag.timer(at, sl.idx, at-sl.arrive)
 	}
 	s.h.push(event{t: at, kind: evTimer, idx: si, gen: sl.timerGen})
 }
