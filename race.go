@@ -198,11 +198,12 @@ type race[T any] struct {
 	strayed  bool      // a Stop came too late: the timer's function may yet run
 	fired    bool      // the timer went off: for an inline call, its function may still be running
 	// park: settle leaves the timer armed, for the driver to stop or to hand on armed with
-	// its kit (DoInline's, outside any testing/synctest bubble). A timer re-armed while
-	// pending costs the runtime less than one stopped and armed again, and most calls end
-	// well before it is due. When a parked timer does go off, its wake-up reaches the kit's
-	// next call, or none, as an early one: the next call re-arms for its own moment (see
-	// event) and the state machine hears of no timer before it is due.
+	// its kit (DoInline's, outside any testing/synctest bubble). Most calls end well before
+	// it is due, and the next call finds it due before its own moment, so leaves it alone
+	// (see kit.armBy). When a parked timer does go off, it wakes nobody, or sets itself for
+	// the moment the call driving the kit by then wants; a wake-up already decided when that
+	// call ended reaches the kit's next call, or none, as an early one: the next call re-arms
+	// for its own moment (see event) and the state machine hears of no timer before it is due.
 	park bool
 }
 
