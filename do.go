@@ -84,7 +84,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	var buf [inlineAttempts]*attemptRun[T]
 	atts := buf[:0]
 	now := time.Now()
-	s.begin(ctx, p, opts, discard, now, nil)
+	s.begin(ctx, p, opts, discard, now, !bubbled(now), nil)
 	answers := s.answers
 	c := s.c
 	yielded := false
@@ -135,7 +135,7 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 				p.yielded(len(answers) > 0)
 			}
 			if len(answers) == 0 {
-				s.arm(s.timerAt.Sub(now))
+				s.arm(now)
 			}
 		}
 		select {

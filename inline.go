@@ -104,19 +104,21 @@ func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (
 	opts := optionsFrom(ctx)
 	now := time.Now()
 	var d *driver[T]
-	if !bubbled(now) {
+	pooled := !bubbled(now)
+	if pooled {
 		d, _ = p.drivers.Get().(*driver[T]) // another type's driver (a policy shared by two) is dropped
 	}
 	if d == nil {
 		d = &driver[T]{}
 		d.kit.c, d.kit.answers = calls.Get().(*Call), make(chan int32, 4*p.cfg.attempts+1)
 		d.kit.onTimer, d.kit.drv = d.kit.fire, d
+		d.kit.lazy = true
 		d.firstState = &d.ownState
 		d.settled = make(chan struct{}, 1)
 	}
 	d.log, d.fn, d.keep = opts.log, fn, keep
 	d.atts = d.attsBuf[:0]
-	d.begin(ctx, p, opts, discard, now, &d.kit)
+	d.begin(ctx, p, opts, discard, now, pooled, &d.kit)
 	d.park = d.pooled
 	d.acts = d.c.Start(now)
 	d.deferFirst = true
@@ -124,7 +126,7 @@ func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (
 	d.deferFirst = false
 	if d.firstDue {
 		if !d.c.Done() && d.timerSet {
-			d.arm(d.timerAt.Sub(now)) // before the caller's goroutine is busy
+			d.arm(now) // before the caller's goroutine is busy
 		}
 		d.runFirst()
 	} else {
@@ -264,7 +266,7 @@ func (d *driver[T]) loop(now time.Time) {
 			return
 		}
 		if d.timerSet && !d.armed && len(d.answers) == 0 {
-			d.arm(d.timerAt.Sub(now))
+			d.arm(now)
 		}
 		select {
 		case k := <-d.answers:

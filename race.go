@@ -44,6 +44,13 @@ type kit struct {
 	first    runner
 	runFirst func()
 	taken    atomic.Bool // the goroutine started with runFirst has read first
+
+	// lazy: the timer is re-armed only when it would go off too late (DoInline's kit; see
+	// armBy). Set when the kit is made, never changed.
+	lazy bool
+	tmu  sync.Mutex // guards due and at, and every Reset of a lazy timer
+	due  time.Time  // when the call driving the kit wants its wake-up; zero: no call does
+	at   time.Time  // when the timer is set to go off; zero: it is not (it went off, or never was)
 }
 
 // runner is an attempt, as the goroutine that runs it sees it.
@@ -57,14 +64,67 @@ func (k *kit) startFirst() {
 }
 
 // fire is a kit's timer: it wakes the call's driver, and for an inline call whose caller is
-// busy in the first attempt, becomes the driver (see DoInline). It reads the kit before it
-// sends: once its wake-up is received, it touches the kit no more.
+// busy in the first attempt, becomes the driver (see DoInline).
+//
+// A lazy kit's timer may go off before the call driving it wants its wake-up (it was left
+// set for an earlier call, see armBy), or when no call wants one: then it sets itself for
+// the call's moment, or stays off, and wakes nobody.
 func (k *kit) fire() {
+	if k.lazy {
+		k.tmu.Lock()
+		if k.due.IsZero() {
+			k.at = time.Time{}
+			k.tmu.Unlock()
+			return // no call wants it
+		}
+		if now := time.Now(); now.Before(k.due) {
+			k.at = k.due
+			k.timer.Reset(k.due.Sub(now)) // early: wait for the rest
+			k.tmu.Unlock()
+			return
+		}
+		k.at = time.Time{}
+		k.tmu.Unlock()
+	}
+	k.wakeDriver()
+}
+
+// wakeDriver is fire's wake-up of the call driving the kit, due now or before. It reads the
+// kit before it sends: once its wake-up is received, it touches the kit no more.
+func (k *kit) wakeDriver() {
 	answers, drv := k.answers, k.drv
 	wake(answers)
 	if drv != nil {
 		drv.takeOver()
 	}
+}
+
+// armBy sets a lazy kit's timer (see kit.lazy) to wake the call driving it at at (now is the
+// time of the call's last event). A timer already set to go off no later is left alone: when it
+// goes off early, fire sets it again for the rest. Resetting a pending timer is most of what a
+// call that no hedge races pays for its timer, and a timer left set by the call before, with
+// the same delay, is due before this call's moment, so it is reset once per delay rather than
+// once per call.
+func (k *kit) armBy(now, at time.Time) {
+	k.tmu.Lock()
+	k.due = at
+	if k.at.IsZero() || at.Before(k.at) {
+		k.at = at
+		if k.timer == nil {
+			k.timer = time.AfterFunc(at.Sub(now), k.onTimer)
+		} else {
+			k.timer.Reset(at.Sub(now))
+		}
+	}
+	k.tmu.Unlock()
+}
+
+// disarm tells a lazy kit's timer that no call wants its wake-up: when it goes off, it wakes
+// nobody. It stays set, for the next call to find (see armBy).
+func (k *kit) disarm() {
+	k.tmu.Lock()
+	k.due = time.Time{}
+	k.tmu.Unlock()
 }
 
 func newKit(p *Policy) *kit {
@@ -138,19 +198,21 @@ type race[T any] struct {
 	strayed  bool      // a Stop came too late: the timer's function may yet run
 	fired    bool      // the timer went off: for an inline call, its function may still be running
 	// park: settle leaves the timer armed, for the driver to stop or to hand on armed with
-	// its kit (DoInline's, outside any testing/synctest bubble). A timer re-armed while
-	// pending costs the runtime less than one stopped and armed again, and most calls end
-	// well before it is due. When a parked timer does go off, its wake-up reaches the kit's
-	// next call, or none, as an early one: the next call re-arms for its own moment (see
-	// event) and the state machine hears of no timer before it is due.
+	// its kit (DoInline's, outside any testing/synctest bubble). Most calls end well before
+	// it is due, and the next call finds it due before its own moment, so leaves it alone
+	// (see kit.armBy). When a parked timer does go off, it wakes nobody, or sets itself for
+	// the moment the call driving the kit by then wants; a wake-up already decided when that
+	// call ended reaches the kit's next call, or none, as an early one: the next call re-arms
+	// for its own moment (see event) and the state machine hears of no timer before it is due.
 	park bool
 }
 
 // begin readies the race of a call of p under ctx that starts at now, on kit k (nil: one
-// from the policy's pool, or a new one inside a testing/synctest bubble).
-func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discard func(T, error), now time.Time, k *kit) {
+// from the policy's pool, or a new one inside a testing/synctest bubble). pooled is
+// !bubbled(now), which the caller has read already.
+func (s *race[T]) begin(ctx context.Context, p *Policy, opts callOptions, discard func(T, error), now time.Time, pooled bool, k *kit) {
 	s.ctx, s.p, s.discard, s.start = ctx, p, discard, now
-	s.pooled = !bubbled(now)
+	s.pooled = pooled
 	if k == nil && s.pooled {
 		if x := p.kits.Get(); x != nil {
 			k = x.(*kit)
@@ -251,29 +313,42 @@ func (s *race[T]) cancelAttempt(atts []*attemptRun[T], a Action) {
 	}
 }
 
-// armTimer carries out an ArmTimer action: the driver arms the timer before it waits.
+// armTimer carries out an ArmTimer action: the driver arms the timer before it waits. (A lazy
+// kit's timer needs no stopping: arming it again replaces the moment it wakes the call at.)
 func (s *race[T]) armTimer(a Action) {
-	s.stopTimer()
+	if s.k.lazy {
+		s.armed = false
+	} else {
+		s.stopTimer()
+	}
 	s.timerAt, s.timerSet = a.At, true
 }
 
 // stopTimer stops the timer if it is armed; when it stops too late, its function may still
-// run, and its kit is not reused.
+// run, and its kit is not reused. A lazy kit's timer is told to wake nobody instead: it may be
+// set for the kit's next call.
 func (s *race[T]) stopTimer() {
 	if s.armed {
-		if !s.k.timer.Stop() {
+		if s.k.lazy {
+			s.k.disarm()
+		} else if !s.k.timer.Stop() {
 			s.strayed = true
 		}
 		s.armed = false
 	}
 }
 
-// arm sets the timer to go off in in; it runs the kit's fire.
-func (s *race[T]) arm(in time.Duration) {
-	if k := s.k; k.timer == nil {
-		k.timer = time.AfterFunc(in, k.onTimer)
-	} else {
-		k.timer.Reset(in)
+// arm sets the timer to go off at s.timerAt (now is the time of the last event); it runs the
+// kit's fire.
+func (s *race[T]) arm(now time.Time) {
+	k := s.k
+	switch {
+	case k.lazy:
+		k.armBy(now, s.timerAt)
+	case k.timer == nil:
+		k.timer = time.AfterFunc(s.timerAt.Sub(now), k.onTimer)
+	default:
+		k.timer.Reset(s.timerAt.Sub(now))
 	}
 	s.armed = true
 }
@@ -288,7 +363,7 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 			return nil // a timer stopped too late
 		}
 		if now.Before(s.timerAt) {
-			s.arm(s.timerAt.Sub(now)) // woken early: wait for the rest
+			s.arm(now) // woken early: wait for the rest
 			return nil
 		}
 		s.timerSet = false
@@ -327,6 +402,8 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, winner *attemptState, err error) {
 	if !s.park {
 		s.stopTimer()
+	} else if s.armed && s.k.lazy {
+		s.k.disarm() // left set for the next call, to wake nobody before then
 	}
 	for s.pending > 0 {
 		k := <-s.answers

@@ -187,11 +187,20 @@ type Transport struct {
 	// keying, each scheme and host as requests spell them, so that finding a request's host
 	// costs one lookup without building a string.
 	hosts perkey.Registry[*host]
-	byURL perkey.Map[urlKey, *host]
+	byURL perkey.Map[urlKey, *urlHost]
+	// lastURL is the entry of byURL the last request found: a client that calls one host
+	// (the usual case) finds it again by comparing two strings, without hashing them.
+	lastURL atomic.Pointer[urlHost]
 }
 
 // urlKey is the default key before normalisation: looking it up allocates nothing.
 type urlKey struct{ scheme, host string }
+
+// urlHost is an entry of Transport.byURL: the host a spelling of scheme and host names.
+type urlHost struct {
+	k urlKey
+	h *host
+}
 
 // host is one dependency: its name, its policy, and whether its requests are repeatable
 // (Config.PolicyFor).
@@ -319,11 +328,26 @@ func (t *Transport) hostFor(req *http.Request) (*host, error) {
 		return t.newHost(name)
 	}
 	k := urlKey{req.URL.Scheme, req.URL.Host}
-	if h, ok := t.byURL.Load(k); ok {
-		return h, nil
+	if e := t.lastURL.Load(); e != nil && e.k == k {
+		return e.h, nil
 	}
-	// Another spelling of a known host finds it by its canonical name.
-	return t.byURL.LoadOrAdd(k, func() (*host, error) { return t.newHost(canonicalName(req)) })
+	e, ok := t.byURL.Load(k)
+	if !ok {
+		// Another spelling of a known host finds it by its canonical name.
+		var err error
+		e, err = t.byURL.LoadOrAdd(k, func() (*urlHost, error) {
+			h, err := t.newHost(canonicalName(req))
+			if err != nil {
+				return nil, err
+			}
+			return &urlHost{k: k, h: h}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	t.lastURL.Store(e)
+	return e.h, nil
 }
 
 // newHost returns the host named name, creating it (and its policy) on first use.

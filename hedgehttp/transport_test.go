@@ -281,7 +281,9 @@ func TestKeyAndMeasured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		next := &fakeNext{}
 		tr := newTransport(t, Config{Policy: hedgeNow(), Next: next})
-		for _, u := range []string{"http://a.test/", "http://a.test:80/x", "https://a.test/", "http://b.test:8080/", "http://[::1]:9/"} {
+		// Back and forth between hosts and spellings: the Transport remembers the last one
+		// it found, and must not give its policy to another.
+		for _, u := range []string{"http://a.test/", "http://a.test:80/x", "https://a.test/", "http://b.test:8080/", "http://[::1]:9/", "http://a.test/", "http://a.test/", "https://a.test/"} {
 			req, _ := http.NewRequestWithContext(t.Context(), "GET", u, nil)
 			resp, err := tr.RoundTrip(req)
 			if err != nil {
@@ -290,7 +292,7 @@ func TestKeyAndMeasured(t *testing.T) {
 			resp.Body.Close()
 		}
 		m := tr.Measured()
-		want := map[string]int64{"http://a.test:80": 2, "https://a.test:443": 1, "http://b.test:8080": 1, "http://[::1]:9": 1}
+		want := map[string]int64{"http://a.test:80": 4, "https://a.test:443": 2, "http://b.test:8080": 1, "http://[::1]:9": 1}
 		if len(m) != len(want) {
 			t.Errorf("Measured has %d hosts, want %d: %v", len(m), len(want), m)
 		}
