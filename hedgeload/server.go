@@ -175,14 +175,19 @@ func hold(ctx context.Context, cfg serverConfig, acct *accounts, call, attempt i
 	hold := max(d-cfg.slack, 0)
 	start := time.Now()
 	acct.startedAt[call*maxAttempts+attempt].Store(int64(start.Sub(acct.t0)))
-	if cfg.reaches {
+	switch {
+	case hold <= 0:
+		// Nothing to hold: a timer of zero would still park the worker until the scheduler
+		// ran it again, a fraction of a millisecond on a busy machine, and load the servers
+		// with time the model does not draw (Sleep(0) returns at once).
+	case cfg.reaches:
 		t := time.NewTimer(hold)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 		}
-	} else {
+	default:
 		time.Sleep(hold)
 	}
 	acct.served[call*maxAttempts+attempt].Add(int64(time.Since(start)))
