@@ -60,7 +60,6 @@ func TestRecommendedPaysOnABusyClient(t *testing.T) {
 // every call whose answer it holds past the hedge delay.
 func TestClientDelaySends(t *testing.T) {
 	calls := scaled(20_000)
-	late := func(d time.Duration) Distribution { return Empirical{Samples: []time.Duration{d}} }
 	sends := ClientDelay{Every: time.Hour, For: time.Hour, Sends: late(15 * time.Millisecond)}
 	answers := ClientDelay{Every: time.Hour, For: time.Hour, Answers: late(15 * time.Millisecond)}
 	base := mustRun(t, Params{Calls: calls}, SetupNoHedge, 30, Ignored, 1)
@@ -71,19 +70,7 @@ func TestClientDelaySends(t *testing.T) {
 	if d := sent.UtilisationPct - base.UtilisationPct; d < -0.5 || d > 0.5 {
 		t.Errorf("utilisation %.2f %% with late sends, %.2f %% without: the servers must not notice", sent.UtilisationPct, base.UtilisationPct)
 	}
-	var fixed Setup // a hedge 20 ms after the call is sent, every time
-	for _, st := range Setups(20 * time.Millisecond) {
-		if st.Name == SetupNoBudget {
-			fixed = st
-		}
-	}
-	run := func(d ClientDelay) Point {
-		p, err := Run(Params{Calls: calls, ClientDelay: d}, fixed, 30, Ignored, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	run := func(d ClientDelay) Point { return runFixedHedge(t, calls, d) }
 	none, s, a := run(ClientDelay{}), run(sends), run(answers)
 	if s.HedgeRate > none.HedgeRate+0.005 || a.HedgeRate < none.HedgeRate+0.2 {
 		t.Errorf("hedge rate %.3f with no delay, %.3f with 15 ms late sends, %.3f with 15 ms late answers: want the sends' as none's, the answers' far above",
@@ -100,20 +87,7 @@ func TestClientDelaySends(t *testing.T) {
 // and measured hedge delays hold the hedges' answers, not the first attempts'.
 func TestClientDelayWakeupsAndHedges(t *testing.T) {
 	calls := scaled(20_000)
-	late := func(d time.Duration) Distribution { return Empirical{Samples: []time.Duration{d}} }
-	var fixed Setup // a hedge 20 ms after the call is sent, every time
-	for _, st := range Setups(20 * time.Millisecond) {
-		if st.Name == SetupNoBudget {
-			fixed = st
-		}
-	}
-	run := func(d ClientDelay) Point {
-		p, err := Run(Params{Calls: calls, ClientDelay: d}, fixed, 30, Ignored, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	run := func(d ClientDelay) Point { return runFixedHedge(t, calls, d) }
 	none := run(ClientDelay{})
 	wake := run(ClientDelay{Every: time.Hour, For: time.Hour, Wakeups: late(40 * time.Millisecond)})
 	held := run(ClientDelay{Every: time.Hour, For: time.Hour, Hedges: late(200 * time.Millisecond)})
@@ -163,4 +137,24 @@ func TestClientDelaySeries(t *testing.T) {
 	if _, err := Run(Params{Calls: calls, ClientDelay: bad}, Setups(20 * time.Millisecond)[0], 30, Ignored, 1); err == nil {
 		t.Error("a Series out of order was accepted")
 	}
+}
+
+// late is a client delay of exactly d.
+func late(d time.Duration) Distribution { return Empirical{Samples: []time.Duration{d}} }
+
+// runFixedHedge runs the reference model at 30 %, cancellation ignored, seed 1, with a hedge
+// 20 ms after each call is sent, every time, and the client delay d.
+func runFixedHedge(t *testing.T, calls int, d ClientDelay) Point {
+	t.Helper()
+	var fixed Setup
+	for _, st := range Setups(20 * time.Millisecond) {
+		if st.Name == SetupNoBudget {
+			fixed = st
+		}
+	}
+	p, err := Run(Params{Calls: calls, ClientDelay: d}, fixed, 30, Ignored, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
