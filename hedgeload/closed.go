@@ -156,14 +156,24 @@ func (t trace) series(sends []time.Duration) sim.Series {
 }
 
 // tieDelay is how late a busy client's cancellation reaches the server, for its twin, when
-// cancellation reaches it at all: the client's CPU writes the reset (HTTP/2, gRPC) or closes the
-// connection (HTTP/1.1) as late as it reads an answer, at the median of rest (the measured
-// delays the twin's answers carry). An open loop's twin has none.
-func tieDelay(mode string, rest []time.Duration) time.Duration {
-	if mode != sim.Reaches || len(rest) == 0 {
+// cancellation reaches it at all: the mean of how late the point's cancelled first attempts
+// stopped at the server after their calls ended (cancels; the client's CPU writes the reset,
+// HTTP/2 and gRPC, or closes the connection, HTTP/1.1, and the server's notices it), since
+// what the delay moves is the workers' busy time, a sum. A point that measured none falls back
+// on the median of rest (the measured delays the twin's answers carry): a cancellation leaves
+// the client as late as an answer is read. Measured, 64 callers, 128,000 calls: the
+// cancellations' mean was 0.25-0.64 ms, where rest's median, used alone before, was 0.83-1.23
+// ms. An open loop's twin has none.
+func tieDelay(mode string, rest, cancels []time.Duration) time.Duration {
+	switch {
+	case mode != sim.Reaches:
 		return 0
+	case len(cancels) > 0:
+		return time.Duration(meanUs(cancels) * 1e3)
+	case len(rest) > 0:
+		return time.Duration(pctUs(rest, 0.5) * 1e3)
 	}
-	return time.Duration(pctUs(rest, 0.5) * 1e3)
+	return 0
 }
 
 // probeGapMax is the longest gap between one timer probe's firing and the next one's due

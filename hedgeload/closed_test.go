@@ -95,7 +95,11 @@ func TestClosedDelay(t *testing.T) {
 	if w, ok := closedDelay(sends, rest, timers, trace{}).Wakeups.(sim.Series); !ok || w.At[0] != 20 || w.Samples[0] != time.Millisecond {
 		t.Errorf("timers measured late by 1 ms at 20 ns: twin's %+v", w)
 	}
-	if tie := tieDelay(sim.Reaches, rest.d); tie != 2*time.Millisecond || tieDelay(sim.Ignored, rest.d) != 0 {
-		t.Errorf("cancellation late by %v (ignored: %v), want the median 2ms (none)", tie, tieDelay(sim.Ignored, rest.d))
+	if tie := tieDelay(sim.Reaches, rest.d, nil); tie != 2*time.Millisecond || tieDelay(sim.Ignored, rest.d, nil) != 0 {
+		t.Errorf("cancellation late by %v (ignored: %v), want the median 2ms (none)", tie, tieDelay(sim.Ignored, rest.d, nil))
+	}
+	cancels := []time.Duration{100 * time.Microsecond, 200 * time.Microsecond, 900 * time.Microsecond}
+	if tie := tieDelay(sim.Reaches, rest.d, cancels); tie != 400*time.Microsecond || tieDelay(sim.Ignored, rest.d, cancels) != 0 {
+		t.Errorf("cancellations measured 0.1, 0.2 and 0.9 ms late: twin's %v (ignored: %v), want their mean 0.4 ms (none)", tie, tieDelay(sim.Ignored, rest.d, cancels))
 	}
 }

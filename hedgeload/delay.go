@@ -170,9 +170,11 @@ type HedgeSplit struct {
 }
 
 // hedgeDelays returns the client's delay on each measured call's hedge that won, when that
-// hedge started (ns since the accounts' t0), and what the measured calls' hedges said (see
-// above); firsts are the first attempts' starts and hedges the hedges' (see caller).
-func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, firsts []time.Duration, hedges []hedgeStart) (hedged, starts []time.Duration, h HedgeSplit) {
+// hedge started (ns since the accounts' t0), how late each cancelled first attempt of those
+// calls stopped at the server after the call ended ("reaches" mode), and what the measured
+// calls' hedges said (see above); firsts are the first attempts' starts and hedges the
+// hedges' (see caller).
+func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, firsts []time.Duration, hedges []hedgeStart) (hedged, starts, cancels []time.Duration, h HedgeSplit) {
 	scale := pc.serverScale
 	if scale <= 0 {
 		scale = 1
@@ -181,7 +183,7 @@ func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, fi
 	slices.Sort(firsts)
 	hedges = slices.Clone(hedges)
 	slices.SortFunc(hedges, func(a, b hedgeStart) int { return cmp.Compare(a.at, b.at) })
-	var thr, late, cancels []time.Duration
+	var thr, late []time.Duration
 	for i := warm; i < min(pc.calls, len(recs)); i++ {
 		r := &recs[i]
 		if r.hedge < 0 || !r.ended {
@@ -230,5 +232,5 @@ func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, fi
 	if h.Cancels = len(cancels); len(cancels) > 0 {
 		h.CancelP50Us, h.CancelMeanUs = pctUs(cancels, .5), meanUs(cancels)
 	}
-	return hedged, starts, h
+	return hedged, starts, cancels, h
 }
