@@ -214,6 +214,8 @@ func TestValidateDistribution(t *testing.T) {
 		Mixture{Components: []Component{{Weight: -1, Dist: Exponential{MeanTime: 1}}}},
 		LogNormal{Median: 0, Sigma: 1},
 		Uniform{Min: 3, Max: 2},
+		Uniform{},
+		Mixture{Components: []Component{{Weight: 1, Dist: Uniform{}}, {Weight: 1, Dist: Uniform{Min: 3, Max: 2}}}},
 	}
 	for _, d := range bad {
 		if validateDistribution(d) == nil {
@@ -221,6 +223,10 @@ func TestValidateDistribution(t *testing.T) {
 		}
 	}
 	if err := validateDistribution(ReferenceMixture()); err != nil {
+		t.Error(err)
+	}
+	// Requests answered at once beside a few that stall: a component may take no time.
+	if err := validateDistribution(Mixture{Components: []Component{{Weight: 0.98, Dist: Uniform{}}, {Weight: 0.02, Dist: Uniform{Min: time.Millisecond, Max: time.Millisecond}}}}); err != nil {
 		t.Error(err)
 	}
 }
