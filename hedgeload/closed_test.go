@@ -62,22 +62,22 @@ func TestClosedLoopFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.run
-	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2049*time.Microsecond {
+	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2*time.Millisecond {
 		t.Errorf("closed loop: callers %d, loads %v, mean service %v", r.callers, r.loads, r.service.Mean())
 	}
 	if _, err := parseArgs([]string{"-concurrency", "-1"}, &bytes.Buffer{}); err == nil {
 		t.Error("-concurrency -1 accepted")
 	}
-	// 10,000 calls a second of 2.049 ms on 256 workers: 8 % of their capacity.
-	if l := closedLoad(10000, 256, 1, r.service); l < 7.9 || l > 8.1 {
-		t.Errorf("closedLoad = %v %%, want 8", l)
+	// 10,000 calls a second of 2 ms on 256 workers: 7.81 % of their capacity.
+	if l := closedLoad(10000, 256, 1, r.service); l != 7.81 {
+		t.Errorf("closedLoad = %v %%, want 7.81", l)
 	}
 }
 
 // TestClosedDelay: a closed loop's twin's answers are late by the point's measured delays,
 // each kept where it was measured, its timers by a sixteenth of their median when no timer
 // was measured (by the measured lateness when one was), and a cancellation that reaches the
-// server by their median.
+// server by the measured cancellations' mean (their median when none was measured).
 func TestClosedDelay(t *testing.T) {
 	sends := []time.Duration{5, 15, 25, 35, 45}
 	rest := trace{d: []time.Duration{time.Millisecond, 3 * time.Millisecond, 2 * time.Millisecond, 8 * time.Millisecond},
