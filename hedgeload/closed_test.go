@@ -62,8 +62,14 @@ func TestClosedLoopFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.run
-	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2*time.Millisecond {
-		t.Errorf("closed loop: callers %d, loads %v, mean service %v", r.callers, r.loads, r.service.Mean())
+	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2*time.Millisecond || r.calls != defaultClosedCalls {
+		t.Errorf("closed loop: callers %d, loads %v, mean service %v, calls %d", r.callers, r.loads, r.service.Mean(), r.calls)
+	}
+	if c, err := parseArgs([]string{"-concurrency", "64", "-calls", "3000"}, &bytes.Buffer{}); err != nil || c.run.calls != 3000 {
+		t.Errorf("-concurrency 64 -calls 3000: %d calls, %v", c.run.calls, err)
+	}
+	if c, err := parseArgs(nil, &bytes.Buffer{}); err != nil || c.run.calls != defaultCalls {
+		t.Errorf("open loop: %d calls, %v; want %d", c.run.calls, err, defaultCalls)
 	}
 	if _, err := parseArgs([]string{"-concurrency", "-1"}, &bytes.Buffer{}); err == nil {
 		t.Error("-concurrency -1 accepted")
