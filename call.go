@@ -750,7 +750,7 @@ func (c *Call) TimerFired(now time.Time) []Action {
 	}
 	purpose := c.timer
 	c.timer = timerNone
-	c.p.noteLateness(now.Sub(c.timerAt))
+	c.p.noteLateness(now, now.Sub(c.timerAt))
 	switch purpose {
 	case timerHedge:
 		c.firing = c.timerAt

@@ -499,3 +499,76 @@ func TestBacklogGateSeesSlowAnswers(t *testing.T) {
 		t.Errorf("4 of the last 8 slow, first attempt on a silent replica: actions %q, suppressions %v; want the hedge", got, r)
 	}
 }
+
+// TestBacklogGateLooksPastAStall: answers slowed together by a stall of the client itself
+// (a garbage collection, the machine taking its CPUs), which its timers show by firing late,
+// are no backlog; the same answers with the client's timers on time are.
+func TestBacklogGateLooksPastAStall(t *testing.T) {
+	// run warms a policy (the p95 at 30ms, the median 5ms), starts call a and a later call
+	// that overtakes it (a is in service), and five calls at 10ms (ms after a started), which
+	// answer at 10+took. When late > 0, another call's timer fires late by late at stallAt: a
+	// stall of the client that ended then. a's timer, due at 30ms, fires at fire; run returns
+	// a's actions then and the suppressions.
+	run := func(t *testing.T, stallAt, late, took, fire float64) (string, []hedge.Reason) {
+		var s suppressions
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget, Observer: s.observe})
+		now := t0.Add(-5 * time.Second)
+		for i := range 200 {
+			d := 5 * time.Millisecond
+			if i%10 == 9 {
+				d = 30 * time.Millisecond
+			}
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(now)
+			c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
+			now = now.Add(20 * time.Millisecond)
+		}
+		at := func(msAfter float64) time.Time { return now.Add(time.Duration(msAfter * float64(time.Millisecond))) }
+		a := p.NewCall(hedge.CallOptions{})
+		a.Start(now)
+		b := p.NewCall(hedge.CallOptions{})
+		b.Start(at(1))
+		b.AttemptDone(at(2), 0, hedge.Outcome{})
+		var slow []*hedge.Call
+		for range 5 {
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(at(10))
+			slow = append(slow, c)
+		}
+		if late > 0 {
+			c := p.NewCall(hedge.CallOptions{})
+			c.Start(at(stallAt - late - 30)) // its timer is due 30ms after it started
+			c.TimerFired(at(stallAt))
+		}
+		for _, c := range slow {
+			c.AttemptDone(at(10+took), 0, hedge.Outcome{})
+		}
+		s.reasons = nil
+		return actions(a.TimerFired(at(fire))), s.reasons
+	}
+	backlog := func(got string, r []hedge.Reason) bool {
+		return got == "" && len(r) == 1 && r[0] == hedge.ReasonBacklog
+	}
+	// Five answers of 18ms (slow: over twice the median's lowest) with the timers on time.
+	if got, r := run(t, 0, 0, 18, 30); !backlog(got, r) {
+		t.Fatalf("5 slow answers, timers on time: actions %q, suppressions %v; want none, [backlog]", got, r)
+	}
+	// The client stalled from 30 to 39ms: the answers, due at 28ms, were received at 38.5ms,
+	// before a's timer woke 9ms late.
+	if got, r := run(t, 0, 0, 28.5, 39); got != "start 1 hedge" || len(r) != 0 {
+		t.Errorf("5 answers slowed by a stall a's own timer shows: actions %q, suppressions %v; want the hedge", got, r)
+	}
+	// A late timer with no slow answer noted in its stall clears nothing.
+	if got, r := run(t, 0, 0, 18, 33); !backlog(got, r) {
+		t.Errorf("5 slow answers before a stall of 3ms: actions %q, suppressions %v; want none, [backlog]", got, r)
+	}
+	// Another call's timer showed the stall (10ms late at 27ms); the answers of the calls that
+	// ran through it arrive after, at 28ms, slow by no more than it. a's timer is on time.
+	if got, r := run(t, 27, 10, 18, 30); got != "start 1 hedge" || len(r) != 0 {
+		t.Errorf("5 answers slowed by a stall another timer showed: actions %q, suppressions %v; want the hedge", got, r)
+	}
+	// A stall that ended before the slow calls started explains none of them.
+	if got, r := run(t, 9, 5, 18, 30); !backlog(got, r) {
+		t.Errorf("5 slow answers after a stall that ended before they started: actions %q, suppressions %v; want none, [backlog]", got, r)
+	}
+}

@@ -62,22 +62,28 @@ func TestClosedLoopFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.run
-	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2049*time.Microsecond {
-		t.Errorf("closed loop: callers %d, loads %v, mean service %v", r.callers, r.loads, r.service.Mean())
+	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2*time.Millisecond || r.calls != defaultClosedCalls {
+		t.Errorf("closed loop: callers %d, loads %v, mean service %v, calls %d", r.callers, r.loads, r.service.Mean(), r.calls)
+	}
+	if c, err := parseArgs([]string{"-concurrency", "64", "-calls", "3000"}, &bytes.Buffer{}); err != nil || c.run.calls != 3000 {
+		t.Errorf("-concurrency 64 -calls 3000: %d calls, %v", c.run.calls, err)
+	}
+	if c, err := parseArgs(nil, &bytes.Buffer{}); err != nil || c.run.calls != defaultCalls {
+		t.Errorf("open loop: %d calls, %v; want %d", c.run.calls, err, defaultCalls)
 	}
 	if _, err := parseArgs([]string{"-concurrency", "-1"}, &bytes.Buffer{}); err == nil {
 		t.Error("-concurrency -1 accepted")
 	}
-	// 10,000 calls a second of 2.049 ms on 256 workers: 8 % of their capacity.
-	if l := closedLoad(10000, 256, 1, r.service); l < 7.9 || l > 8.1 {
-		t.Errorf("closedLoad = %v %%, want 8", l)
+	// 10,000 calls a second of 2 ms on 256 workers: 7.81 % of their capacity.
+	if l := closedLoad(10000, 256, 1, r.service); l != 7.81 {
+		t.Errorf("closedLoad = %v %%, want 7.81", l)
 	}
 }
 
 // TestClosedDelay: a closed loop's twin's answers are late by the point's measured delays,
 // each kept where it was measured, its timers by a sixteenth of their median when no timer
 // was measured (by the measured lateness when one was), and a cancellation that reaches the
-// server by their median.
+// server by the measured cancellations' mean (their median when none was measured).
 func TestClosedDelay(t *testing.T) {
 	sends := []time.Duration{5, 15, 25, 35, 45}
 	rest := trace{d: []time.Duration{time.Millisecond, 3 * time.Millisecond, 2 * time.Millisecond, 8 * time.Millisecond},
@@ -95,7 +101,11 @@ func TestClosedDelay(t *testing.T) {
 	if w, ok := closedDelay(sends, rest, timers, trace{}).Wakeups.(sim.Series); !ok || w.At[0] != 20 || w.Samples[0] != time.Millisecond {
 		t.Errorf("timers measured late by 1 ms at 20 ns: twin's %+v", w)
 	}
-	if tie := tieDelay(sim.Reaches, rest.d); tie != 2*time.Millisecond || tieDelay(sim.Ignored, rest.d) != 0 {
-		t.Errorf("cancellation late by %v (ignored: %v), want the median 2ms (none)", tie, tieDelay(sim.Ignored, rest.d))
+	if tie := tieDelay(sim.Reaches, rest.d, nil); tie != 2*time.Millisecond || tieDelay(sim.Ignored, rest.d, nil) != 0 {
+		t.Errorf("cancellation late by %v (ignored: %v), want the median 2ms (none)", tie, tieDelay(sim.Ignored, rest.d, nil))
+	}
+	cancels := []time.Duration{100 * time.Microsecond, 200 * time.Microsecond, 900 * time.Microsecond}
+	if tie := tieDelay(sim.Reaches, rest.d, cancels); tie != 400*time.Microsecond || tieDelay(sim.Ignored, rest.d, cancels) != 0 {
+		t.Errorf("cancellations measured 0.1, 0.2 and 0.9 ms late: twin's %v (ignored: %v), want their mean 0.4 ms (none)", tie, tieDelay(sim.Ignored, rest.d, cancels))
 	}
 }

@@ -43,8 +43,9 @@ type Check struct {
 // is subtracted from the real figures: each latency percentile within its tolerance of the
 // simulated median, or within the simulated seeds' range widened by as much (the p50: within
 // its tolerance of the simulated median only); the workers' utilisation within tightPct of
-// the simulated seeds' range; both collapse or neither. The tolerance is ±band % for the p99 and p99.9,
-// which rest on the few calls of the tail, and ±tightPct (or band, if smaller) for the p50,
+// the twin that drew the same service times (see utilisation); both collapse or neither. The
+// tolerance is ±band % for the p99 and p99.9, which rest on the few calls of the tail, and
+// ±tightPct (or band, if smaller) for the p50,
 // which rests on half of them and moves with every millisecond of service time.
 type Agreement struct {
 	OK     bool    `json:"ok"`
@@ -66,11 +67,11 @@ func spreadOf(xs []float64) (lo, med, hi float64) {
 	return s[0], s[(len(s)-1)/2], s[len(s)-1]
 }
 
-// tightPct is the tolerance of the figures that vary little from seed to seed, in %: the p50
-// (its seeds lie within ±1.5 %) and the workers' utilisation (±5 %, the arrivals' and service
-// times' own noise over a few thousand calls, which the range of the seeds holds). A server
-// whose service times are 10 % too long moves both by 10 %; one with 12 workers instead of 16
-// moves the utilisation by a third; neither moves a p99 much beyond a loose band.
+// tightPct is the tolerance of the figures that vary little, in %: the p50 (its seeds lie
+// within ±1.5 %) and the workers' utilisation (against the twin with the same service times;
+// see utilisation). A server whose service times are 10 % too long moves both by 10 %; one
+// with 12 workers instead of 16 moves the utilisation by a third; neither moves a p99 much
+// beyond a loose band.
 const tightPct = 5.0
 
 // minTailCalls is how many measured calls must lie beyond a percentile for compare to judge
@@ -196,11 +197,18 @@ func checkPercentile(real sim.Point, sims []sim.Point, f percentile, band float6
 	return c, ""
 }
 
-// utilisation checks the share of the time the real workers were busy against the simulated
-// seeds': it must lie within their range widened by tightPct. It is what the offered load
-// and the service times make it, whatever the policy does with the tail, so it sees a
-// server slower than the model, or with fewer workers, even where no percentile does. A
-// point without utilisation figures (0 on either side) is not judged.
+// utilisation checks the share of the time the real workers were busy against the twin that
+// ran with the real point's seed (sims[0]): the servers drew every request's service time as
+// that run did (sim.ServiceTime), so the two served the same requests for the same times, and
+// the real figure must lie within tightPct of that twin's. It is what the offered load and the
+// service times make it, whatever the policy does with the tail, so it sees a server slower
+// than the model, or with fewer workers, even where no percentile does. The other seeds drew
+// other service times; their range is reported beside it. Measured (64 closed-loop callers,
+// 2 % of requests stalled 100 ms, 128,000 calls; and the standard open-loop comparisons over
+// HTTP/2 and gRPC): the real utilisation was within -3.2 to +2.8 % of its same-seed twin's in
+// a closed loop and -0.2 to +0.7 % in the open loops, where the other seeds' range, 10 % wide,
+// held a server 10 % slower (-server-scale 1.1: +10.8 to +11.4 %). A point without
+// utilisation figures (0 on either side) is not judged.
 func utilisation(real sim.Point, sims []sim.Point) (Check, bool) {
 	var xs []float64
 	for _, s := range sims {
@@ -208,19 +216,16 @@ func utilisation(real sim.Point, sims []sim.Point) (Check, bool) {
 			xs = append(xs, s.UtilisationPct)
 		}
 	}
-	if real.UtilisationPct <= 0 || len(xs) == 0 {
+	if real.UtilisationPct <= 0 || len(xs) == 0 || sims[0].Collapse || sims[0].UtilisationPct <= 0 {
 		return Check{}, false
 	}
-	lo, med, hi := spreadOf(xs)
-	r := real.UtilisationPct
-	c := Check{Figure: "utilisation_pct", Real: &r, Sim: Spread{&lo, &med, &hi}}
-	d := 100 * (r - med) / med
+	lo, _, hi := spreadOf(xs)
+	r, same := real.UtilisationPct, sims[0].UtilisationPct
+	c := Check{Figure: "utilisation_pct", Real: &r, Sim: Spread{&lo, &same, &hi}}
+	d := 100 * (r - same) / same
 	c.DiffPct = &d
-	if r >= (1-tightPct/100)*lo && r <= (1+tightPct/100)*hi {
+	if math.Abs(d) <= tightPct {
 		c.OK, c.By = true, "band"
-		if math.Abs(d) > tightPct {
-			c.By = "spread"
-		}
 	}
 	return c, true
 }

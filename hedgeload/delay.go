@@ -170,9 +170,12 @@ type HedgeSplit struct {
 }
 
 // hedgeDelays returns the client's delay on each measured call's hedge that won, when that
-// hedge started (ns since the accounts' t0), and what the measured calls' hedges said (see
-// above); firsts are the first attempts' starts and hedges the hedges' (see caller).
-func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, firsts []time.Duration, hedges []hedgeStart) (hedged, starts []time.Duration, h HedgeSplit) {
+// hedge started (ns since the accounts' t0), how much longer than its call each cancelled
+// first attempt of those calls held its worker ("reaches" mode; see tieDelay), and what the
+// measured
+// calls' hedges said (see above); firsts are the first attempts' starts and hedges the
+// hedges' (see caller).
+func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, firsts []time.Duration, hedges []hedgeStart) (hedged, starts, overheld []time.Duration, h HedgeSplit) {
 	scale := pc.serverScale
 	if scale <= 0 {
 		scale = 1
@@ -181,7 +184,7 @@ func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, fi
 	slices.Sort(firsts)
 	hedges = slices.Clone(hedges)
 	slices.SortFunc(hedges, func(a, b hedgeStart) int { return cmp.Compare(a.at, b.at) })
-	var thr, late, cancels []time.Duration
+	var thr, late, stops []time.Duration
 	for i := warm; i < min(pc.calls, len(recs)); i++ {
 		r := &recs[i]
 		if r.hedge < 0 || !r.ended {
@@ -209,7 +212,8 @@ func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, fi
 			continue
 		}
 		if st0, held := time.Duration(acct.startedAt[i*maxAttempts].Load()), time.Duration(acct.served[i*maxAttempts].Load()); pc.mode == sim.Reaches && st0 > 0 && held > 0 {
-			cancels = append(cancels, max(st0+held-r.end, 0))
+			stops = append(stops, st0+held-r.end)
+			overheld = append(overheld, held-(r.end-r.sent))
 		}
 		arr, st := time.Duration(acct.arrivedAt[k].Load()), time.Duration(acct.startedAt[k].Load())
 		if arr == 0 || st < arr {
@@ -227,8 +231,8 @@ func hedgeDelays(pc pointConfig, recs []callRecord, warm int, acct *accounts, fi
 	if len(hedged) > 0 {
 		h.DelayP50Us, h.DelayMeanUs, h.DelayP99Us = pctUs(hedged, .5), meanUs(hedged), pctUs(hedged, .99)
 	}
-	if h.Cancels = len(cancels); len(cancels) > 0 {
-		h.CancelP50Us, h.CancelMeanUs = pctUs(cancels, .5), meanUs(cancels)
+	if h.Cancels = len(stops); len(stops) > 0 {
+		h.CancelP50Us, h.CancelMeanUs = pctUs(stops, .5), meanUs(stops)
 	}
-	return hedged, starts, h
+	return hedged, starts, overheld, h
 }

@@ -81,6 +81,9 @@ type diagnostics struct {
 	// hedges'; sends are when its calls were sent, by index.
 	restAt, timers, hedged trace
 	sends                  []time.Duration
+	// overheld is how much longer than its call each measured call's cancelled first
+	// attempt held its worker ("reaches" mode; see hedgeDelays and tieDelay).
+	overheld []time.Duration
 
 	// arrived is how many requests of measured calls (first attempts and hedges) the servers
 	// received; reached, how many of them a worker started. When the server finishes every
@@ -427,7 +430,7 @@ func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
 	diag.HoldExcessP50Us = holdExcessP50Us(pc, recs, warm, acct)
 	diag.lags, diag.rest, diag.restAt.when, diag.Split = clientDelays(pc, recs, warm, acct)
 	diag.restAt.d = diag.rest
-	diag.hedged.d, diag.hedged.when, diag.Hedges = hedgeDelays(pc, recs, warm, acct, cl.firsts[:min(int(cl.nfirst.Load()), len(cl.firsts))], cl.hedgeEvs)
+	diag.hedged.d, diag.hedged.when, diag.overheld, diag.Hedges = hedgeDelays(pc, recs, warm, acct, cl.firsts[:min(int(cl.nfirst.Load()), len(cl.firsts))], cl.hedgeEvs)
 	if t := diag.timers.d; len(t) > 0 {
 		diag.Hedges.Probes = len(t)
 		diag.Hedges.TimerLateP50Us, diag.Hedges.TimerLateMeanUs, diag.Hedges.TimerLateP99Us = pctUs(t, .5), meanUs(t), pctUs(t, .99)

@@ -334,7 +334,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		j.load = closedLoad(diag.PerSecond, cfg.workers, cfg.replicas, wireSvc)
 		real.LoadPct = j.load
 		if len(diag.rest) > 0 {
-			delay, tie = closedDelay(diag.sends, diag.restAt, diag.timers, diag.hedged), tieDelay(j.mode, diag.rest)
+			delay, tie = closedDelay(diag.sends, diag.restAt, diag.timers, diag.hedged), tieDelay(j.mode, diag.rest, diag.overheld)
 		}
 	}
 	k := cfg.simSeeds

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -138,11 +137,15 @@ func requestIDs(r *http.Request) (call, attempt int, ok bool) {
 	return call, attempt, true
 }
 
-// serviceTime draws the service time of attempt k of call i: a stream keyed by (seed, i, k),
-// so the draw does not depend on the order in which requests reach the server.
+// serviceTime draws the service time of attempt k of call i as the simulator does for the
+// run with the same seed (sim.ServiceTime): the draw does not depend on the order in which
+// requests reach the server, and the point's twin with its seed serves every request for the
+// same time. Measured before the two shared their draws (64 closed-loop callers, 2 % of
+// requests stalled 100 ms, 128,000 calls): the real server's seed drew 2.04 % of its measured
+// calls slow, which put its utilisation 7-11 % above the median of its twin's seeds in every
+// run, and outside their spread whenever cancellation reached the server.
 func serviceTime(d sim.Distribution, seed uint64, call, attempt int) time.Duration {
-	r := rand.New(rand.NewPCG(seed^0x73657276, uint64(call)*maxAttempts+uint64(attempt)))
-	return max(d.Sample(r), 0)
+	return sim.ServiceTime(d, seed, call, attempt)
 }
 
 // handler holds its worker for the request's service time. With reaches it returns early when

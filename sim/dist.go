@@ -163,6 +163,19 @@ func ReferenceMixture() Mixture {
 
 // validateDistribution reports why d cannot drive a simulation, or nil.
 func validateDistribution(d Distribution) error {
+	if err := validateShape(d); err != nil {
+		return err
+	}
+	if d.Mean() <= 0 {
+		return fmt.Errorf("sim: service distribution %v must have a mean > 0", d)
+	}
+	return nil
+}
+
+// validateShape reports why d, or a component of it, is no distribution of service times, or
+// nil. A component may take no time at all (requests answered at once, beside a few that
+// stall); the whole distribution must take some (validateDistribution).
+func validateShape(d Distribution) error {
 	switch d := d.(type) {
 	case nil:
 		return errors.New("sim: service distribution is nil")
@@ -184,7 +197,7 @@ func validateDistribution(d Distribution) error {
 			if !(c.Weight >= 0) || math.IsInf(c.Weight, 0) {
 				return fmt.Errorf("sim: Mixture.Components[%d].Weight must be finite and >= 0, got %g", i, c.Weight)
 			}
-			if err := validateDistribution(c.Dist); err != nil {
+			if err := validateShape(c.Dist); err != nil {
 				return err
 			}
 			total += c.Weight
@@ -204,9 +217,6 @@ func validateDistribution(d Distribution) error {
 		if d.MeanTime <= 0 {
 			return fmt.Errorf("sim: Exponential.MeanTime must be > 0, got %v", d.MeanTime)
 		}
-	}
-	if d.Mean() <= 0 {
-		return fmt.Errorf("sim: service distribution %v must have a mean > 0", d)
 	}
 	return nil
 }

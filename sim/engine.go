@@ -812,9 +812,25 @@ func (s *sim) freeRequest(r int32) {
 // serviceTime draws attempt k of call i's service time from a stream keyed by (seed, i, k):
 // the same request gets the same service time whatever happened before it, in every setup.
 func (s *sim) serviceTime(i, k int) int64 {
-	s.svcRng.Seed(mix(s.svcKey+uint64(k)), mix(uint64(i)))
-	d := s.dist.Sample(s.svcRand)
-	return int64(min(max(d, 0), maxService))
+	return int64(drawService(s.dist, &s.svcRng, s.svcRand, s.svcKey, i, k))
+}
+
+// drawService draws attempt k of call i's service time from d, on src (which r reads) seeded
+// for the request from key, the run's service stream.
+func drawService(d Distribution, src *rand.PCG, r *rand.Rand, key uint64, i, k int) time.Duration {
+	src.Seed(mix(key+uint64(k)), mix(uint64(i)))
+	return min(max(d.Sample(r), 0), maxService)
+}
+
+// ServiceTime is the service time a run with the given seed draws from d for attempt k of
+// call i (in arrival order; attempt 0 is the first, the hedges and retries follow), whatever
+// else happens in the run. A real server that draws its service times with it serves each
+// request for as long as the simulated twin of its run with that seed does: the two share
+// their random numbers, and a figure that depends on how many slow requests a few thousand
+// calls drew (a utilisation, a p99.9) differs between them only by what each does with them.
+func ServiceTime(d Distribution, seed uint64, call, attempt int) time.Duration {
+	var src rand.PCG
+	return drawService(d, &src, rand.New(&src), streamKey(seed, streamService), call, attempt)
 }
 
 // startAttempt sends attempt k of the call in slot si to the server: it joins the queue. It

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -213,6 +214,8 @@ func TestValidateDistribution(t *testing.T) {
 		Mixture{Components: []Component{{Weight: -1, Dist: Exponential{MeanTime: 1}}}},
 		LogNormal{Median: 0, Sigma: 1},
 		Uniform{Min: 3, Max: 2},
+		Uniform{},
+		Mixture{Components: []Component{{Weight: 1, Dist: Uniform{}}, {Weight: 1, Dist: Uniform{Min: 3, Max: 2}}}},
 	}
 	for _, d := range bad {
 		if validateDistribution(d) == nil {
@@ -220,6 +223,10 @@ func TestValidateDistribution(t *testing.T) {
 		}
 	}
 	if err := validateDistribution(ReferenceMixture()); err != nil {
+		t.Error(err)
+	}
+	// Requests answered at once beside a few that stall: a component may take no time.
+	if err := validateDistribution(Mixture{Components: []Component{{Weight: 0.98, Dist: Uniform{}}, {Weight: 0.02, Dist: Uniform{Min: time.Millisecond, Max: time.Millisecond}}}}); err != nil {
 		t.Error(err)
 	}
 }
@@ -261,5 +268,34 @@ func TestRingFIFO(t *testing.T) {
 	}
 	if q.size != int(next-want) {
 		t.Fatalf("size %d, want %d", q.size, next-want)
+	}
+}
+
+// TestServiceTimeIsTheRunsDraw: ServiceTime draws what a run with the same seed serves each
+// request for. With a worker for every call there is no queue, so each call's latency is its
+// first attempt's service time, and the run's percentiles are those of ServiceTime's draws
+// over its measured calls.
+func TestServiceTimeIsTheRunsDraw(t *testing.T) {
+	d := Exponential{MeanTime: time.Millisecond}
+	const calls, seed = 5000, 7
+	p, err := Run(Params{Workers: 1000, Service: d, Calls: calls, WarmupFraction: 0.1}, Setup{Name: SetupNoHedge}, 10, Ignored, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var draws []int64
+	for i := calls / 10; i < calls; i++ {
+		draws = append(draws, int64(ServiceTime(d, seed, i, 0)))
+	}
+	slices.Sort(draws)
+	for _, c := range []struct {
+		q   float64
+		got float64
+	}{{0.5, p.P50Ms}, {0.99, p.P99Ms}, {0.999, p.P999Ms}} {
+		if want := quantileMs(draws, 0, c.q); c.got != want {
+			t.Errorf("p%g of the run %v ms, of ServiceTime's draws %v ms", 100*c.q, c.got, want)
+		}
+	}
+	if ServiceTime(d, seed, 10, 1) == ServiceTime(d, seed, 10, 0) || ServiceTime(d, seed+1, 10, 0) == ServiceTime(d, seed, 10, 0) {
+		t.Error("ServiceTime draws the same for another attempt or another seed")
 	}
 }
