@@ -200,7 +200,7 @@ func TestTransportReadsLoadHeader(t *testing.T) {
 	if _, _, ok := p.ServerQueue(before.Add(time.Minute)); ok {
 		t.Fatal("policy: a report a minute old still counts")
 	}
-	if q, w, ok := tr.Replicas(key).Set().Load(time.Now(), 0); !ok || q != 0 || w != 3 {
-		t.Fatalf("replica: Load = %d, %d, %v; want the report", q, w, ok)
+	if l, ok := tr.Replicas(key).Set().Load(time.Now(), 0); !ok || l.Queued != 0 || l.Workers != 3 || l.Busy < 1 {
+		t.Fatalf("replica: Load = %+v, %v; want the report (0 queued, its own request busy, of 3 workers)", l, ok)
 	}
 }

@@ -412,12 +412,13 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 				b++
 			}
 			i = a
-			if s.reps[b].outstanding.Load() < s.reps[a].outstanding.Load() {
+			if s.lighter(a, b, t) {
 				i = b
 			}
 		}
 		s.reps[i].outstanding.Add(1)
 		s.reps[i].unanswered.Add(1)
+		s.picked(i)
 		return i
 	}
 	var count [4]int
@@ -431,6 +432,7 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 	k := count[best]
 	if i, ok := s.leastQueued(best, t, used); ok { // the servers' reports, for a copy (load.go)
 		s.reps[i].outstanding.Add(1)
+		s.picked(i)
 		return i
 	}
 	var i int
@@ -458,12 +460,13 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 		}
 		ia, ib := s.nth(best, a, t, used), s.nth(best, b, t, used)
 		i = ia
-		if s.reps[ib].outstanding.Load() < s.reps[ia].outstanding.Load() {
+		if s.lighter(ia, ib, t) {
 			i = ib
 		}
 	}
 	s.reps[i].outstanding.Add(1)
 	s.reps[i].unanswered.Add(1)
+	s.picked(i)
 	return i
 }
 
