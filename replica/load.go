@@ -24,7 +24,7 @@ type Load struct {
 type loadSlot struct {
 	at   atomic.Int64  // ticks when received, plus one (0 = none)
 	v    atomic.Uint64 // queued (32 bits) | busy (16) | workers (16), each clamped
-	sent atomic.Int64  // attempts picked for the replica since that report
+	base atomic.Int64  // the replica's attempts outstanding (Set.Outstanding) at that report
 }
 
 func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
@@ -43,7 +43,8 @@ func (sl *loadSlot) load() (queued, busy, workers int) {
 //   - A first attempt (a pick whose call has used no replica), with the P2C balancer: of
 //     its two candidates, the one with fewer attempts outstanding, as without reports, and
 //     between two with as many, the one with fewer requests at the server relative to its
-//     workers (the queued and busy of its report plus the attempts picked for it since) when
+//     workers (the queued and busy of its report, plus this Set's attempts outstanding there
+//     beyond those at the report) when
 //     both reported within [RouteMaxAge]. A report counts the other clients' requests, which
 //     this Set's own count cannot see. The other balancers keep their choice.
 //   - A hedge or a retry (a pick whose call has used a replica already) goes, among the
@@ -70,21 +71,15 @@ func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 	sl := &(*ls)[i]
 	at := s.ticks(now) + 1
 	last := sl.at.Load()
-	if at < last {
+	if last != 0 && at < last {
 		return
 	}
 	sl.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Busy, 16)<<16 | clampBits(l.Workers, 16))
-	if at > last {
-		sl.sent.Store(0) // the same report again (out of band, fed before each pick) keeps the count
+	if at != last {
+		// The same report again (out of band, fed before each pick) keeps its base.
+		sl.base.Store(s.reps[i].outstanding.Load())
 	}
 	sl.at.Store(at)
-}
-
-// picked counts an attempt picked for replica i against its latest report.
-func (s *Set) picked(i int) {
-	if ls := s.loads.Load(); ls != nil {
-		(*ls)[i].sent.Add(1)
-	}
 }
 
 // RouteMaxAge is how old a report may be and still route a first attempt (see
@@ -98,7 +93,8 @@ const RouteMaxAge = 100 * time.Millisecond
 // lighter reports whether replica b is a better choice than a for a first attempt at tick t:
 // fewer attempts outstanding, as P2C has always compared them, and between replicas with as
 // many, the lighter report when both have one within RouteMaxAge (requests at the server
-// relative to its workers, the attempts picked since counted in).
+// relative to its workers, this Set's attempts outstanding there beyond those at the report
+// counted in).
 //
 // The Set's own count goes first because it is exact and counts time: a replica that has
 // slowed down holds this Set's attempts longer, while a report counts requests, and a
@@ -114,20 +110,23 @@ func (s *Set) lighter(a, b int, t int64) bool {
 	if ls == nil {
 		return false
 	}
-	la, wa, oka := (*ls)[a].routing(t)
-	lb, wb, okb := (*ls)[b].routing(t)
+	la, wa, oka := (*ls)[a].routing(t, oa)
+	lb, wb, okb := (*ls)[b].routing(t, ob)
 	return oka && okb && lb*max(wa, 1) < la*max(wb, 1)
 }
 
-// routing returns the requests at the replica (queued, busy and picked since the report) and
-// its workers, and false when its report is older than RouteMaxAge at tick t.
-func (sl *loadSlot) routing(t int64) (requests, workers int64, ok bool) {
+// routing returns the requests at the replica, as far as the Set knows, and its workers, and
+// false when its report is older than RouteMaxAge at tick t: the queued and busy of the
+// report, plus the attempts outstanding on it now (outstanding) beyond those outstanding when
+// it reported, which the report could not count. (Other clients' requests sent since, and any
+// request answered since, are unknown until the next report.)
+func (sl *loadSlot) routing(t, outstanding int64) (requests, workers int64, ok bool) {
 	at := sl.at.Load()
 	if at == 0 || t-(at-1) >= int64(RouteMaxAge) {
 		return 0, 0, false
 	}
 	q, busy, w := sl.load()
-	return int64(q+busy) + sl.sent.Load(), int64(w), true
+	return int64(q+busy) + max(outstanding-sl.base.Load(), 0), int64(w), true
 }
 
 // leastQueued returns the replica of the tier with the shortest fresh reported queue for a

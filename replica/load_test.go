@@ -80,49 +80,54 @@ func TestPickFirstAttemptByReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.ReportLoad(t0, 0, Load{Queued: 2, Busy: 4, Workers: 4}) // 6 requests at the server
-	s.ReportLoad(t0, 1, Load{Busy: 1, Workers: 4})            // 1
+	// One attempt out before any report, to replica x; each replica then reports one busy
+	// worker, x's being that attempt (it is counted in x's report), y's another client's.
+	x := s.Pick(t0, nil)
+	y := 1 - x
+	s.ReportLoad(t0, x, Load{Busy: 1, Workers: 4})
+	s.ReportLoad(t0, y, Load{Busy: 1, Workers: 4})
 	now := t0.Add(time.Millisecond)
-	// Nothing outstanding on either: replica 1 takes first attempts while its report plus
-	// the attempts sent since is lighter, 1+0, ..., 1+4 against 6.
+	// The Set's own count first: y has none outstanding.
+	if i := s.Pick(now, nil); i != y {
+		t.Fatalf("first attempt went to %d, want %d (fewer outstanding)", i, y)
+	}
+	// One outstanding on each: y's is beyond its report (2 requests), x's is in it (1).
+	if i := s.Pick(now, nil); i != x {
+		t.Fatalf("first attempt went to %d, want %d (1 request at the server against 1+1)", i, x)
+	}
+	s.Done(now, x, Success)
+	s.Done(now, x, Success)
+	s.Done(now, y, Success)
+
+	// Nothing outstanding: the reports decide, 6 requests at replica 0 against 1 at 1.
+	s.ReportLoad(now, 0, Load{Queued: 2, Busy: 4, Workers: 4})
+	s.ReportLoad(now, 1, Load{Busy: 1, Workers: 4})
 	for k := range 5 {
 		if i := s.Pick(now, nil); i != 1 {
-			t.Fatalf("first attempt %d went to %d, want 1 (reported 1+%d requests against 6)", k, i, k)
+			t.Fatalf("first attempt %d went to %d, want 1 (reported 1 request against 6)", k, i)
 		}
 		s.Done(now, 1, Success)
 	}
-	// A newer report starts a replica's count again (replica 0: 5 against 1+5); an older
-	// one is ignored.
-	s.ReportLoad(now, 0, Load{Queued: 1, Busy: 4, Workers: 4})
-	s.ReportLoad(t0, 0, Load{Queued: 9, Busy: 4, Workers: 4})
-	if l, _ := s.Load(now, 0); l != (Load{Queued: 1, Busy: 4, Workers: 4}) {
-		t.Fatalf("Load(0) = %+v after an older report, want the newer one", l)
-	}
-	if i := s.Pick(now, nil); i != 0 {
-		t.Fatalf("after replica 0's new report a first attempt went to %d, want 0 (5 against 6)", i)
-	}
-	s.Done(now, 0, Success)
-	// Relative to workers: 6 of 16 is lighter than 1+5 of 4.
-	s.ReportLoad(now, 0, Load{Busy: 6, Workers: 16})
-	if i := s.Pick(now, nil); i != 0 {
-		t.Fatalf("first attempt went to %d, want 0 (6 of 16 workers against 6 of 4)", i)
-	}
-	s.Done(now, 0, Success)
-	// The Set's own outstanding attempts come first: with one on replica 1, replica 0 takes
-	// the next first attempt although its report is heavier.
-	s.ReportLoad(now, 0, Load{Queued: 3, Busy: 4, Workers: 4})
+	// A newer report replaces a replica's; an older one is ignored.
+	later := now.Add(time.Millisecond)
+	s.ReportLoad(later, 1, Load{Queued: 3, Busy: 4, Workers: 4})
 	s.ReportLoad(now, 1, Load{Workers: 4})
-	if i := s.Pick(now, nil); i != 1 {
-		t.Fatalf("first attempt went to %d, want 1 (an idle replica)", i)
+	if l, _ := s.Load(later, 1); l != (Load{Queued: 3, Busy: 4, Workers: 4}) {
+		t.Fatalf("Load(1) = %+v after an older report, want the newer one", l)
 	}
-	if i := s.Pick(now, nil); i != 0 {
-		t.Fatalf("first attempt went to %d, want 0 (nothing outstanding there)", i)
+	if i := s.Pick(later, nil); i != 0 {
+		t.Fatalf("after replica 1's new report a first attempt went to %d, want 0 (6 against 7)", i)
 	}
-	s.Done(now, 0, Success)
-	s.Done(now, 1, Success)
+	s.Done(later, 0, Success)
+	// Relative to workers: 9 of 16 is lighter than 7 of 4.
+	s.ReportLoad(later, 0, Load{Queued: 0, Busy: 9, Workers: 16})
+	if i := s.Pick(later, nil); i != 0 {
+		t.Fatalf("first attempt went to %d, want 0 (9 of 16 workers against 7 of 4)", i)
+	}
+	s.Done(later, 0, Success)
 	// Reports RouteMaxAge old no longer route first attempts (replica 1's is still fresh
 	// enough for a copy): the candidates are drawn as without reports, and both are picked.
-	late := now.Add(RouteMaxAge)
+	late := later.Add(RouteMaxAge)
 	if _, ok := s.Load(late, 1); !ok {
 		t.Fatal("a report RouteMaxAge old no longer counts for copies")
 	}

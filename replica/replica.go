@@ -418,7 +418,6 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 		}
 		s.reps[i].outstanding.Add(1)
 		s.reps[i].unanswered.Add(1)
-		s.picked(i)
 		return i
 	}
 	var count [4]int
@@ -432,7 +431,6 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 	k := count[best]
 	if i, ok := s.leastQueued(best, t, used); ok { // the servers' reports, for a copy (load.go)
 		s.reps[i].outstanding.Add(1)
-		s.picked(i)
 		return i
 	}
 	var i int
@@ -466,7 +464,6 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 	}
 	s.reps[i].outstanding.Add(1)
 	s.reps[i].unanswered.Add(1)
-	s.picked(i)
 	return i
 }
 
