@@ -21,9 +21,14 @@ func (s *sim) scheduleReports() {
 
 // reportOOB hands client c every replica's load as it stands now, an out-of-band report
 // (no request's wait in it), to its replica choice and to its policy, as hedgegrpc's
-// balancer feeds them before a pick.
+// balancer feeds them before a pick. A replica that refuses connections or swallows
+// requests (Params.Failures), or is in a stop-the-world pause, sends nothing: its stream is
+// as dead as its calls.
 func (s *sim) reportOOB(c int32) {
 	for rp := range s.replicas {
+		if s.failures != nil && s.failingAt(rp, s.now) != failNone || s.pauseEvery > 0 && s.pausedUntil(rp, s.now) > 0 {
+			continue
+		}
 		l := hedge.Load{Queued: s.rlive[rp], Busy: s.workers - len(s.freeW[rp]), Workers: s.workers}
 		if s.replicas > 1 {
 			s.choose[c].load(vtime(s.now), rp, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
