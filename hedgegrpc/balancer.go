@@ -31,7 +31,9 @@ import (
 // detection. Select it with a service config, for example
 // [ServiceConfig]. Its one setting, {"oobReportInterval":"0.05s"}, opens an ORCA out-of-band
 // load report stream to every backend ([Config.LoadReportInterval] writes it;
-// [Queue.RegisterOOB] serves it); without it the balancer reads the per-call reports alone.
+// [Queue.RegisterOOB] serves it), and first attempts then go by power of two choices on the
+// backends' reports instead of in turn; without it the balancer reads the per-call reports
+// alone, for hedges.
 const BalancerName = "hedge_round_robin"
 
 // ServiceConfig is a service config (JSON) that selects the [BalancerName] balancer, for
@@ -117,11 +119,25 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 	}
 	switch {
 	case w.pool == nil || w.pool.Layout() != nil: // none yet, or one with groups before
-		w.pool, _ = replica.NewPool(addrs, replica.Config{Balancer: replica.RoundRobin}) // a valid config, addrs not empty
+		w.pool, _ = replica.NewPool(addrs, replica.Config{Balancer: w.firstAttempts()}) // a valid config, addrs not empty
 	case !w.pool.Same(addrs):
 		w.pool, _ = w.pool.With(addrs)
 	}
 	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: newPicker(ready, w.pool)})
+}
+
+// firstAttempts is how the balancer spreads first attempts: in turn, as gRPC's round_robin
+// does, unless out-of-band reports are on. Then every backend reports its load every
+// interval, and first attempts go by power of two choices on them (replica.Set.ReportLoad:
+// fewer attempts outstanding first, then the lighter report), as weighted_round_robin
+// routes on ORCA reports: a client that sees a thin slice of the traffic learns from the
+// reports what the other clients have sent each backend. Per-call reports alone reach a
+// client only from the backends its own calls went to, too seldom to route by.
+func (w *ccWrapper) firstAttempts() replica.Balancer {
+	if w.oob > 0 {
+		return replica.P2C
+	}
+	return replica.RoundRobin
 }
 
 type readyBackend struct {

@@ -8,6 +8,7 @@ import (
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/workqueue"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -228,7 +229,7 @@ func loadOf(sl any) (hedge.Load, bool) {
 // bl, when not nil, is the backend's out-of-band reports (oob.go), which this newer one
 // makes stale.
 func noteLoad(ctx context.Context, set interface {
-	ReportLoad(time.Time, int, int, int)
+	ReportLoad(time.Time, int, replica.Load)
 }, i int, bl *backendLoad, sl any) {
 	l, ok := loadOf(sl)
 	if !ok {
@@ -238,7 +239,7 @@ func noteLoad(ctx context.Context, set interface {
 	if bl != nil {
 		bl.callAt.Store(now.UnixNano())
 	}
-	set.ReportLoad(now, i, l.Queued, l.Workers)
+	set.ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
 	if r, _ := ctx.Value(routeKey{}).(*route); r != nil && r.policy != nil {
 		r.policy.ReportLoad(now, i, l)
 	}

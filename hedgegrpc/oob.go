@@ -287,7 +287,7 @@ func (p *picker) feedOOB(now time.Time, set *replica.Set, policy *hedge.Policy) 
 		if r == nil || now.Sub(r.at) >= hedge.LoadMaxAge || r.at.UnixNano() <= bl.callAt.Load() {
 			continue
 		}
-		set.ReportLoad(r.at, j, r.load.Queued, r.load.Workers)
+		set.ReportLoad(r.at, j, replica.Load{Queued: r.load.Queued, Busy: r.load.Busy, Workers: r.load.Workers})
 		if policy != nil {
 			policy.ReportLoad(r.at, j, r.load)
 		}

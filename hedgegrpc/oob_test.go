@@ -402,3 +402,113 @@ func TestOOBStreamTakesNoWorker(t *testing.T) {
 		})
 	}
 }
+
+// TestOOBRoutesFirstAttempts: two backends of three workers, two of the first's held by a
+// plain client this one cannot see. With out-of-band reports the balancer sends this client's
+// calls (no hedging, one at a time: nothing of its own outstanding anywhere) to the backend
+// that reports room; without them (the control) it round-robins them over both.
+func TestOOBRoutesFirstAttempts(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	var callsAt [2]atomic.Int32
+	be := func(int) *backend {
+		return &backend{check: func(ctx context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if req.Service == "block" {
+				<-release
+			}
+			return serving(), nil
+		}}
+	}
+	count := func(i int) grpc.UnaryServerInterceptor {
+		return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if req.(*healthpb.HealthCheckRequest).Service != "block" {
+				callsAt[i].Add(1)
+			}
+			return handler(ctx, req)
+		}
+	}
+	bs, qs := startOOBBackends(t, []int{3, 3}, be, count)
+	const busy = 0
+	var blockers sync.WaitGroup
+	t.Cleanup(func() { close(release); blockers.Wait() })
+	var seen, idle atomic.Bool // reports of the busy backend's held workers, and of the other
+	var gaps struct {
+		sync.Mutex
+		last map[string]time.Time
+		max  time.Duration
+	}
+	gaps.last = make(map[string]time.Time)
+	onOOB(t, func(addr string, l hedge.Load) {
+		if addr == bs[busy].addr && l.Busy >= 2 {
+			seen.Store(true)
+		}
+		if addr == bs[1-busy].addr {
+			idle.Store(true)
+		}
+		now := time.Now()
+		gaps.Lock()
+		if at, ok := gaps.last[addr]; ok {
+			gaps.max = max(gaps.max, now.Sub(at))
+		}
+		gaps.last[addr] = now
+		gaps.Unlock()
+	})
+	control := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedge.Config{}}), bs))
+	oob := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedge.Config{}, LoadReportInterval: oobInterval}), bs))
+	plain, err := grpc.NewClient(bs[busy].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	for range 2 {
+		blockers.Add(1)
+		go func() {
+			defer blockers.Done()
+			_, _ = healthpb.NewHealthClient(plain).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "block"})
+		}()
+	}
+	if !waitFor(10*time.Second, func() bool { return qs[busy].Stats().Running == 2 }) {
+		t.Fatalf("the busy backend never filled: %+v", qs[busy].Stats())
+	}
+	// run makes 20 calls, one at a time, and returns how many reached the busy backend.
+	run := func(t *testing.T, client healthpb.HealthClient) int32 {
+		before := callsAt[busy].Load()
+		for i := range 20 {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			_, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: "call" + strconv.Itoa(i)})
+			cancel()
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		return callsAt[busy].Load() - before
+	}
+	t.Run("control", func(t *testing.T) {
+		if n := run(t, control); n == 0 {
+			t.Fatal("without out-of-band reports no call went to the busy backend: the test cannot tell routing from luck")
+		}
+	})
+	t.Run("oob", func(t *testing.T) {
+		// One call first, so that the balancer has both backends READY and their streams open.
+		if _, err := oob.Check(t.Context(), &healthpb.HealthCheckRequest{Service: "warm"}); err != nil {
+			t.Fatal(err)
+		}
+		if !waitFor(10*time.Second, func() bool { return seen.Load() && idle.Load() }) {
+			t.Fatalf("no out-of-band reports of both backends arrived (busy %v, idle %v)", seen.Load(), idle.Load())
+		}
+		gaps.Lock()
+		gaps.max = 0
+		gaps.Unlock()
+		n := run(t, oob)
+		gaps.Lock()
+		gap := gaps.max
+		gaps.Unlock()
+		switch {
+		case n == 0:
+		case gap < replica.RouteMaxAge:
+			t.Fatalf("%d of 20 calls went to the backend whose reports say 2 of its 3 workers are busy, against none at the other (longest gap between reports %v)", n, gap)
+		default:
+			t.Logf("%d of 20 calls went to the busy backend while a report was too old to route by (gap %v)", n, gap)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/workqueue"
 )
 
@@ -164,6 +165,6 @@ func (c *call) noteLoad(ri int, resp *http.Response) {
 	now := time.Now()
 	c.h.Policy().ReportLoad(now, max(ri, 0), l)
 	if ri >= 0 {
-		c.pool.Set().ReportLoad(now, ri, l.Queued, l.Workers)
+		c.pool.Set().ReportLoad(now, ri, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
 	}
 }

@@ -6,10 +6,13 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/workqueue"
 )
 
@@ -200,7 +203,96 @@ func TestTransportReadsLoadHeader(t *testing.T) {
 	if _, _, ok := p.ServerQueue(before.Add(time.Minute)); ok {
 		t.Fatal("policy: a report a minute old still counts")
 	}
-	if q, w, ok := tr.Replicas(key).Set().Load(time.Now(), 0); !ok || q != 0 || w != 3 {
-		t.Fatalf("replica: Load = %d, %d, %v; want the report", q, w, ok)
+	if l, ok := tr.Replicas(key).Set().Load(time.Now(), 0); !ok || l.Queued != 0 || l.Workers != 3 || l.Busy < 1 {
+		t.Fatalf("replica: Load = %+v, %v; want the report (0 queued, its own request busy, of 3 workers)", l, ok)
+	}
+}
+
+// TestTransportRoutesFirstAttemptsByLoad: two real replicas, one of whose workers are mostly
+// taken by another client's requests, which this Transport cannot count as its own. Once both
+// have reported, the Transport's first attempts go to the one that reported room, while that
+// report is fresh (replica.RouteMaxAge), though neither has an attempt of its own outstanding.
+func TestTransportRoutesFirstAttemptsByLoad(t *testing.T) {
+	checkGoroutines(t)
+	release := make(chan struct{})
+	var hitsA, hitsB atomic.Int32
+	var lastA atomic.Int64 // unix ns of A's latest answer to the Transport
+	ha := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+			return
+		}
+		hitsA.Add(1)
+		lastA.Store(time.Now().UnixNano())
+	})
+	hb := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hitsB.Add(1) })
+	qa := mustQueue(t, ha, QueueConfig{Workers: 3})
+	srvA, base := startServer(t, "HTTP/1.1", qa)
+	srvB, _ := startServer(t, "HTTP/1.1", mustQueue(t, hb, QueueConfig{Workers: 3}))
+	// Another client holds two of A's three workers.
+	other := &http.Client{Transport: &http.Transport{}}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if resp, err := other.Get(srvA.URL + "/hold"); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	defer func() {
+		close(release)
+		wg.Wait()
+		other.CloseIdleConnections()
+	}()
+	if !waitFor(5*time.Second, func() bool { return qa.Stats().Running == 2 }) {
+		t.Fatal("the other client's requests did not start")
+	}
+	ua, _ := url.Parse(srvA.URL)
+	ub, _ := url.Parse(srvB.URL)
+	addrs := []string{ua.Host, ub.Host}
+	tr, err := NewTransport(Config{Policy: hedge.Config{}, Next: base, Replicas: func(string) []string { return addrs }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: tr}
+	get := func() {
+		resp, err := client.Get(srvA.URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// Calls until each replica has answered one, and so reported.
+	for i := 0; hitsA.Load() == 0 || hitsB.Load() == 0; i++ {
+		if i == 200 {
+			t.Fatalf("200 calls reached replica A %d and B %d times, want both", hitsA.Load(), hitsB.Load())
+		}
+		get()
+	}
+	set := tr.Replicas("http://" + ua.Host).Set()
+	if l, ok := set.Load(time.Now(), 0); !ok || l.Busy != 3 {
+		t.Fatalf("replica A's report %+v (%v), want its 3 workers busy", l, ok)
+	}
+	// Calls sent while A's report is fresh go to B (1 busy of 3 against 3 of 3). Counted only
+	// while well inside RouteMaxAge of A's last answer, so that a slow machine cannot fail it.
+	fresh, toA := 0, 0
+	for range 50 {
+		if time.Since(time.Unix(0, lastA.Load())) > replica.RouteMaxAge/2 {
+			break
+		}
+		before := hitsA.Load()
+		get()
+		fresh++
+		if hitsA.Load() != before {
+			toA++
+		}
+	}
+	if fresh < 5 {
+		t.Skipf("only %d calls fitted in %v of replica A's report", fresh, replica.RouteMaxAge/2)
+	}
+	t.Logf("%d calls while replica A's report was fresh, %d to A", fresh, toA)
+	if toA > 0 {
+		t.Fatalf("%d of %d first attempts went to the replica that reported all its workers busy", toA, fresh)
 	}
 }

@@ -146,7 +146,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if r.loads, err = sim.ParseLoads(*loads); err != nil {
 		return c, flagError("loads", err)
 	}
-	if r.setups, err = sim.ParseSetups(*setupList, sim.SetupNames()); err != nil {
+	if r.setups, err = sim.ParseSetups(*setupList, realSetupNames()); err != nil {
 		return c, flagError("setups", err)
 	}
 	switch strings.ToLower(strings.TrimSpace(*cancel)) {

@@ -108,6 +108,19 @@ func scaleConfig(c hedge.Config, s float64) hedge.Config {
 	return c
 }
 
+// realSetupNames is the simulator's setup names that hedgeload can run against real servers:
+// every one but those with out-of-band load reports (sim.Setup.LoadInterval), which its
+// HTTP servers do not send.
+func realSetupNames() []string {
+	var names []string
+	for _, st := range sim.Setups(0) {
+		if st.LoadInterval == 0 {
+			names = append(names, st.Name)
+		}
+	}
+	return names
+}
+
 // setups returns the simulator's setups named in names, scaled: the same definitions hedgesim
 // runs, so both sides run the same policy.
 func setups(names []string, hedgeDelay time.Duration, s float64) ([]sim.Setup, error) {
@@ -117,6 +130,9 @@ func setups(names []string, hedgeDelay time.Duration, s float64) ([]sim.Setup, e
 		found := false
 		for _, st := range all {
 			if st.Name == n {
+				if st.LoadInterval > 0 {
+					return nil, fmt.Errorf("setup %q: out-of-band load reports are not run against real servers here (per-call reports are: %q)", n, sim.SetupServerAssisted)
+				}
 				st.Config = scaleConfig(st.Config, s)
 				out = append(out, st)
 				found = true

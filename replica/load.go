@@ -10,23 +10,52 @@ import (
 // says nothing of the replica now.
 const LoadMaxAge = 300 * time.Millisecond
 
-// loadSlot is one replica's latest load report.
-type loadSlot struct {
-	at atomic.Int64  // ticks when received, plus one (0 = none)
-	v  atomic.Uint64 // queued (32 bits) | workers (32)
+// Load is one replica's report of its own load, as a response carries it (hedgehttp's load
+// header, an ORCA per-call or out-of-band report in hedgegrpc).
+type Load struct {
+	// Queued is how many requests were waiting for a worker.
+	Queued int
+	// Busy is how many of its Workers were running a request. Workers 0 means the replica
+	// did not say: its queue is then judged alone.
+	Busy, Workers int
 }
 
-// ReportLoad records that replica i reported, on a response received at now, queued
-// requests waiting for one of its workers. A hedge or a retry (a pick whose call has used a
-// replica already) then goes, among the replicas it may pick, to the one with the shortest
-// queue reported within [LoadMaxAge], relative to its workers (0 = not said: the queue is
-// judged alone); ties go to the fewer attempts outstanding. A copy sent to a replica that can
-// start it at once is the one that can beat a straggler; first attempts keep the Balancer's
-// choice. Replicas without a fresh report are not preferred or avoided: they compete as if
-// their queue were empty only when no replica has a fresh one.
+// loadSlot is one replica's latest load report.
+type loadSlot struct {
+	at   atomic.Int64  // ticks when received, plus one (0 = none)
+	v    atomic.Uint64 // queued (32 bits) | busy (16) | workers (16), each clamped
+	base atomic.Int64  // the replica's attempts outstanding (Set.Outstanding) at that report
+}
+
+func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
+
+func (sl *loadSlot) load() (queued, busy, workers int) {
+	v := sl.v.Load()
+	return int(v >> 32), int(v >> 16 & 0xffff), int(v & 0xffff)
+}
+
+// ReportLoad records that replica i reported its load l on a response received at now. A
+// report received before the latest one recorded for i is ignored (out-of-band reports and
+// per-call ones can arrive out of order).
+//
+// A fresh report routes attempts:
+//
+//   - A first attempt (a pick whose call has used no replica), with the P2C balancer: of
+//     its two candidates, the one with fewer attempts outstanding, as without reports, and
+//     between two with as many, the one with fewer requests at the server relative to its
+//     workers (the queued and busy of its report, plus this Set's attempts outstanding there
+//     beyond those at the report) when
+//     both reported within [RouteMaxAge]. A report counts the other clients' requests, which
+//     this Set's own count cannot see. The other balancers keep their choice.
+//   - A hedge or a retry (a pick whose call has used a replica already) goes, among the
+//     replicas it may pick, to the one with the shortest queue reported within
+//     [LoadMaxAge], relative to its workers; ties go to the fewer attempts outstanding. A
+//     copy sent to a replica that can start it at once is the one that can beat a
+//     straggler. Replicas without a fresh report are not preferred or avoided: they
+//     compete as if their queue were empty only when no replica has a fresh one.
 //
 // It is safe for concurrent use and allocates only on a Set's first report.
-func (s *Set) ReportLoad(now time.Time, i, queued, workers int) {
+func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 	if i < 0 || i >= len(s.reps) {
 		return
 	}
@@ -40,12 +69,69 @@ func (s *Set) ReportLoad(now time.Time, i, queued, workers int) {
 		}
 	}
 	sl := &(*ls)[i]
-	sl.v.Store(uint64(min(max(queued, 0), 1<<32-1))<<32 | uint64(min(max(workers, 0), 1<<32-1)))
-	sl.at.Store(s.ticks(now) + 1)
+	at := s.ticks(now) + 1
+	last := sl.at.Load()
+	if last != 0 && at < last {
+		return
+	}
+	sl.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Busy, 16)<<16 | clampBits(l.Workers, 16))
+	if at != last {
+		// The same report again (out of band, fed before each pick) keeps its base.
+		sl.base.Store(s.reps[i].outstanding.Load())
+	}
+	sl.at.Store(at)
+}
+
+// RouteMaxAge is how old a report may be and still route a first attempt (see
+// [Set.ReportLoad]): a queue of a few workers turns over within a few service times, and a
+// report much older than that mostly says where this Set has stopped sending (a replica it
+// avoided keeps the report that made it look loaded). Copies use reports up to [LoadMaxAge]
+// old: a copy goes only to a replica that reported a short queue, which a stale report can
+// only delay.
+const RouteMaxAge = 100 * time.Millisecond
+
+// lighter reports whether replica b is a better choice than a for a first attempt at tick t:
+// fewer attempts outstanding, as P2C has always compared them, and between replicas with as
+// many, the lighter report when both have one within RouteMaxAge (requests at the server
+// relative to its workers, this Set's attempts outstanding there beyond those at the report
+// counted in).
+//
+// The Set's own count goes first because it is exact and counts time: a replica that has
+// slowed down holds this Set's attempts longer, while a report counts requests, and a
+// slow replica's few queued requests wait longer than a fast one's many. Among many clients
+// each has nothing outstanding on most replicas most of the time, so the reports decide
+// most first attempts all the same.
+func (s *Set) lighter(a, b int, t int64) bool {
+	oa, ob := s.reps[a].outstanding.Load(), s.reps[b].outstanding.Load()
+	if oa != ob {
+		return ob < oa
+	}
+	ls := s.loads.Load()
+	if ls == nil {
+		return false
+	}
+	la, wa, oka := (*ls)[a].routing(t, oa)
+	lb, wb, okb := (*ls)[b].routing(t, ob)
+	return oka && okb && lb*max(wa, 1) < la*max(wb, 1)
+}
+
+// routing returns the requests at the replica, as far as the Set knows, and its workers, and
+// false when its report is older than RouteMaxAge at tick t: the queued and busy of the
+// report, plus the attempts outstanding on it now (outstanding) beyond those outstanding when
+// it reported, which the report could not count. (Other clients' requests sent since, and any
+// request answered since, are unknown until the next report.)
+func (sl *loadSlot) routing(t, outstanding int64) (requests, workers int64, ok bool) {
+	at := sl.at.Load()
+	if at == 0 || t-(at-1) >= int64(RouteMaxAge) {
+		return 0, 0, false
+	}
+	q, busy, w := sl.load()
+	return int64(q+busy) + max(outstanding-sl.base.Load(), 0), int64(w), true
 }
 
 // leastQueued returns the replica of the tier with the shortest fresh reported queue for a
-// pick at tick t, and false when no replica of the tier has a fresh report.
+// copy (a pick whose call has used a replica) at tick t, and false when no replica of the
+// tier has a fresh report.
 func (s *Set) leastQueued(tier int, t int64, used []int) (int, bool) {
 	ls := s.loads.Load()
 	if ls == nil || len(used) == 0 {
@@ -58,8 +144,7 @@ func (s *Set) leastQueued(tier int, t int64, used []int) (int, bool) {
 		if at == 0 || t-(at-1) >= int64(LoadMaxAge) || s.tier(i, t, used) != tier {
 			continue
 		}
-		v := sl.v.Load()
-		q, w := int(v>>32), int(v&(1<<32-1))
+		q, _, w := sl.load()
 		switch l, r := q*max(bw, 1), bq*max(w, 1); {
 		case best < 0, l < r:
 		case l == r && s.reps[i].outstanding.Load() < s.reps[best].outstanding.Load():
@@ -73,16 +158,16 @@ func (s *Set) leastQueued(tier int, t int64, used []int) (int, bool) {
 
 // Load returns replica i's latest load report, as [Set.ReportLoad] recorded it, and false
 // when it has none received within [LoadMaxAge] of now.
-func (s *Set) Load(now time.Time, i int) (queued, workers int, ok bool) {
+func (s *Set) Load(now time.Time, i int) (Load, bool) {
 	ls := s.loads.Load()
 	if ls == nil || i < 0 || i >= len(*ls) {
-		return 0, 0, false
+		return Load{}, false
 	}
 	sl := &(*ls)[i]
 	at := sl.at.Load()
 	if at == 0 || s.ticks(now)-(at-1) >= int64(LoadMaxAge) {
-		return 0, 0, false
+		return Load{}, false
 	}
-	v := sl.v.Load()
-	return int(v >> 32), int(v & (1<<32 - 1)), true
+	q, b, w := sl.load()
+	return Load{Queued: q, Busy: b, Workers: w}, true
 }

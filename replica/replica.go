@@ -412,7 +412,7 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 				b++
 			}
 			i = a
-			if s.reps[b].outstanding.Load() < s.reps[a].outstanding.Load() {
+			if s.lighter(a, b, t) {
 				i = b
 			}
 		}
@@ -458,7 +458,7 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 		}
 		ia, ib := s.nth(best, a, t, used), s.nth(best, b, t, used)
 		i = ia
-		if s.reps[ib].outstanding.Load() < s.reps[ia].outstanding.Load() {
+		if s.lighter(ia, ib, t) {
 			i = ib
 		}
 	}

@@ -17,7 +17,7 @@ type chooser interface {
 	pick(now time.Time, used []int, draw uint64) int
 	done(now time.Time, replica int, r replica.Result)
 	// load: the replica reported its queue on a response (Setup.ServerLoad).
-	load(now time.Time, replica, queued, workers int)
+	load(now time.Time, i int, l replica.Load)
 }
 
 // Balancer names (Params.Balancer, -balancer): replica.Balancer's names. Scripts select them by
@@ -63,6 +63,6 @@ func (r replicaSet) pick(now time.Time, used []int, draw uint64) int {
 
 func (r replicaSet) done(now time.Time, i int, res replica.Result) { r.s.Done(now, i, res) }
 
-func (r replicaSet) load(now time.Time, i, queued, workers int) {
-	r.s.ReportLoad(now, i, queued, workers)
+func (r replicaSet) load(now time.Time, i int, l replica.Load) {
+	r.s.ReportLoad(now, i, l)
 }

@@ -114,6 +114,10 @@ func (hc *hedgeClient) done(s *sim, si int32, k int) {
 	hc.apply(s, si, c, c.AttemptDone(vtime(s.now), k, hedge.Outcome{Class: hedge.Success}))
 }
 
+func (hc *hedgeClient) load(s *sim, c int32, rp int, l hedge.Load) {
+	hc.p[c].ReportLoad(vtime(s.now), rp, l)
+}
+
 // maxRouted is how many attempts of a call the client tells the state machine the replica of:
 // more than a call makes, resends included, under any setup the simulator runs.
 const maxRouted = 16

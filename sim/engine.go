@@ -71,6 +71,8 @@ type client interface {
 	refused(s *sim, sl int32, attempt int)
 	// deadline: the call's caller gave up (Params.Timeout).
 	deadline(s *sim, sl int32)
+	// load: client c received replica rp's load out of band (Setup.LoadInterval).
+	load(s *sim, c int32, rp int, l hedge.Load)
 }
 
 // stream ids for the independent random streams of a run.
@@ -82,6 +84,7 @@ const (
 	streamPhase    uint64 = 0x70686173 // "phas": the replicas' pause phases
 	streamChoose   uint64 = 0x63686f6f // "choo": the balancers' random choices for hedges and retries
 	streamPick     uint64 = 0x7069636b // "pick": the balancers' random draws for first attempts, by call
+	streamReport   uint64 = 0x72707274 // "rprt": the phases of the clients' out-of-band reports
 )
 
 // mix is the splitmix64 finaliser: it turns related inputs (seed, stream, call index) into
@@ -122,6 +125,9 @@ type sim struct {
 	// onStart, in tests, sees each attempt as it is sent, and whether its client had a
 	// replica ejected.
 	onStart func(call, attempt, replica int, svc int64, ejected bool)
+	// onService, in tests, sees each attempt of a measured call as a worker starts it, with
+	// how long it waited in its replica's queue.
+	onService func(call, attempt int, wait, svc int64)
 }
 
 // model is the run's parameters, fixed from reset to the end of the run.
@@ -149,6 +155,7 @@ type model struct {
 	reports              bool       // responses carry their server's load report
 	report               hedge.Load // the report of the response being delivered, when reports
 	reportFrom           int        // the replica that sent it
+	reportEvery          int64      // out-of-band reports to each client, ns apart; 0 = none
 }
 
 // servers is the replicas: their queues, their workers and the requests they hold.
@@ -197,6 +204,7 @@ type streams struct {
 	jitKey  uint64
 	cliKey  uint64
 	pickKey uint64
+	rptKey  uint64
 	nextArr float64
 }
 
@@ -264,7 +272,8 @@ type runParams struct {
 	maxEvents            int64
 	lambda               float64 // calls per second
 	seed                 uint64
-	reports              bool // the servers report their load on every response (serverload.go)
+	reports              bool  // the servers report their load on every response (serverload.go)
+	reportEvery          int64 // with reports, every client gets every replica's load this often, ns; 0 = never
 }
 
 // reset readies s for a run of p, reusing every buffer of the last run. It is long because
@@ -291,6 +300,10 @@ func (s *sim) reset(p runParams, cl client) {
 	s.lagging = !p.busy.zero()
 	s.lag.reset(p.busy, p.seed)
 	s.reports = p.reports
+	s.reportEvery = 0
+	if p.reports {
+		s.reportEvery = p.reportEvery
+	}
 
 	s.now = 0
 	s.h.reset()
@@ -343,6 +356,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.jitKey = streamKey(p.seed, streamJitter)
 	s.cliKey = streamKey(p.seed, streamClient)
 	s.pickKey = streamKey(p.seed, streamPick)
+	s.rptKey = streamKey(p.seed, streamReport)
 	s.nextArr = 0
 
 	s.arrivals, s.outstanding = 0, 0
@@ -366,6 +380,7 @@ func (s *sim) reset(p runParams, cl client) {
 // run processes events until every measured call has finished or the run collapses.
 func (s *sim) run(stopCheck func() bool) {
 	s.scheduleArrival()
+	s.scheduleReports()
 	for s.h.len() > 0 && !s.stop {
 		e := s.h.pop()
 		s.events++
@@ -416,6 +431,9 @@ func (s *sim) run(stopCheck func() bool) {
 			s.flush()
 		case evAnswer:
 			s.deliver(e.idx, e.gen)
+		case evReport:
+			s.reportOOB(e.idx)
+			s.h.push(event{t: s.now + s.reportEvery, kind: evReport, idx: e.idx})
 		case evSend:
 			if sl := s.slots[e.idx]; !sl.finished && uint32(sl.idx) == e.gen {
 				sl.waiting = false
@@ -687,6 +705,9 @@ func (s *sim) dispatchReplica(rp int) {
 		if req.measured {
 			s.waitNs += s.now - req.enq
 			s.waitN++
+			if s.onService != nil && req.slot >= 0 {
+				s.onService(s.slots[req.slot].idx, int(req.attempt), s.now-req.enq, req.svc)
+			}
 		}
 		if si := req.slot; si >= 0 {
 			s.cur = si

@@ -7,18 +7,21 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hedgekit/hedge"
 )
 
 // plainClient sends each call once and finishes when it answers: the engine alone, with no
 // policy, to check the queue against theory independently of the core.
 type plainClient struct{}
 
-func (plainClient) arrive(s *sim, sl int32)         { s.startAttempt(sl, 0) }
-func (plainClient) started(s *sim, sl int32, k int) {}
-func (plainClient) done(s *sim, sl int32, k int)    { s.finish(sl, nil) }
-func (plainClient) timer(s *sim, sl int32)          {}
-func (plainClient) refused(s *sim, sl int32, k int) {}
-func (plainClient) deadline(s *sim, sl int32)       {}
+func (plainClient) arrive(s *sim, sl int32)                    { s.startAttempt(sl, 0) }
+func (plainClient) started(s *sim, sl int32, k int)            {}
+func (plainClient) done(s *sim, sl int32, k int)               { s.finish(sl, nil) }
+func (plainClient) timer(s *sim, sl int32)                     {}
+func (plainClient) refused(s *sim, sl int32, k int)            {}
+func (plainClient) load(s *sim, c int32, rp int, l hedge.Load) {}
+func (plainClient) deadline(s *sim, sl int32)                  {}
 
 func runPlain(workers int, d Distribution, calls int, load float64, seed uint64) Point {
 	s := newSim()

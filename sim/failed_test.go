@@ -50,11 +50,12 @@ func (c failingClient) arrive(s *sim, sl int32) {
 	}
 	s.startAttempt(sl, 0)
 }
-func (failingClient) started(s *sim, sl int32, k int) {}
-func (failingClient) done(s *sim, sl int32, k int)    { s.finish(sl, nil) }
-func (failingClient) timer(s *sim, sl int32)          {}
-func (failingClient) refused(s *sim, sl int32, k int) {}
-func (failingClient) deadline(s *sim, sl int32)       {}
+func (failingClient) started(s *sim, sl int32, k int)            {}
+func (failingClient) done(s *sim, sl int32, k int)               { s.finish(sl, nil) }
+func (failingClient) timer(s *sim, sl int32)                     {}
+func (failingClient) refused(s *sim, sl int32, k int)            {}
+func (failingClient) load(s *sim, c int32, rp int, l hedge.Load) {}
+func (failingClient) deadline(s *sim, sl int32)                  {}
 
 func TestFailedCallsAreSlowest(t *testing.T) {
 	d := Exponential{MeanTime: 10 * time.Millisecond}

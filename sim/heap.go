@@ -13,6 +13,7 @@ const (
 	evDeadline               // call slot idx's caller gives up (gen: the call's index)
 	evAnswer                 // a busy client gets to an answer for call slot idx (gen: see answerGen)
 	evSend                   // a busy client gets to sending call slot idx (gen: the call's index)
+	evReport                 // client idx receives every replica's out-of-band load report
 )
 
 // event is one pending event. It is a small value: the heap stores events inline, so pushing

@@ -281,6 +281,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		lambda:         lambda,
 		seed:           seed,
 		reports:        setup.ServerLoad,
+		reportEvery:    int64(setup.LoadInterval),
 	}, &r.hc)
 	r.hc.reset(r.pol, r.s, user)
 	var stop func() bool

@@ -1,7 +1,12 @@
 package sim
 
 import (
+	"maps"
 	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 )
 
 // TestServerAssistedUsesReports: the same policy as recommended, with the servers' load
@@ -54,3 +59,41 @@ func TestServerAssistedOneQueue(t *testing.T) {
 			high.HedgeRate, low.HedgeRate, high.Suppressed["backlog"])
 	}
 }
+
+// oobRecorder is a client that records the out-of-band reports it receives, by replica.
+type oobRecorder struct {
+	plainClient
+	got map[int]int
+}
+
+func (r *oobRecorder) load(s *sim, c int32, rp int, l hedge.Load) { r.got[rp]++ }
+
+// TestOOBSilentReplicas: a replica that swallows requests or refuses connections, or is in a
+// pause, sends no out-of-band report; the others do, with their queue and busy workers.
+func TestOOBSilentReplicas(t *testing.T) {
+	s := newSim()
+	rec := &oobRecorder{got: map[int]int{}}
+	s.reset(runParams{workers: 2, replicas: 4, clients: 1, calls: 1, lambda: 1, seed: 1,
+		dist: Exponential{MeanTime: time.Millisecond}, maxQueue: 10, maxEvents: 10,
+		reports: true, reportEvery: int64(10 * time.Millisecond),
+		failures: []failureWindow{{replica: 1, kind: failBlackhole, to: 1 << 62}, {replica: 2, kind: failRefuse, to: 1 << 62}},
+	}, rec)
+	s.choose = []chooser{nopChooser{}}
+	s.pauseEvery, s.pauseLen = int64(time.Second), int64(time.Second/2)
+	s.pausePhase = []int64{-1, -1, -1, 0} // replica 3 pauses for the first half of each second
+	s.reportOOB(0)
+	if want := map[int]int{0: 1}; !maps.Equal(rec.got, want) {
+		t.Fatalf("reports by replica %v, want %v (only the healthy, unpaused one)", rec.got, want)
+	}
+	s.now = int64(time.Second * 3 / 4)
+	s.reportOOB(0)
+	if want := map[int]int{0: 2, 3: 1}; !maps.Equal(rec.got, want) {
+		t.Fatalf("after the pause, reports by replica %v, want %v", rec.got, want)
+	}
+}
+
+type nopChooser struct{}
+
+func (nopChooser) pick(time.Time, []int, uint64) int   { return 0 }
+func (nopChooser) done(time.Time, int, replica.Result) {}
+func (nopChooser) load(time.Time, int, replica.Load)   {}

@@ -19,6 +19,10 @@ type Setup struct {
 	// replica choice (replica.Set.ReportLoad). A client acts on the latest report from each
 	// replica, which is as old as the last response it had from it.
 	ServerLoad bool
+	// LoadInterval, with ServerLoad, also sends every client every replica's load this often
+	// (out-of-band reports, as hedgegrpc's Config.LoadReportInterval asks each backend for),
+	// at a phase of its own per client, whatever its calls; 0 = per-call reports only.
+	LoadInterval time.Duration
 }
 
 // Setup names. The six reference setups are fixed by SIMULATION.md; scripts select setups by
@@ -49,8 +53,19 @@ const (
 
 // SetupServerAssisted is the recommended default with the servers' load reports
 // (Setup.ServerLoad): no hedge while the shortest reported queue is long, a hedge to the
-// replica with the shortest one.
+// replica with the shortest one, and with replicas behind p2c, a first attempt to the
+// candidate with the lighter fresh report.
 const SetupServerAssisted = "server-assisted"
+
+// SetupServerAssistedOOB is server-assisted with out-of-band reports as well: every client
+// hears from every replica every OOBInterval (hedgegrpc: Queue.RegisterOOB on the servers,
+// Config.LoadReportInterval on the clients), not only from the replicas its own calls reach.
+const SetupServerAssistedOOB = "server-assisted, out-of-band"
+
+// OOBInterval is the out-of-band reporting interval of SetupServerAssistedOOB: a fifth of
+// hedgegrpc's default (50 ms), for reports at most about one service time old. With 32
+// clients each hears from a replica on its own responses only every 100 ms or more.
+const OOBInterval = 10 * time.Millisecond
 
 // ReferenceSetups are the names of the six reference setups of SIMULATION.md, in report order.
 // Do not modify.
@@ -70,8 +85,8 @@ var ReferenceSetups = []string{
 // started within 1ms gets a tie at another replica, the first to start service cancels the
 // others, and a copy in service past the live p95 is hedged; default budget), start-aware
 // hedging (the server reports when it starts each attempt), server-assisted hedging (the
-// servers report their load on every response), and the recommended default made
-// deadline-aware.
+// servers report their load on every response; then also out of band, every OOBInterval),
+// and the recommended default made deadline-aware.
 func Setups(hedgeDelay time.Duration) []Setup {
 	if hedgeDelay <= 0 {
 		hedgeDelay = 20 * time.Millisecond
@@ -90,6 +105,7 @@ func Setups(hedgeDelay time.Duration) []Setup {
 		{Name: SetupTiedRequests, Config: hedge.Config{Trigger: hedge.Tied()}},
 		{Name: SetupStartAware, Config: hedge.Config{Trigger: hedge.StartAware(0.95)}},
 		{Name: SetupServerAssisted, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, ServerLoad: true},
+		{Name: SetupServerAssistedOOB, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, ServerLoad: true, LoadInterval: OOBInterval},
 		{Name: SetupDeadlineAware, Config: hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{UseDeadline: true})}},
 	}
 }

@@ -36,7 +36,7 @@ func mustRun(t testing.TB, p Params, name string, load float64, mode string, see
 
 func TestSetupNames(t *testing.T) {
 	want := []string{"no hedge", "hedge, no budget", "hedge, default budget", "hedge, budget 5 %",
-		"hedge, default budget, adaptive limit", "3 attempts, no budget", "recommended", "recommended, adaptive limit", "tied requests", "start-aware", "server-assisted", "deadline-aware"}
+		"hedge, default budget, adaptive limit", "3 attempts, no budget", "recommended", "recommended, adaptive limit", "tied requests", "start-aware", "server-assisted", "server-assisted, out-of-band", "deadline-aware"}
 	got := Setups(0)
 	if len(got) != len(want) {
 		t.Fatalf("%d setups, want %d", len(got), len(want))
