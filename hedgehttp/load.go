@@ -164,6 +164,6 @@ func (c *call) noteLoad(ri int, resp *http.Response) {
 	now := time.Now()
 	c.h.Policy().ReportLoad(now, max(ri, 0), l)
 	if ri >= 0 {
-		c.pool.Set().ReportLoad(now, ri, l.Queued, l.Workers)
+		c.rep.pool.Set().ReportLoad(now, ri, l.Queued, l.Workers)
 	}
 }
