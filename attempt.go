@@ -414,8 +414,17 @@ func (s *attemptState) cancelLocked(err error) {
 	for _, r := range s.after {
 		go r.f()
 	}
+	s.dropAfter()
+}
+
+// dropAfter forgets every registration, keeping nothing the attempt registered alive. What
+// unregister removed it cleared already, so a buffer whose registrations were all stopped
+// (net/http's, on every request) needs no clearing.
+func (s *attemptState) dropAfter() {
+	if len(s.after) > 0 || cap(s.after) > len(s.afterBuf) {
+		clear(s.afterBuf[:])
+	}
 	s.after = nil
-	clear(s.afterBuf[:]) // keep nothing the attempt registered alive
 }
 
 // abandon cancels a losing attempt. It reports whether the attempt's goroutine will see that
@@ -440,9 +449,8 @@ func (s *attemptState) renew() {
 func (s *attemptState) renewLocked() {
 	s.gen++
 	s.started, s.muted, s.done, s.err, s.watch = false, false, nil, nil, nil
-	if s.after != nil { // a DoDetached winner's state is not renewed, so this is rare
-		s.after = nil
-		clear(s.afterBuf[:])
+	if s.after != nil { // registrations left by an attempt that was not cancelled
+		s.dropAfter()
 	}
 	if s.stopID != 0 {
 		s.stop, s.stopID = nil, 0

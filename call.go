@@ -188,9 +188,13 @@ func (c *Call) grow() int {
 }
 
 // drop lets go of what the last call referenced (its policy, its errors), touching only
-// what that call used, so a pooled Call keeps nothing alive and costs little to reuse.
+// what that call used, so a pooled Call keeps nothing alive and costs little to reuse. Of
+// its attempts it clears the references only: grow zeroes an attempt before it is used again.
 func (c *Call) drop() {
-	clear(c.attempts)
+	for i := range c.attempts {
+		a := &c.attempts[i]
+		a.err, a.route = nil, nil
+	}
 	c.attempts = c.attempts[:0]
 	c.acts = c.acts[:0]
 	c.p, c.err, c.panicked = nil, nil, nil
