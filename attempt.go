@@ -111,7 +111,19 @@ type attemptState struct {
 	err      error
 	after    []afterFunc // registered by AfterFunc, run on cancel
 	afterBuf [2]afterFunc
-	afterID  uint32
+	afterID  uint32 // the last registration's id; never reset, so ids do not repeat
+	// stop is the stop function AfterFunc hands out for one registration at a time, stopID
+	// (0: stop is not out); made once per incarnation stopInc. A stop function out when
+	// the state is renewed may never be called (its registration ran, or the child context
+	// that holds it was dropped), or may be called late: renew then drops it, and its
+	// incarnation, for a new one.
+	stop    func() bool
+	stopID  uint32
+	stopInc uint32
+
+	// watch, for a DoDetached winner whose call's context can end, stops the watch on it (see
+	// detach); taken by the first Release.
+	watch func() bool
 
 	// home, for a DoInlineDetached winner whose driver has let go of it, is the driver's
 	// slot for a spare state, where it goes once released (see release); nil: nowhere.
@@ -146,32 +158,38 @@ func (a *attemptCtx) current() bool { return a.s.gen == a.gen }
 
 func (a *attemptCtx) Deadline() (time.Time, bool) { return a.parent.Deadline() }
 
+// Done, Err and AfterFunc, which net/http calls on every request, unlock by hand rather than
+// by defer: nothing between the lock and the unlock can panic.
+
 func (a *attemptCtx) Done() <-chan struct{} {
 	s := a.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !a.current() {
+		s.mu.Unlock()
 		return closedChan
 	}
 	if s.done == nil {
 		s.done = make(chan struct{})
 	}
-	return s.done
+	d := s.done
+	s.mu.Unlock()
+	return d
 }
 
 func (a *attemptCtx) Err() error {
 	s := a.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	err := s.err
 	if !a.current() {
-		return context.Canceled
+		err = context.Canceled
 	}
-	return s.err
+	s.mu.Unlock()
+	return err
 }
 
 func (a *attemptCtx) Value(key any) any {
-	switch key {
-	case attemptInfoKey{}, attemptKey{}:
+	switch key.(type) { // a comparison of types: each key type has one value
+	case attemptInfoKey, attemptKey:
 		return a
 	}
 	return a.parent.Value(key)
@@ -223,36 +241,79 @@ func (a *attemptCtx) String() string { return "hedge.attemptCtx" }
 // AfterFunc arranges for f to run in its own goroutine once the attempt is cancelled, like
 // context.AfterFunc. Having it lets the context package (and net/http, which derives a
 // context from every request's) link child contexts to an attempt without a goroutine each.
+//
+// The stop function of one registration at a time is the state's own (see
+// attemptState.stop), made once and handed out again once called, so that the registration
+// net/http makes on every request allocates nothing. Its callers are the context package's
+// child contexts, which call a stop function at most once; context.AfterFunc, the way to
+// reach this method, hands out a stop function of its own, which may be called any number of
+// times.
 func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
 	s := a.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !a.current() || s.err != nil {
+		s.mu.Unlock()
 		go f()
 		return func() bool { return false }
 	}
 	// The first registrations live in the attempt's own allocation; an id, not a pointer
-	// to f, tells stop which one is its own.
+	// to f, tells stop which one is its own. Ids never repeat within a state, whatever the
+	// generation, so a stop function called once the state serves another call finds nothing.
 	if s.after == nil {
 		s.after = s.afterBuf[:0]
 	}
 	s.afterID++
 	id := s.afterID
 	s.after = append(s.after, afterFunc{f: f, id: id})
+	if s.stopID == 0 {
+		if s.stop == nil {
+			inc := s.stopInc
+			s.stop = func() bool { return s.stopShared(inc) }
+		}
+		s.stopID = id
+		stop = s.stop
+		s.mu.Unlock()
+		return stop
+	}
+	s.mu.Unlock()
 	return func() bool {
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !a.current() {
-			return false
-		}
-		for i, r := range s.after {
-			if r.id == id {
-				s.after = append(s.after[:i], s.after[i+1:]...)
-				return true
-			}
-		}
+		ok := a.current() && s.unregister(id)
+		s.mu.Unlock()
+		return ok
+	}
+}
+
+// stopShared is the state's own stop function (see AfterFunc) of incarnation inc: it stops
+// registration stopID and hands the function back for the next registration. A function of
+// an incarnation dropped by renew does nothing.
+func (s *attemptState) stopShared(inc uint32) bool {
+	s.mu.Lock()
+	id := s.stopID
+	if inc != s.stopInc || id == 0 {
+		s.mu.Unlock()
 		return false
 	}
+	s.stopID = 0
+	ok := s.unregister(id)
+	s.mu.Unlock()
+	return ok
+}
+
+// unregister removes registration id, if it is still there; the caller holds s.mu.
+func (s *attemptState) unregister(id uint32) bool {
+	for i := range s.after {
+		if s.after[i].id == id {
+			n := len(s.after) - 1
+			if i < n {
+				copy(s.after[i:], s.after[i+1:])
+			}
+			s.after[n] = afterFunc{} // keep nothing it registered alive
+			s.after = s.after[:n]
+			return true
+		}
+	}
+	return false
 }
 
 // afterFunc is a function registered with attemptCtx.AfterFunc.
@@ -311,9 +372,29 @@ func (s *attemptState) release(gen uint32) {
 		return
 	}
 	s.home = nil
+	s.renewLocked()
 	s.mu.Unlock()
-	s.renew()
+	s.renewRest()
 	home.Store(s) // a spare the driver may already have is dropped
+}
+
+// releaseWatched is release for a winner whose call's context is watched (see detach): the
+// first call stops the watch and releases generation gen if it stopped the watch before it
+// went off; otherwise, and on later calls, it only cancels generation gen.
+func (s *attemptState) releaseWatched(gen uint32) {
+	s.mu.Lock()
+	if s.gen != gen {
+		s.mu.Unlock()
+		return // released before
+	}
+	stop := s.watch
+	s.watch = nil
+	s.mu.Unlock()
+	if stop != nil && stop() {
+		s.release(gen)
+	} else {
+		s.cancelAt(gen, context.Canceled) // the watch went off, or Release ran before
+	}
 }
 
 // cancelLocked is cancel with s.mu held.
@@ -333,8 +414,17 @@ func (s *attemptState) cancelLocked(err error) {
 	for _, r := range s.after {
 		go r.f()
 	}
+	s.dropAfter()
+}
+
+// dropAfter forgets every registration, keeping nothing the attempt registered alive. What
+// unregister removed it cleared already, so a buffer whose registrations were all stopped
+// (net/http's, on every request) needs no clearing.
+func (s *attemptState) dropAfter() {
+	if len(s.after) > 0 || cap(s.after) > len(s.afterBuf) {
+		clear(s.afterBuf[:])
+	}
 	s.after = nil
-	clear(s.afterBuf[:]) // keep nothing the attempt registered alive
 }
 
 // abandon cancels a losing attempt. It reports whether the attempt's goroutine will see that
@@ -350,11 +440,21 @@ func (s *attemptState) abandon() bool {
 // The caller owns the state (no attempt of the call before is running).
 func (s *attemptState) renew() {
 	s.mu.Lock()
+	s.renewLocked()
+	s.mu.Unlock()
+	s.renewRest()
+}
+
+// renewLocked is the part of renew done with s.mu held.
+func (s *attemptState) renewLocked() {
 	s.gen++
-	s.started, s.muted, s.done, s.err = false, false, nil, nil
-	if s.after != nil { // a DoDetached winner's state is not renewed, so this is rare
-		s.after = nil
-		clear(s.afterBuf[:])
+	s.started, s.muted, s.done, s.err, s.watch = false, false, nil, nil, nil
+	if s.after != nil { // registrations left by an attempt that was not cancelled
+		s.dropAfter()
+	}
+	if s.stopID != 0 {
+		s.stop, s.stopID = nil, 0
+		s.stopInc++
 	}
 	// Atomic stores cost more than loads; most calls left these as they were.
 	if s.route.set.Load() != nil {
@@ -363,7 +463,10 @@ func (s *attemptState) renew() {
 	if s.route.i.Load() != 0 {
 		s.route.i.Store(0)
 	}
-	s.mu.Unlock()
+}
+
+// renewRest is the part of renew that needs no lock: the fields the driver owns.
+func (s *attemptState) renewRest() {
 	s.state.Store(attemptRunning)
 	if s.slow.Load() {
 		s.slow.Store(false)

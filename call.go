@@ -163,7 +163,9 @@ func (p *Policy) NewCall(opts CallOptions) *Call {
 // Reset prepares c for a new call under p, keeping its buffers.
 func (c *Call) Reset(p *Policy, opts CallOptions) {
 	c.drop()
-	c.callState = callState{p: p, opts: opts, winner: -1, won: -1}
+	// Zeroed in place, then set: a composite literal would be built on the stack and copied.
+	c.callState = callState{}
+	c.p, c.opts, c.winner, c.won = p, opts, -1, -1
 	if cap(c.attempts) == 0 {
 		c.attempts = c.inline[:0]
 	}
@@ -172,10 +174,27 @@ func (c *Call) Reset(p *Policy, opts CallOptions) {
 	}
 }
 
+// grow appends a zero attempt to c.attempts, in place (an attempt literal would be built
+// on the stack and copied), and returns its index.
+func (c *Call) grow() int {
+	k := len(c.attempts)
+	if k < cap(c.attempts) {
+		c.attempts = c.attempts[:k+1]
+		c.attempts[k] = attempt{}
+	} else {
+		c.attempts = append(c.attempts, attempt{})
+	}
+	return k
+}
+
 // drop lets go of what the last call referenced (its policy, its errors), touching only
-// what that call used, so a pooled Call keeps nothing alive and costs little to reuse.
+// what that call used, so a pooled Call keeps nothing alive and costs little to reuse. Of
+// its attempts it clears the references only: grow zeroes an attempt before it is used again.
 func (c *Call) drop() {
-	clear(c.attempts)
+	for i := range c.attempts {
+		a := &c.attempts[i]
+		a.err, a.route = nil, nil
+	}
 	c.attempts = c.attempts[:0]
 	c.acts = c.acts[:0]
 	c.p, c.err, c.panicked = nil, nil, nil
@@ -232,13 +251,8 @@ func (c *Call) order(i int) int {
 
 func (c *Call) act(a Action) { c.acts = append(c.acts, a) }
 
-func (c *Call) emit(e Event) {
-	if c.p.observe != nil {
-		c.observe(e)
-	}
-}
-
-// observe calls the policy's Observer, containing a panic (see settle).
+// observe calls the policy's Observer, containing a panic (see settle). Its callers test
+// c.p.observe first, so that a call nobody observes does not build its events.
 func (c *Call) observe(e Event) {
 	defer c.contain()
 	c.p.observe(e)
@@ -326,12 +340,15 @@ func (c *Call) startAttempt(now time.Time, hedge, retry bool) bool {
 			return false
 		}
 	}
-	k := len(c.attempts)
-	c.attempts = append(c.attempts, attempt{start: now, hedge: hedge, retry: retry, permit: permit, hasPermit: p.lim != nil})
+	k := c.grow()
+	a := &c.attempts[k]
+	a.start, a.hedge, a.retry, a.permit, a.hasPermit = now, hedge, retry, permit, p.lim != nil
 	c.inflight++
 	c.lastStart = now
 	c.act(Action{Kind: StartAttempt, Attempt: k, Hedge: hedge, Retry: retry})
-	c.emit(Event{Kind: AttemptStarted, Time: now, Attempt: k, Hedge: hedge, Retry: retry})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: AttemptStarted, Time: now, Attempt: k, Hedge: hedge, Retry: retry})
+	}
 	return true
 }
 
@@ -730,7 +747,9 @@ func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
 		p.win.Started(now)
 	}
 	k := len(c.attempts) - 1
-	c.emit(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: delay})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: HedgeStarted, Time: now, Attempt: k, Hedge: true, Delay: delay})
+	}
 	return false
 }
 
@@ -739,7 +758,9 @@ func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
 func (c *Call) suppress(now time.Time, reason Reason, delay time.Duration) {
 	c.hedging = false
 	c.p.suppressed[reason].Add(1)
-	c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: delay, Reason: reason})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: delay, Reason: reason})
+	}
 }
 
 // TimerFired tells the call its timer went off at now. Early or stale firings are ignored.
@@ -797,14 +818,18 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 				}
 			}
 		}
-		c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+		if c.p.observe != nil {
+			c.observe(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+		}
 		c.winner, c.won = k, k
 		if a.hedge {
 			p.hedgesWon.Add(1)
 			if p.win != nil {
 				p.win.Won(now)
 			}
-			c.emit(Event{Kind: HedgeWon, Time: now, Attempt: k, Hedge: true, Duration: dur})
+			if c.p.observe != nil {
+				c.observe(Event{Kind: HedgeWon, Time: now, Attempt: k, Hedge: true, Duration: dur})
+			}
 		}
 		c.discardOthers(now, true)
 		c.finish(now, nil)
@@ -824,7 +849,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 	} else {
 		c.release(now, a, limit.Ignored)
 	}
-	c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur, Err: o.Err})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: a.hedge, Retry: a.retry, Duration: dur, Err: o.Err})
+	}
 	switch {
 	case o.Unsent:
 		// Resent as often as a call may: the dependency looks unreachable from here, and a
@@ -869,14 +896,18 @@ func (c *Call) resend(now time.Time, k int, o Outcome) {
 	a.result, a.err, a.unsent, a.local = Failed, o.Err, true, true
 	permit, hasPermit, hedge, retry := a.permit, a.hasPermit, a.hedge, a.retry
 	a.hasPermit = false
-	c.emit(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: hedge, Retry: retry, Duration: now.Sub(a.start), Err: o.Err})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: AttemptFinished, Time: now, Attempt: k, Hedge: hedge, Retry: retry, Duration: now.Sub(a.start), Err: o.Err})
+	}
 	c.unsent++
 	j := len(c.attempts)
 	c.attempts = append(c.attempts, attempt{start: now, hedge: hedge, retry: retry, resend: true, permit: permit, hasPermit: hasPermit})
 	c.inflight++
 	c.lastStart = now
 	c.act(Action{Kind: StartAttempt, Attempt: j, Hedge: hedge, Retry: retry, Resend: true})
-	c.emit(Event{Kind: AttemptStarted, Time: now, Attempt: j, Hedge: hedge, Retry: retry})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: AttemptStarted, Time: now, Attempt: j, Hedge: hedge, Retry: retry})
+	}
 	c.maybeHedge(now)
 }
 
@@ -905,7 +936,9 @@ func (c *Call) retryOrFail(now time.Time) {
 		d = max(d, c.pushback.Sub(now))
 		c.retries++
 		p.retries.Add(1)
-		c.emit(Event{Kind: RetryScheduled, Time: now, Attempt: len(c.attempts) - 1, Delay: d})
+		if c.p.observe != nil {
+			c.observe(Event{Kind: RetryScheduled, Time: now, Attempt: len(c.attempts) - 1, Delay: d})
+		}
 		c.arm(timerRetry, now.Add(d))
 	}
 }
@@ -1009,7 +1042,9 @@ func (c *Call) discard(now time.Time, j int, sample bool) {
 		c.p.recordLatency(now, dur, false)
 	}
 	c.act(Action{Kind: CancelAttempt, Attempt: j, Slow: sample && c.warm && c.threshold > 0 && dur >= c.threshold})
-	c.emit(Event{Kind: AttemptDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: AttemptDiscarded, Time: now, Attempt: j, Hedge: a.hedge, Retry: a.retry, Duration: dur})
+	}
 }
 
 func (c *Call) release(now time.Time, a *attempt, o limit.Outcome) {
@@ -1086,7 +1121,9 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 		// a policy that never hedges (a sequential client) gives no reason at all.
 		c.hedging = false
 		c.p.suppressed[ReasonNoEvidence].Add(1)
-		c.emit(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: c.threshold, Reason: ReasonNoEvidence})
+		if c.p.observe != nil {
+			c.observe(Event{Kind: HedgeSuppressed, Time: now, Attempt: len(c.attempts), Delay: c.threshold, Reason: ReasonNoEvidence})
+		}
 	}
 	c.done = true
 	c.timer = timerNone
@@ -1096,7 +1133,9 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 		c.releaseTicket(now, o)
 	}
 	c.act(Action{Kind: Finish, Attempt: c.winner})
-	c.emit(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+	if c.p.observe != nil {
+		c.observe(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+	}
 }
 
 // hedged reports whether a hedge of the call started.

@@ -50,16 +50,40 @@ func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, erro
 // DoDetached is Do for answers that stay tied to the winning attempt's context after the
 // call returns, such as an HTTP response whose body is still to be read. The winning
 // attempt's context is not cancelled when DoDetached returns; it is cancelled when ctx is, or
-// when the caller calls release, which it must do once done with the answer (release is
-// never nil and may be called more than once).
+// when the caller calls hold.Release, which it must do once done with the answer (see
+// [Hold]).
 //
 // discard, when not nil, receives every answer that will never be returned: those of losing
 // attempts that answered after the call had already been decided. It is where an adapter
 // closes a losing response body. It may run in an attempt's goroutine after DoDetached has
 // returned.
-func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, release func(), err error) {
+func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, hold Hold, err error) {
 	v, w, err := run(ctx, p, fn, discard, true)
 	return v, detach(ctx, w), err
+}
+
+// Hold keeps the winning attempt of a [DoDetached] or [DoInlineDetached] call alive: its
+// context is not cancelled until Release is called or the call's context ends. It is a value
+// rather than a function so that a call handing one out allocates nothing for it: an adapter
+// keeps it beside the answer (in the wrapper of a response body, say) and releases it when
+// the answer is used up. The zero Hold holds nothing.
+type Hold struct {
+	w       *attemptState
+	gen     uint32 // w's generation: released once the state serves another call, it does nothing
+	watched bool   // the call's context can end, and w.watch stops the watch on it
+}
+
+// Release ends the hold: it cancels the winning attempt's context. Call it once done with the
+// answer. It may be called more than once, on h or on copies of it; all but the first do
+// nothing.
+func (h Hold) Release() {
+	switch {
+	case h.w == nil:
+	case !h.watched:
+		h.w.release(h.gen)
+	default:
+		h.w.releaseWatched(h.gen)
+	}
 }
 
 // firstBox is Do's first attempt and its context in one allocation; its state is the kit's.
@@ -90,7 +114,8 @@ func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, err
 	yielded := false
 	acts := c.Start(now)
 	for {
-		for _, a := range acts {
+		for i := range acts {
+			a := &acts[i] // not copied: an Action is six words
 			switch a.Kind {
 			case StartAttempt:
 				if a.Attempt > 0 {

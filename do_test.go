@@ -308,7 +308,7 @@ func TestDoDetachedKeepsTheWinnerAliveUntilRelease(t *testing.T) {
 		var winnerCtx context.Context
 		var mu sync.Mutex
 		ctxs := map[int]context.Context{}
-		v, release, err := hedge.DoDetached(t.Context(), p, func(ctx context.Context) (int, error) {
+		v, hold, err := hedge.DoDetached(t.Context(), p, func(ctx context.Context) (int, error) {
 			info, _ := hedge.AttemptFrom(ctx)
 			mu.Lock()
 			ctxs[info.Index] = ctx
@@ -334,7 +334,7 @@ func TestDoDetachedKeepsTheWinnerAliveUntilRelease(t *testing.T) {
 		if discarded.Load() != 1 {
 			t.Errorf("discarded %d late answers, want 1", discarded.Load())
 		}
-		release()
+		hold.Release()
 		if winnerCtx.Err() == nil {
 			t.Error("release did not cancel the winner's context")
 		}

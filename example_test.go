@@ -57,6 +57,23 @@ func ExampleDoInline() {
 	// Output: from the hedge <nil>
 }
 
+// DoDetached (and DoInlineDetached) return the winner's answer with its context still live,
+// for an answer that is read later on it, such as an HTTP response body: the Hold keeps it
+// so until Release, which the caller calls once done with the answer.
+func ExampleDoDetached() {
+	var kept context.Context
+	v, hold, err := hedge.DoDetached(context.Background(), userService, func(ctx context.Context) (string, error) {
+		kept = ctx // say, a stream read after the call returns
+		return "ada", nil
+	}, nil)
+	fmt.Println(v, err, kept.Err())
+	hold.Release()
+	fmt.Println(kept.Err())
+	// Output:
+	// ada <nil> <nil>
+	// context canceled
+}
+
 // AtQuantile learns the threshold from the calls themselves. It stays silent until it has
 // MinimumSamples latencies; Measured shows the live threshold without waiting for a hedge.
 func ExampleAtQuantile() {

@@ -299,14 +299,14 @@ func TestDoDetachedWinnerEndsWithContextCanceledWhateverTheCause(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{})
 		ctx, cancel := context.WithCancelCause(t.Context())
 		var winner context.Context
-		_, release, err := hedge.DoDetached(ctx, p, func(ctx context.Context) (int, error) {
+		_, hold, err := hedge.DoDetached(ctx, p, func(ctx context.Context) (int, error) {
 			winner = ctx
 			return 1, nil
 		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer release()
+		defer hold.Release()
 		cancel(errors.New("the user navigated away"))
 		<-winner.Done()
 		if !errors.Is(winner.Err(), context.Canceled) {

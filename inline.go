@@ -31,7 +31,7 @@ func DoInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (T
 
 // DoInlineDetached is [DoDetached] with the first attempt run on the calling goroutine, with
 // the conditions of [DoInline]: use it only with attempt functions that honour their context.
-func DoInlineDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, release func(), err error) {
+func DoInlineDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, hold Hold, err error) {
 	v, w, err := runInline(ctx, p, fn, discard, true)
 	return v, detach(ctx, w), err
 }
@@ -225,7 +225,9 @@ func (d *driver[T]) takeOverLater() {
 
 // apply carries out the state machine's actions.
 func (d *driver[T]) apply() {
-	for _, a := range d.acts {
+	acts := d.acts
+	for i := range acts {
+		a := &acts[i] // not copied: an Action is six words
 		switch a.Kind {
 		case StartAttempt:
 			var r *attemptRun[T]

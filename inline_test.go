@@ -284,9 +284,9 @@ func TestDoInlineDetachedKeepsTheWinnerAliveUntilRelease(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(10 * time.Millisecond), Budget: noBudget})
 		for _, hedgeWins := range []bool{false, true} {
 			var discarded atomic.Int32
-			ctx, v, release, err := func() (context.Context, int, func(), error) {
+			ctx, v, hold, err := func() (context.Context, int, hedge.Hold, error) {
 				var won context.Context
-				v, release, err := hedge.DoInlineDetached(t.Context(), p, func(ctx context.Context) (int, error) {
+				v, hold, err := hedge.DoInlineDetached(t.Context(), p, func(ctx context.Context) (int, error) {
 					info, _ := hedge.AttemptFrom(ctx)
 					if hedgeWins == (info.Index == 0) {
 						<-ctx.Done()
@@ -295,7 +295,7 @@ func TestDoInlineDetachedKeepsTheWinnerAliveUntilRelease(t *testing.T) {
 					won = ctx
 					return info.Index + 1, nil
 				}, func(int, error) { discarded.Add(1) })
-				return won, v, release, err
+				return won, v, hold, err
 			}()
 			want := 1
 			if hedgeWins {
@@ -307,7 +307,7 @@ func TestDoInlineDetachedKeepsTheWinnerAliveUntilRelease(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Errorf("hedge wins %v: the winner's context ended before release", hedgeWins)
 			}
-			release()
+			hold.Release()
 			if ctx.Err() == nil {
 				t.Errorf("hedge wins %v: the winner's context still alive after release", hedgeWins)
 			}

@@ -288,7 +288,7 @@ func checkPolicy(p *Policy) {
 // newAttempt is the attempt the state machine's StartAttempt a asks for; r is where it lives
 // (nil: an allocation of its own; else its state and context are set). The driver appends it
 // to its attempts.
-func (s *race[T]) newAttempt(a Action, r *attemptRun[T], fn func(context.Context) (T, error)) *attemptRun[T] {
+func (s *race[T]) newAttempt(a *Action, r *attemptRun[T], fn func(context.Context) (T, error)) *attemptRun[T] {
 	if r == nil {
 		b := &attemptBox[T]{}
 		r = &b.run
@@ -296,12 +296,12 @@ func (s *race[T]) newAttempt(a Action, r *attemptRun[T], fn func(context.Context
 	}
 	r.fn, r.discard = fn, s.discard
 	r.answers, r.index = s.answers, int32(a.Attempt)
-	*r.ctx = attemptCtx{parent: s.ctx, s: r.attemptState, gen: r.gen, info: packInfo(a)}
+	*r.ctx = attemptCtx{parent: s.ctx, s: r.attemptState, gen: r.gen, info: packInfo(*a)}
 	return r
 }
 
 // cancelAttempt carries out a CancelAttempt action.
-func (s *race[T]) cancelAttempt(atts []*attemptRun[T], a Action) {
+func (s *race[T]) cancelAttempt(atts []*attemptRun[T], a *Action) {
 	r := atts[a.Attempt]
 	if a.Slow {
 		r.slow.Store(true)
@@ -315,7 +315,7 @@ func (s *race[T]) cancelAttempt(atts []*attemptRun[T], a Action) {
 
 // armTimer carries out an ArmTimer action: the driver arms the timer before it waits. (A lazy
 // kit's timer needs no stopping: arming it again replaces the moment it wakes the call at.)
-func (s *race[T]) armTimer(a Action) {
+func (s *race[T]) armTimer(a *Action) {
 	if s.k.lazy {
 		s.armed = false
 	} else {
@@ -461,28 +461,25 @@ func (s *race[T]) result(atts []*attemptRun[T], w int, winner *attemptState, err
 	return atts[w].v, winner, nil
 }
 
-// detach returns the release function of DoDetached's winner w (nil when there is none).
-func detach(ctx context.Context, w *attemptState) (release func()) {
+// detach returns the Hold on DoDetached's winner w (the zero Hold when there is none).
+func detach(ctx context.Context, w *attemptState) Hold {
 	if w == nil {
-		return func() {}
+		return Hold{}
 	}
 	// The winner's context ends as a context does: with context.Canceled or
 	// context.DeadlineExceeded, whatever cause the caller gave.
-	// The release function names the winner's generation: called again once the state
-	// serves another call (see attemptState.release), it does nothing.
-	w.mu.Lock()
+	// The Hold names the winner's generation: released again once the state serves another
+	// call (see attemptState.release), it does nothing. gen is written only by renew, which
+	// nothing runs on this state before the Hold is released, so it is read without the lock
+	// (as newAttempt does).
 	gen := w.gen
-	w.mu.Unlock()
 	if ctx.Done() == nil {
 		// A context that never ends (context.Background) needs no watching.
-		return func() { w.release(gen) }
+		return Hold{w: w, gen: gen}
 	}
 	stop := context.AfterFunc(ctx, func() { w.cancelAt(gen, ctx.Err()) })
-	return func() {
-		if stop() {
-			w.release(gen)
-		} else {
-			w.cancelAt(gen, context.Canceled) // the watch went off, or release ran before
-		}
-	}
+	w.mu.Lock()
+	w.watch = stop // the state is this call's until released: gen has not moved
+	w.mu.Unlock()
+	return Hold{w: w, gen: gen, watched: true}
 }

@@ -75,9 +75,9 @@ func TestKeptContextStaysCancelled(t *testing.T) {
 }
 
 // TestReleasedWinnerStateIsReused: a DoInlineDetached winner's state, once released, serves a
-// later call's first attempt (TestDetachedAllocations counts what that saves), and neither a second call of the first
-// release function nor the first winner's kept context reaches that later call: its context
-// stays live until its own release, the kept one stays cancelled.
+// later call's first attempt (TestDetachedAllocations counts what that saves), and neither a
+// second Release of the first Hold nor the first winner's kept context reaches that later
+// call: its context stays live until its own release, the kept one stays cancelled.
 func TestReleasedWinnerStateIsReused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -89,21 +89,21 @@ func TestReleasedWinnerStateIsReused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour)})
 			var ctxs []context.Context
-			call := func() func() {
-				_, release, err := hedge.DoInlineDetached(tc.ctx(t), p, func(ctx context.Context) (int, error) {
+			call := func() hedge.Hold {
+				_, hold, err := hedge.DoInlineDetached(tc.ctx(t), p, func(ctx context.Context) (int, error) {
 					ctxs = append(ctxs, ctx)
 					return 1, nil
 				}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return release
+				return hold
 			}
 			for range 20 {
-				release := call()
-				release()
+				hold := call()
+				hold.Release()
 				later := call()
-				release() // again, while the state may serve the later call
+				hold.Release() // again, while the state may serve the later call
 				k, l := ctxs[len(ctxs)-2], ctxs[len(ctxs)-1]
 				if err := l.Err(); err != nil {
 					t.Fatalf("the later winner's context is %v before its release", err)
@@ -111,7 +111,7 @@ func TestReleasedWinnerStateIsReused(t *testing.T) {
 				if !errors.Is(k.Err(), context.Canceled) {
 					t.Fatalf("the released winner's kept context: Err = %v, want context.Canceled", k.Err())
 				}
-				later()
+				later.Release()
 				if !errors.Is(l.Err(), context.Canceled) {
 					t.Fatalf("the later winner's context after release: Err = %v", l.Err())
 				}

@@ -60,7 +60,7 @@ func TestStartedServiceIsIdempotentAndNeverBlocks(t *testing.T) {
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: hedge.Off}), Budget: noBudget, Attempts: 3, MaximumConcurrent: 3})
 		var lg hedge.Log
 		var late []context.Context
-		v, release, err := hedge.DoDetached(hedge.WithLog(t.Context(), &lg), p, func(ctx context.Context) (int, error) {
+		v, hold, err := hedge.DoDetached(hedge.WithLog(t.Context(), &lg), p, func(ctx context.Context) (int, error) {
 			info, _ := hedge.AttemptFrom(ctx)
 			if info.Index != 2 {
 				<-ctx.Done()
@@ -92,7 +92,7 @@ func TestStartedServiceIsIdempotentAndNeverBlocks(t *testing.T) {
 		for range 5 {
 			hedge.StartedService(late[0])
 		}
-		release()
+		hold.Release()
 		hedge.StartedService(late[0])
 	})
 }

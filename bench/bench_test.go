@@ -410,9 +410,9 @@ func (t *hedgeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // detachedRoundTrip sends req through next under p with driver (hedge.DoDetached or
 // hedge.DoInlineDetached), closing every losing body and releasing the winner's attempt when
 // its body is closed.
-func detachedRoundTrip(driver func(context.Context, *hedge.Policy, func(context.Context) (*http.Response, error), func(*http.Response, error)) (*http.Response, func(), error),
+func detachedRoundTrip(driver func(context.Context, *hedge.Policy, func(context.Context) (*http.Response, error), func(*http.Response, error)) (*http.Response, hedge.Hold, error),
 	p *hedge.Policy, next http.RoundTripper, req *http.Request) (*http.Response, error) {
-	resp, release, err := driver(req.Context(), p,
+	resp, hold, err := driver(req.Context(), p,
 		func(ctx context.Context) (*http.Response, error) {
 			return next.RoundTrip(req.WithContext(ctx))
 		},
@@ -422,10 +422,10 @@ func detachedRoundTrip(driver func(context.Context, *hedge.Policy, func(context.
 			}
 		})
 	if err != nil {
-		release()
+		hold.Release()
 		return nil, err
 	}
-	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	resp.Body = &holdBody{ReadCloser: resp.Body, hold: hold}
 	return resp, nil
 }
 
@@ -480,6 +480,18 @@ type releaseBody struct {
 func (b *releaseBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.release()
+	return err
+}
+
+// holdBody is a winner's body that releases its call's hold once closed.
+type holdBody struct {
+	io.ReadCloser
+	hold hedge.Hold
+}
+
+func (b *holdBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.hold.Release()
 	return err
 }
 

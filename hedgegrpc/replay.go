@@ -124,14 +124,14 @@ func (i *Interceptor) responseType(name string) protoreflect.MessageType {
 
 func (s *replayStream) race() {
 	defer close(s.done)
-	w, release, err := hedge.DoDetached(context.Context(&s.rctx), s.m.policy, s.attempt, nil)
+	w, hold, err := hedge.DoDetached(context.Context(&s.rctx), s.m.policy, s.attempt, nil)
 	if err != nil {
-		release()
+		hold.Release()
 		s.err = s.failure(err)
 		s.finish(s.err)
 		return
 	}
-	s.winner, s.release = w, func() { w.cancel(); release() }
+	s.winner, s.release = w, func() { w.cancel(); hold.Release() }
 	if len(s.co.onFinish) > 0 {
 		// A caller that gives up on the stream ends it too, as a plain stream's does.
 		context.AfterFunc(w.ctx, func() { s.finish(status.FromContextError(w.ctx.Err()).Err()) })

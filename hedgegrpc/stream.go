@@ -251,14 +251,14 @@ func (s *hedgedStream) race(typ proto.Message) {
 		}
 		return a, nil
 	}
-	w, release, err := hedge.DoDetached(ctx, m.policy, attempt, nil)
+	w, hold, err := hedge.DoDetached(ctx, m.policy, attempt, nil)
 	if err != nil {
-		release()
+		hold.Release()
 		s.err = s.failure(err)
 		s.decided(nil, s.err)
 		return
 	}
-	s.winner, s.release = w, release
+	s.winner, s.release = w, hold.Release
 	s.decided(w, nil)
 }
 

@@ -29,18 +29,16 @@ var errBodyTaken = errors.New("hedgehttp: request body already closed: the call 
 // runs the call under (the caller's, with the call's repeatability), so that every attempt
 // finds its call in its context (see runAttempt), and the attempt function passed to the core
 // is one function, not a closure built per call.
+//
+// What only some calls need (a buffered body, replicas) is behind pointers, so that the
+// allocation every call makes stays small.
 type call struct {
 	context.Context
-	t      *Transport
-	h      *host
-	req    *http.Request
-	body   []byte        // the request body read into memory, or nil
-	prefix []byte        // read ahead of a body too large to buffer: sent before the rest
-	pool   *replica.Pool // where attempts go (nil: the request's own URL)
-
-	mu      sync.Mutex // guards used
-	used    []int      // the replicas the call's attempts went to
-	usedBuf [4]int
+	t   *Transport
+	h   *host
+	req *http.Request
+	buf *bufferedBody // what bufferBody read of the request body; nil: nothing
+	rep *replicaCall  // the call's replicas; nil: attempts go to the request's own URL
 
 	// bodyOwned is set by whoever takes the caller's body (when it was not buffered): the
 	// first attempt, to send it, or RoundTrip, to close it when no attempt took it. Exactly
@@ -50,6 +48,51 @@ type call struct {
 	// won is the winner's response body as RoundTrip returns it, when the attempt did not
 	// wrap it already: in the call's allocation, which lives as long as the winner anyway.
 	won body
+}
+
+// bufferedBody is what bufferBody read of a request body.
+type bufferedBody struct {
+	body   []byte // the whole body, or nil
+	prefix []byte // read ahead of a body too large to buffer: sent before the rest
+}
+
+// replicaCall is a call's replicas, for a host that has them; it comes in the call's
+// allocation (see withReplicas).
+type replicaCall struct {
+	pool    *replica.Pool // where attempts go
+	mu      sync.Mutex    // guards used
+	used    []int         // the replicas the call's attempts went to
+	usedBuf [4]int
+}
+
+// withReplicas is a call and its replicas in one allocation.
+type withReplicas struct {
+	call
+	rep replicaCall
+}
+
+// body is the request body read into memory, or nil.
+func (c *call) body() []byte {
+	if c.buf == nil {
+		return nil
+	}
+	return c.buf.body
+}
+
+// prefix is what was read ahead of a body too large to buffer, or nil.
+func (c *call) prefix() []byte {
+	if c.buf == nil {
+		return nil
+	}
+	return c.buf.prefix
+}
+
+// pool is where the call's attempts go, or nil: the request's own URL.
+func (c *call) pool() *replica.Pool {
+	if c.rep == nil {
+		return nil
+	}
+	return c.rep.pool
 }
 
 // callKey finds the call in the context of its attempts.
@@ -70,8 +113,8 @@ func runAttempt(ctx context.Context) (*http.Response, error) {
 }
 
 // bufferBody reads the request body into memory, up to the Transport's MaxBodyBuffer, so
-// that it can be sent more than once. When the body is larger it leaves c.body nil (the call
-// is then sent once) and keeps what it read in c.prefix, to be sent ahead of the rest: a
+// that it can be sent more than once. When the body is larger it leaves c.body() nil (the call
+// is then sent once) and keeps what it read in c.prefix(), to be sent ahead of the rest: a
 // request is never sent with a half-consumed body.
 func (c *call) bufferBody() error {
 	req, limit := c.req, c.t.maxBuffer
@@ -90,20 +133,20 @@ func (c *call) bufferBody() error {
 		return err
 	}
 	if int64(buf.Len()) > limit {
-		c.prefix = buf.Bytes()
+		c.buf = &bufferedBody{prefix: buf.Bytes()}
 		return nil
 	}
 	req.Body.Close()
-	c.body = buf.Bytes()
-	if c.body == nil {
-		c.body = []byte{}
+	c.buf = &bufferedBody{body: buf.Bytes()}
+	if c.buf.body == nil {
+		c.buf.body = []byte{}
 	}
 	return nil
 }
 
 // getBody replays the buffered body.
 func (c *call) getBody() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(c.body)), nil
+	return io.NopCloser(bytes.NewReader(c.body())), nil
 }
 
 // prefixed sends the bytes read ahead of a large body, then the rest of it.
@@ -148,11 +191,11 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		c.t.mark(r, info)
 	}
 	next, ri, again := c.t.next, -1, info.Hedge
-	if c.pool != nil {
+	if pool := c.pool(); pool != nil {
 		ri, again = c.pick()
-		hedge.Routed(ctx, c.pool.Set(), ri) // the state machine tells this replica's trouble from the host's
-		u := *r.URL                         // the caller's URL is shared until here
-		u.Host = c.pool.Addr(ri)
+		hedge.Routed(ctx, pool.Set(), ri) // the state machine tells this replica's trouble from the host's
+		u := *r.URL                       // the caller's URL is shared until here
+		u.Host = pool.Addr(ri)
 		r.URL = &u
 	}
 	if again && info.Hedge && c.t.apart != nil && c.multiplexed(r) {
@@ -207,7 +250,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 // own for the first attempt (behind what buffering read of it), or a fresh one from GetBody.
 func (c *call) setBody(r *http.Request, index int) error {
 	switch {
-	case c.body != nil:
+	case c.body() != nil:
 		r.Body, _ = c.getBody()
 		r.GetBody = c.getBody
 	case index == 0:
@@ -216,8 +259,8 @@ func (c *call) setBody(r *http.Request, index int) error {
 			// started after the call was over.
 			return errBodyTaken
 		}
-		if c.prefix != nil {
-			r.Body = prefixed{io.MultiReader(bytes.NewReader(c.prefix), c.req.Body), c.req.Body}
+		if prefix := c.prefix(); prefix != nil {
+			r.Body = prefixed{io.MultiReader(bytes.NewReader(prefix), c.req.Body), c.req.Body}
 		}
 	case c.req.GetBody != nil && c.req.Body != nil && c.req.Body != http.NoBody:
 		b, err := c.req.GetBody()
@@ -316,13 +359,14 @@ func (c *call) multiplexed(r *http.Request) bool {
 // one is left, and reports whether the call had used it already.
 func (c *call) pick() (i int, again bool) {
 	now := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	i, _ = c.pool.Pick(now, c.used) // by group and weight, for a pool with groups
-	for _, u := range c.used {
+	rc := c.rep
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	i, _ = rc.pool.Pick(now, rc.used) // by group and weight, for a pool with groups
+	for _, u := range rc.used {
 		again = again || u == i
 	}
-	c.used = append(c.used, i)
+	rc.used = append(rc.used, i)
 	return i, again
 }
 
@@ -330,7 +374,7 @@ func (c *call) pick() (i int, again bool) {
 // ejected: then the attempt's failure is that replica's, and the core keeps it off the
 // breaker.
 func (c *call) done(i int, r replica.Result) bool {
-	return c.pool.Set().Done(time.Now(), i, r)
+	return c.rep.pool.Set().Done(time.Now(), i, r)
 }
 
 // failed handles an attempt's transport error: it tells outlier detection what it says about
@@ -360,9 +404,9 @@ func (c *call) failed(ctx context.Context, ri int, err error) error {
 	// A request whose body cannot be sent again is not resent, whatever happened; nor is
 	// one that timed out (a dial or DNS timeout) when there is no other replica to try: the
 	// same host would make the caller wait as long again.
-	unsent = unsent && (c.body != nil || c.prefix == nil && (c.req.Body == nil || c.req.Body == http.NoBody || c.req.GetBody != nil))
+	unsent = unsent && (c.body() != nil || c.prefix() == nil && (c.req.Body == nil || c.req.Body == http.NoBody || c.req.GetBody != nil))
 	var ne net.Error
-	if unsent && (c.pool == nil || c.pool.Len() < 2) && errors.As(err, &ne) && ne.Timeout() {
+	if pool := c.pool(); unsent && (pool == nil || pool.Len() < 2) && errors.As(err, &ne) && ne.Timeout() {
 		unsent = false
 	}
 	if unsent || ejected {
@@ -518,12 +562,12 @@ func afterFunc(ctx context.Context, f func()) (stop func() bool) {
 // ends the attempt's request context and unhooks it from the attempt's, before the core
 // cancels that one.
 //
-// The winner's body is the one RoundTrip returns: release, set then, also ends the winning
+// The winner's body is the one RoundTrip returns: hold, set then, also ends the winning
 // attempt's context in the core.
 type attemptBody struct {
 	io.ReadCloser
-	ar      *attemptRequest
-	release func() // the call's release, once this body is the winner's; nil before
+	ar   *attemptRequest
+	hold hedge.Hold // the call's, once this body is the winner's; the zero Hold before
 }
 
 func (b *attemptBody) Read(p []byte) (int, error) {
@@ -533,9 +577,7 @@ func (b *attemptBody) Read(p []byte) (int, error) {
 		// back), so its context ends too, and nothing of the call stays attached to the
 		// caller's context until that one ends.
 		b.ar.end()
-		if b.release != nil {
-			b.release()
-		}
+		b.hold.Release()
 	}
 	return n, err
 }
@@ -543,9 +585,7 @@ func (b *attemptBody) Read(p []byte) (int, error) {
 func (b *attemptBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.ar.end()
-	if b.release != nil {
-		b.release()
-	}
+	b.hold.Release()
 	return err
 }
 

@@ -303,7 +303,7 @@ type coreInline struct {
 }
 
 func (t coreInline) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, release, err := hedge.DoInlineDetached(req.Context(), t.p, func(ctx context.Context) (*http.Response, error) {
+	resp, hold, err := hedge.DoInlineDetached(req.Context(), t.p, func(ctx context.Context) (*http.Response, error) {
 		return t.next.RoundTrip(req.WithContext(ctx))
 	}, func(r *http.Response, _ error) {
 		if r != nil {
@@ -311,10 +311,10 @@ func (t coreInline) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	})
 	if err != nil {
-		release()
+		hold.Release()
 		return nil, err
 	}
-	resp.Body = &body{rc: resp.Body, release: release}
+	resp.Body = &body{rc: resp.Body, hold: hold}
 	return resp, nil
 }
 

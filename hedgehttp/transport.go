@@ -466,23 +466,30 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	c := &call{t: t, h: h, req: sent}
+	var pool *replica.Pool
 	if t.cfg.Replicas != nil {
 		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
-			if c.pool, err = h.poolFor(addrs, t.cfg.Replica); err != nil {
+			if pool, err = h.poolFor(addrs, t.cfg.Replica); err != nil {
 				closeBody(req)
 				return nil, err
 			}
-			c.used = c.usedBuf[:0]
 		}
 	} else if t.cfg.ReplicaGroups != nil {
 		if groups := t.cfg.ReplicaGroups(h.name); len(groups) > 0 {
-			if c.pool, err = h.poolForGroups(groups, t.cfg.Replica); err != nil {
+			if pool, err = h.poolForGroups(groups, t.cfg.Replica); err != nil {
 				closeBody(req)
 				return nil, err
 			}
-			c.used = c.usedBuf[:0]
 		}
+	}
+	var c *call
+	if pool == nil {
+		c = &call{t: t, h: h, req: sent}
+	} else {
+		w := &withReplicas{call: call{t: t, h: h, req: sent}, rep: replicaCall{pool: pool}}
+		w.rep.used = w.rep.usedBuf[:0]
+		w.call.rep = &w.rep
+		c = &w.call
 	}
 
 	ctx, err = c.repeatability(ctx, st.repeat)
@@ -495,8 +502,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		do = hedge.DoInlineDetached[*http.Response]
 	}
 	c.Context = ctx
-	resp, release, err := do(c, st.policy, runAttempt, t.discardFn)
-	if c.body == nil && c.bodyOwned.CompareAndSwap(false, true) {
+	resp, hold, err := do(c, st.policy, runAttempt, t.discardFn)
+	if c.body() == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).
 		closeBody(req)
@@ -504,21 +511,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		switch b := resp.Body.(type) {
 		case nil:
-			release()
+			hold.Release()
 		case *attemptBody:
-			b.release = release // one wrapper for both: the attempt's and the call's
+			b.hold = hold // one wrapper for both: the attempt's and the call's
 		default:
 			if b == http.NoBody {
-				release()
+				hold.Release()
 			} else {
-				c.won = body{rc: b, release: release}
+				c.won = body{rc: b, hold: hold}
 				resp.Body = &c.won
 			}
 		}
 		resp.Request = req // the caller's request, as http.Transport does, not the attempt's clone
 		return resp, nil
 	}
-	release()
+	hold.Release()
 	if req.Context().Err() == nil {
 		if se := lastStatusError(err); se != nil {
 			se.Response.Request = req
@@ -546,7 +553,7 @@ func (c *call) repeatability(ctx context.Context, op hedge.Repeatability) (conte
 		if err := c.bufferBody(); err != nil {
 			return ctx, err
 		}
-		repeatable = c.body != nil
+		repeatable = c.body() != nil
 	}
 	if !repeatable && said != hedge.NotRepeatable {
 		// Tell the core, whose gate then suppresses hedges and retries. (A repeatable call
@@ -600,8 +607,8 @@ func closeBody(req *http.Request) {
 // body is the winner's response body: closing it, or reading it to the end, releases the
 // winning attempt's context, which has to outlive RoundTrip for the body to be readable.
 type body struct {
-	rc      io.ReadCloser
-	release func()
+	rc   io.ReadCloser
+	hold hedge.Hold
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -609,13 +616,13 @@ func (b *body) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		// The body is done: net/http has already put the connection back, and nothing of
 		// the call may stay attached to the caller's context until it ends.
-		b.release()
+		b.hold.Release()
 	}
 	return n, err
 }
 
 func (b *body) Close() error {
 	err := b.rc.Close()
-	b.release()
+	b.hold.Release()
 	return err
 }
