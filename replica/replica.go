@@ -12,7 +12,8 @@
 // nothing ([Slow]: latency-induced probation) is ejected, that is, no longer picked
 // while healthy replicas remain, for a time that grows each time it is ejected again, and no
 // more than a bounded share of the replicas is ejected at once. The scheme follows Envoy's
-// outlier detection.
+// outlier detection. A replica back from an ejection takes one attempt at a time until it
+// answers one with a [Success] (see Set.tier).
 //
 // Replica choice and health are decisions, so they live here, beside the hedging state machine,
 // where every driver reaches them: the HTTP and gRPC transports, which know replicas by address
@@ -252,6 +253,7 @@ type replica struct {
 	failing     atomic.Bool   // a run of failures is being counted (guards Success's lock)
 	bad         atomic.Uint32 // the recent share of its results that were not a Success (see trouble.go)
 	unanswered  atomic.Uint32 // attempts picked since its last answer (see trouble.go)
+	trial       atomic.Bool   // ejected, and no Success since (see Set.tier)
 
 	// guarded by Set.mu
 	failures    int32 // Failure results in a row
@@ -278,6 +280,7 @@ type Set struct {
 	mu      sync.Mutex                // serialises failure counting and ejection
 	ejected atomic.Int64              // ejections ever made, for Ejections
 	lastEnd atomic.Int64              // the latest end of any ejection: none is ejected after it
+	trials  atomic.Int32              // replicas with trial set
 
 	loads atomic.Pointer[[]loadSlot] // the replicas' load reports (load.go); nil until the first
 }
@@ -349,9 +352,18 @@ func randn(bits uint32, n int) int {
 
 // tier ranks replica i for a pick at tick t: 0 healthy and unused by the call, 1 healthy
 // and used, 2 ejected and unused, 3 ejected and used.
+//
+// A replica back from an ejection is on trial until it answers an attempt with a Success:
+// while one attempt of this Set is outstanding on it, it ranks as ejected. Its ejection
+// ended on a clock, not on evidence that it serves again, and a balancer that counts
+// attempts outstanding sees a replica that has just come back as the lightest of all: one
+// that still swallows requests would take a full share of the first attempts, each one lost
+// until a hedge or the caller's deadline rescues it, for as long as outlier detection takes
+// to eject it again. One attempt at a time costs a replica that serves again one service
+// time of its share, and one that does not, one call at a time.
 func (s *Set) tier(i int, t int64, used []int) int {
 	r := 0
-	if s.reps[i].until.Load() > t {
+	if rep := &s.reps[i]; rep.until.Load() > t || rep.trial.Load() && rep.outstanding.Load() > 0 {
 		r = 2
 	}
 	if slices.Contains(used, i) {
@@ -394,9 +406,9 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 	n := len(s.reps)
 	lo, hi := uint32(z), uint32(z>>32)
 	t := s.ticks(now)
-	if len(used) == 0 && s.lastEnd.Load() <= t {
-		// No replica is ejected and the call has used none (a first attempt, the common
-		// case): every replica is a candidate, and the choice needs no scan. It is the
+	if len(used) == 0 && s.lastEnd.Load() <= t && s.trials.Load() == 0 {
+		// No replica is ejected or on trial and the call has used none (a first attempt,
+		// the common case): every replica is a candidate, and the choice needs no scan. It is the
 		// choice the general path below would make.
 		var i int
 		switch s.cfg.Balancer {
@@ -548,6 +560,9 @@ func (s *Set) Report(now time.Time, i int, r Result) {
 		s.noteResult(rep, false)
 		s.answered(rep)
 		s.succeeded(rep, now)
+		if rep.trial.Load() && rep.trial.CompareAndSwap(true, false) {
+			s.trials.Add(-1)
+		}
 		if rep.failing.Load() {
 			s.mu.Lock()
 			rep.failures, rep.unreachable, rep.slow = 0, 0, 0
@@ -612,6 +627,9 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	}
 	rep.until.Store(t + int64(d))
 	s.noteEnd(t + int64(d))
+	if !rep.trial.Swap(true) {
+		s.trials.Add(1)
+	}
 	rep.failures, rep.unreachable, rep.slow = 0, 0, 0
 	rep.failing.Store(false)
 	s.ejected.Add(1)
@@ -667,13 +685,14 @@ type Stats struct {
 	Ejected     bool      // not picked while a replica that is not ejected remains
 	Until       time.Time // when the ejection ends (zero when not ejected)
 	Ejections   int       // the ejections it is remembered for: the next lasts one more BaseEjection
+	Trial       bool      // back from an ejection (or still in it) with no Success since: one attempt at a time
 }
 
 // Stats returns a snapshot of replica i at now.
 func (s *Set) Stats(now time.Time, i int) Stats {
 	t := s.ticks(now)
 	rep := &s.reps[i]
-	st := Stats{Outstanding: int(rep.outstanding.Load())}
+	st := Stats{Outstanding: int(rep.outstanding.Load()), Trial: rep.trial.Load()}
 	if u := rep.until.Load(); u > t {
 		st.Ejected = true
 		st.Until = now.Add(time.Duration(u - t))

@@ -604,3 +604,66 @@ func TestRoundRobinHedgePicksTakeNoTurn(t *testing.T) {
 		t.Fatalf("first attempts per replica %v, want 15 each", firsts)
 	}
 }
+
+// TestTrialAfterEjection: a replica back from an ejection takes one attempt at a time until it
+// answers one with a Success. One that still swallows requests then holds one call, not a
+// full share of the first attempts; one that serves again is back in full after one answer.
+func TestTrialAfterEjection(t *testing.T) {
+	for _, bal := range []Balancer{P2C, Random, RoundRobin, LeastOutstanding} {
+		t.Run(bal.String(), func(t *testing.T) {
+			s := mustNew(t, 4, Config{Balancer: bal, Seed: 1})
+			for range 3 {
+				s.Report(t0, 0, Unreachable)
+			}
+			if !s.Ejected(t0, 0) {
+				t.Fatal("not ejected after 3 unreachable")
+			}
+			back := t0.Add(30 * time.Second)
+			if s.Ejected(back, 0) {
+				t.Fatal("still ejected after BaseEjection")
+			}
+			if !s.Stats(back, 0).Trial || s.Stats(back, 1).Trial {
+				t.Fatalf("Trial: replica 0 %v, replica 1 %v; want true, false", s.Stats(back, 0).Trial, s.Stats(back, 1).Trial)
+			}
+			// Nothing answers: every attempt stays outstanding.
+			on0 := 0
+			for range 200 {
+				if s.Pick(back, nil) == 0 {
+					on0++
+				}
+			}
+			if on0 != 1 || s.Outstanding(0) != 1 {
+				t.Fatalf("%d of 200 first attempts went to the replica on trial (%d outstanding); want 1", on0, s.Outstanding(0))
+			}
+			// A copy of a call avoids it too while its one attempt is out.
+			if i := s.Pick(back, []int{1}); i == 0 {
+				t.Fatal("a copy went to the replica on trial while its attempt was outstanding")
+			}
+			// The attempt is lost: the replica is picked again, one attempt at a time.
+			s.Done(back, 0, Slow)
+			on0 = 0
+			for range 200 {
+				if s.Pick(back, nil) == 0 {
+					on0++
+				}
+			}
+			if on0 != 1 {
+				t.Fatalf("after a lost attempt, %d of 200 first attempts went to the replica on trial; want 1", on0)
+			}
+			// It answers: the trial is over, and it takes its share again.
+			s.Done(back, 0, Success)
+			if s.Stats(back, 0).Trial {
+				t.Fatal("still on trial after a success")
+			}
+			on0 = 0
+			for range 200 {
+				if s.Pick(back, nil) == 0 {
+					on0++
+				}
+			}
+			if on0 < 20 {
+				t.Fatalf("after a success, %d of 200 first attempts went to the replica; want its share", on0)
+			}
+		})
+	}
+}

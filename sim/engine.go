@@ -123,7 +123,7 @@ type sim struct {
 	h   eventHeap
 	cl  client // drives the calls (client.go)
 	// onStart, in tests, sees each attempt as it is sent, and whether its client had a
-	// replica ejected.
+	// replica ejected or on trial (back from an ejection, not yet answering).
 	onStart func(call, attempt, replica int, svc int64, ejected bool)
 	// onService, in tests, sees each attempt of a measured call as a worker starts it, with
 	// how long it waited in its replica's queue.
@@ -893,7 +893,14 @@ func (s *sim) startAttempt(si int32, k int) int {
 		sl.used = append(sl.used, rp)
 	}
 	if s.onStart != nil {
-		ej := s.replicas > 1 && s.choose[sl.client].(replicaSet).s.Healthy(vtime(s.now)) < s.replicas
+		ej := false
+		if s.replicas > 1 {
+			set := s.choose[sl.client].(replicaSet).s
+			ej = set.Healthy(vtime(s.now)) < s.replicas
+			for i := range s.replicas {
+				ej = ej || set.Stats(vtime(s.now), i).Trial
+			}
+		}
 		s.onStart(sl.idx, k, rp, svc, ej)
 	}
 	if s.failures != nil {

@@ -265,8 +265,8 @@ func TestNoAllocationPerCallTied(t *testing.T) {
 // TestCommonRandomNumbers: with a random balancer, every call's first attempt goes to the same
 // replica with and without hedging, and has the same service time: the hedges draw from
 // streams of their own, so a comparison with no hedge compares the same primaries. (Where
-// outlier detection has ejected a replica the choice differs, as it should: that is a
-// decision, not the dice.)
+// outlier detection has ejected a replica, or one is on trial after an ejection, the choice
+// differs, as it should: that is a decision, not the dice.)
 func TestCommonRandomNumbers(t *testing.T) {
 	p, err := Params{Calls: 20000, Replicas: 8, Workers: 2, Balancer: BalancerRandom, Clients: 4}.resolve()
 	if err != nil {
