@@ -344,19 +344,12 @@ func TestBacklogGateLooksPastABusyClient(t *testing.T) {
 func TestQuietMedianNeedsQuietAnswers(t *testing.T) {
 	run := func(t *testing.T, slowTail int) string {
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget})
-		now := t0.Add(-5 * time.Second)
+		now := warmWithStragglers(p, t0.Add(-5*time.Second))
 		answer := func(d time.Duration) {
 			c := p.NewCall(hedge.CallOptions{})
 			c.Start(now)
 			c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
 			now = now.Add(20 * time.Millisecond)
-		}
-		for i := range 200 {
-			d := 5 * time.Millisecond
-			if i%10 == 9 {
-				d = 30 * time.Millisecond // the p95 sits at 30ms
-			}
-			answer(d)
 		}
 		for i := range 8 {
 			d := 5 * time.Millisecond
@@ -423,6 +416,23 @@ func TestQuietMedianLooksPastARescuedStraggler(t *testing.T) {
 	}
 }
 
+// warmWithStragglers feeds p 200 sequential calls from start, one every 20ms, of 5ms but every
+// tenth of 30ms (its p95 then), and returns when the next one would start.
+func warmWithStragglers(p *hedge.Policy, start time.Time) time.Time {
+	now := start
+	for i := range 200 {
+		d := 5 * time.Millisecond
+		if i%10 == 9 {
+			d = 30 * time.Millisecond
+		}
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
+		now = now.Add(20 * time.Millisecond)
+	}
+	return now
+}
+
 // TestBacklogGateSeesSlowAnswers: with the recent median still at its lowest, a call that a
 // later one overtook is hedged when fewer than half of the policy's last eight answers were
 // slow, and suppressed with reason backlog when half or more were: a client with a thin share
@@ -434,19 +444,12 @@ func TestBacklogGateSeesSlowAnswers(t *testing.T) {
 	run := func(t *testing.T, slowTail int, silent bool) (string, []hedge.Reason) {
 		var s suppressions
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget, Observer: s.observe})
-		now := t0.Add(-5 * time.Second)
+		now := warmWithStragglers(p, t0.Add(-5*time.Second))
 		answer := func(d time.Duration) {
 			c := p.NewCall(hedge.CallOptions{})
 			c.Start(now)
 			c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
 			now = now.Add(20 * time.Millisecond)
-		}
-		for i := range 200 {
-			d := 5 * time.Millisecond
-			if i%10 == 9 {
-				d = 30 * time.Millisecond // the p95 sits at 30ms
-			}
-			answer(d)
 		}
 		for i := range 8 {
 			d := 5 * time.Millisecond
@@ -512,17 +515,7 @@ func TestBacklogGateLooksPastAStall(t *testing.T) {
 	run := func(t *testing.T, stallAt, late, took, fire float64) (string, []hedge.Reason) {
 		var s suppressions
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget, Observer: s.observe})
-		now := t0.Add(-5 * time.Second)
-		for i := range 200 {
-			d := 5 * time.Millisecond
-			if i%10 == 9 {
-				d = 30 * time.Millisecond
-			}
-			c := p.NewCall(hedge.CallOptions{})
-			c.Start(now)
-			c.AttemptDone(now.Add(d), 0, hedge.Outcome{})
-			now = now.Add(20 * time.Millisecond)
-		}
+		now := warmWithStragglers(p, t0.Add(-5*time.Second))
 		at := func(msAfter float64) time.Time { return now.Add(time.Duration(msAfter * float64(time.Millisecond))) }
 		a := p.NewCall(hedge.CallOptions{})
 		a.Start(now)

@@ -146,40 +146,18 @@ func TestOOBSteersHedges(t *testing.T) {
 	// Both clients connect to every backend first, while all are idle: a call sent to the
 	// busy backend before the others are READY would have nowhere else to hedge.
 	var full atomic.Bool // a report of the busy backend's full queue has been kept
-	var gaps struct {
-		sync.Mutex
-		last map[string]time.Time
-		max  time.Duration // the longest wait for a backend's next report, since reset
-	}
-	gaps.last = make(map[string]time.Time)
+	var gaps reportGaps
 	onOOB(t, func(addr string, l hedge.Load) {
 		if l.Queued >= 2 {
 			full.Store(true)
 		}
-		now := time.Now()
-		gaps.Lock()
-		if at, ok := gaps.last[addr]; ok {
-			gaps.max = max(gaps.max, now.Sub(at))
-		}
-		gaps.last[addr] = now
-		gaps.Unlock()
+		gaps.note(addr)
 	})
 	control := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}}), bs))
 	oob := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}, LoadReportInterval: oobInterval}), bs))
 
 	// Hold the busy backend's workers and fill part of its queue, from a plain client.
-	plain, err := grpc.NewClient(bs[busy].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { plain.Close() })
-	for range 4 {
-		blockers.Add(1)
-		go func() {
-			defer blockers.Done()
-			_, _ = healthpb.NewHealthClient(plain).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "block"})
-		}()
-	}
+	block(t, bs[busy].addr, 4, &blockers)
 	if !waitFor(10*time.Second, func() bool { s := qs[busy].Stats(); return s.Running == 2 && s.Queued == 2 }) {
 		t.Fatalf("the busy backend never filled: %+v", qs[busy].Stats())
 	}
@@ -206,13 +184,9 @@ func TestOOBSteersHedges(t *testing.T) {
 		}
 	})
 	t.Run("oob", func(t *testing.T) {
-		gaps.Lock()
-		gaps.max = 0
-		gaps.Unlock()
+		gaps.reset()
 		n := run(t, oob, "oob-")
-		gaps.Lock()
-		gap := gaps.max
-		gaps.Unlock()
+		gap := gaps.longest()
 		switch {
 		case n == 0:
 		case gap < hedge.LoadMaxAge:
@@ -248,16 +222,7 @@ func TestWeightedRoundRobinReadsOOBReports(t *testing.T) {
 	var blockers sync.WaitGroup
 	t.Cleanup(func() { close(release); blockers.Wait() })
 	for i, b := range bs {
-		plain, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { plain.Close() })
-		blockers.Add(1)
-		go func() {
-			defer blockers.Done()
-			_, _ = healthpb.NewHealthClient(plain).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "block"})
-		}()
+		block(t, b.addr, 1, &blockers)
 		if !waitFor(10*time.Second, func() bool { return qs[i].Stats().Running == 1 }) {
 			t.Fatalf("backend %d: the waiting call never started", i)
 		}
@@ -432,12 +397,7 @@ func TestOOBRoutesFirstAttempts(t *testing.T) {
 	var blockers sync.WaitGroup
 	t.Cleanup(func() { close(release); blockers.Wait() })
 	var seen, idle atomic.Bool // reports of the busy backend's held workers, and of the other
-	var gaps struct {
-		sync.Mutex
-		last map[string]time.Time
-		max  time.Duration
-	}
-	gaps.last = make(map[string]time.Time)
+	var gaps reportGaps
 	onOOB(t, func(addr string, l hedge.Load) {
 		if addr == bs[busy].addr && l.Busy >= 2 {
 			seen.Store(true)
@@ -445,28 +405,11 @@ func TestOOBRoutesFirstAttempts(t *testing.T) {
 		if addr == bs[1-busy].addr {
 			idle.Store(true)
 		}
-		now := time.Now()
-		gaps.Lock()
-		if at, ok := gaps.last[addr]; ok {
-			gaps.max = max(gaps.max, now.Sub(at))
-		}
-		gaps.last[addr] = now
-		gaps.Unlock()
+		gaps.note(addr)
 	})
 	control := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedge.Config{}}), bs))
 	oob := healthpb.NewHealthClient(dial(t, newInterceptor(t, Config{Policy: hedge.Config{}, LoadReportInterval: oobInterval}), bs))
-	plain, err := grpc.NewClient(bs[busy].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { plain.Close() })
-	for range 2 {
-		blockers.Add(1)
-		go func() {
-			defer blockers.Done()
-			_, _ = healthpb.NewHealthClient(plain).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "block"})
-		}()
-	}
+	block(t, bs[busy].addr, 2, &blockers)
 	if !waitFor(10*time.Second, func() bool { return qs[busy].Stats().Running == 2 }) {
 		t.Fatalf("the busy backend never filled: %+v", qs[busy].Stats())
 	}
@@ -496,13 +439,9 @@ func TestOOBRoutesFirstAttempts(t *testing.T) {
 		if !waitFor(10*time.Second, func() bool { return seen.Load() && idle.Load() }) {
 			t.Fatalf("no out-of-band reports of both backends arrived (busy %v, idle %v)", seen.Load(), idle.Load())
 		}
-		gaps.Lock()
-		gaps.max = 0
-		gaps.Unlock()
+		gaps.reset()
 		n := run(t, oob)
-		gaps.Lock()
-		gap := gaps.max
-		gaps.Unlock()
+		gap := gaps.longest()
 		switch {
 		case n == 0:
 		case gap < replica.RouteMaxAge:
@@ -511,4 +450,55 @@ func TestOOBRoutesFirstAttempts(t *testing.T) {
 			t.Logf("%d of 20 calls went to the busy backend while a report was too old to route by (gap %v)", n, gap)
 		}
 	})
+}
+
+// reportGaps tracks the longest wait for a backend's next out-of-band report.
+type reportGaps struct {
+	sync.Mutex
+	last map[string]time.Time
+	max  time.Duration // since reset
+}
+
+// note records that addr reported now.
+func (g *reportGaps) note(addr string) {
+	now := time.Now()
+	g.Lock()
+	defer g.Unlock()
+	if at, ok := g.last[addr]; ok {
+		g.max = max(g.max, now.Sub(at))
+	}
+	if g.last == nil {
+		g.last = make(map[string]time.Time)
+	}
+	g.last[addr] = now
+}
+
+func (g *reportGaps) reset() {
+	g.Lock()
+	g.max = 0
+	g.Unlock()
+}
+
+func (g *reportGaps) longest() time.Duration {
+	g.Lock()
+	defer g.Unlock()
+	return g.max
+}
+
+// block sends n calls that the backend at addr holds until the test releases them (the
+// "block" service), from a plain client of its own, each on a goroutine blockers counts.
+func block(t *testing.T, addr string, n int, blockers *sync.WaitGroup) {
+	t.Helper()
+	plain, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	for range n {
+		blockers.Add(1)
+		go func() {
+			defer blockers.Done()
+			_, _ = healthpb.NewHealthClient(plain).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "block"})
+		}()
+	}
 }
