@@ -33,14 +33,14 @@ func TestDeadlineReachesTheStateMachine(t *testing.T) {
 	}
 }
 
-// TestLateCopiesNeedTheFloorsChance: with a 50 ms deadline at 95 % load and cancellation
+// TestLateCopiesFailNoMoreCalls: with a 50 ms deadline at 95 % load and cancellation
 // ignored (the deadline family), every seed's recommended run fails no more calls than no
 // hedge. Between its bursts the win-rate loop finds hedges winning, and a copy with less
 // time left than the median attempt took went out when the loop said so: on seeds 5 and 6,
 // 61-73 such copies, sent 43-45 ms into their calls, failed 25.949 and 46.117 % of calls
 // against no hedge's 25.717 and 45.767 %. A copy now needs at least the loop's Floor of a
 // chance to answer in time, whatever the loop found.
-func TestLateCopiesNeedTheFloorsChance(t *testing.T) {
+func TestLateCopiesFailNoMoreCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full-size simulations")
 	}
