@@ -293,3 +293,50 @@ func TestTooLateIsNeverHedged(t *testing.T) {
 		}
 	}
 }
+
+// TestLateCopiesNeedTheFloorsChance: while the win-rate loop finds hedges winning, a copy
+// whose deadline leaves it less than the median attempt latency is still sent, but not one
+// left less than the loop's Floor-quantile of attempt latencies: fewer than Floor of the
+// copies would answer in time, less than the loop asks of any hedge.
+func TestLateCopiesNeedTheFloorsChance(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Budget: noBudget, Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{
+		MinimumSamples: 1, MinimumDelay: 20 * time.Millisecond, MaximumDelay: 20 * time.Millisecond,
+		MinimumInService: hedge.Off, BacklogRatio: hedge.Off,
+		WinRate: winrate.Config{Floor: 0.3, Window: 4 * time.Second}})})
+	// Two seconds of slow calls, each rescued by its hedge 1-10 ms after it was sent: the
+	// latencies learnt are the hedges' 1-10 ms and the losers' 21-30 ms, so the 0.3-quantile
+	// is about 6 ms and the median about 10 ms.
+	now := t0
+	for i := range 200 {
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		winner := 1
+		if !has(c.TimerFired(now.Add(20*time.Millisecond)), hedge.StartAttempt) {
+			if i > 0 {
+				t.Fatalf("call %d: no hedge at the threshold", i)
+			}
+			winner = 0 // the first finds the policy cold
+		}
+		c.AttemptDone(now.Add(20*time.Millisecond+time.Duration(1+i%10)*time.Millisecond), winner, hedge.Outcome{})
+		now = now.Add(10 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		left time.Duration // what the deadline leaves a copy at the threshold
+		want bool          // a hedge starts
+	}{
+		{15 * time.Millisecond, true}, // more than the median
+		{8 * time.Millisecond, true},  // less than the median, more than the 0.3-quantile: the loop finds hedges winning
+		{3 * time.Millisecond, false}, // less than the 0.3-quantile
+	} {
+		before := p.MeasuredAt(now).Suppressed[hedge.ReasonNoTimeLeft]
+		c := p.NewCall(hedge.CallOptions{Deadline: now.Add(20*time.Millisecond + tc.left)})
+		c.Start(now)
+		got := has(c.TimerFired(now.Add(20*time.Millisecond)), hedge.StartAttempt)
+		refused := p.MeasuredAt(now).Suppressed[hedge.ReasonNoTimeLeft] - before
+		if got != tc.want || refused != map[bool]int64{false: 1}[tc.want] {
+			t.Errorf("%v left: hedge started %v, no_time_left %d; want started %v", tc.left, got, refused, tc.want)
+		}
+		c.AttemptDone(now.Add(20*time.Millisecond+tc.left/2), 0, hedge.Outcome{})
+		now = now.Add(10 * time.Millisecond)
+	}
+}

@@ -105,3 +105,29 @@ func TestServerAssistedHoldsOnTheBlackhole(t *testing.T) {
 		t.Logf("seed %d: p99 %.1f ms against %.1f, p99.9 %.1f against %.1f", p.Seed, p.P99Ms, p.NoHedgeP99Ms, p.P999Ms, p.NoHedgeP999Ms)
 	}
 }
+
+// TestLateCopiesFailNoMoreCalls: with a 50 ms deadline at 95 % load and cancellation
+// ignored (the deadline family), every seed's recommended run fails no more calls than no
+// hedge. Between its bursts the win-rate loop finds hedges winning, and a copy with less
+// time left than the median attempt took went out when the loop said so: on seeds 5 and 6,
+// 61-73 such copies, sent 43-45 ms into their calls, failed 25.949 and 46.117 % of calls
+// against no hedge's 25.717 and 45.767 %. A copy now needs at least the loop's Floor of a
+// chance to answer in time, whatever the loop found.
+func TestLateCopiesFailNoMoreCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full-size simulations")
+	}
+	fam, err := FamilyByName(FamilyDeadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Params{Calls: 100_000}.withModel(fam.Params)
+	for _, seed := range []uint64{5, 6} {
+		nh := mustRun(t, p, SetupNoHedge, 95, Ignored, seed)
+		rec := mustRun(t, p, SetupRecommended, 95, Ignored, seed)
+		t.Logf("seed %d: failed %.3f %% against no hedge's %.3f %% (hedges %.4f of calls)", seed, rec.FailedPct, nh.FailedPct, rec.HedgeRate)
+		if rec.FailedPct > nh.FailedPct {
+			t.Errorf("seed %d: recommended failed %.3f %% of calls, no hedge %.3f %%", seed, rec.FailedPct, nh.FailedPct)
+		}
+	}
+}

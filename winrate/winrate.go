@@ -285,6 +285,9 @@ func (l *Loop) Allowance(now time.Time) float64 {
 	return l.allowance
 }
 
+// Floor is the share of started hedges that must win (Config.Floor, its default filled in).
+func (l *Loop) Floor() float64 { return l.cfg.Floor }
+
 // Winning reports whether the loop's last decision, made within the trailing Window, found
 // hedges winning at least Floor of the time.
 func (l *Loop) Winning(now time.Time) bool {
