@@ -239,7 +239,7 @@ func noteLoad(ctx context.Context, set interface {
 	if bl != nil {
 		bl.callAt.Store(now.UnixNano())
 	}
-	set.ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
+	set.ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers, Wait: l.Wait})
 	if r, _ := ctx.Value(routeKey{}).(*route); r != nil && r.policy != nil {
 		r.policy.ReportLoad(now, i, l)
 	}

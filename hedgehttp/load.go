@@ -165,6 +165,6 @@ func (c *call) noteLoad(ri int, resp *http.Response) {
 	now := time.Now()
 	c.h.Policy().ReportLoad(now, max(ri, 0), l)
 	if ri >= 0 {
-		c.rep.pool.Set().ReportLoad(now, ri, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
+		c.rep.pool.Set().ReportLoad(now, ri, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers, Wait: l.Wait})
 	}
 }

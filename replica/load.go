@@ -18,6 +18,9 @@ type Load struct {
 	// Busy is how many of its Workers were running a request. Workers 0 means the replica
 	// did not say: its queue is then judged alone.
 	Busy, Workers int
+	// Wait is how long the answered request waited for a worker (a per-call report's); 0
+	// when it waited for none, or the report says nothing of a request (an out-of-band one).
+	Wait time.Duration
 }
 
 // loadSlot is one replica's latest load report.
@@ -25,6 +28,7 @@ type loadSlot struct {
 	at   atomic.Int64  // ticks when received, plus one (0 = none)
 	v    atomic.Uint64 // queued (32 bits) | busy (16) | workers (16), each clamped
 	base atomic.Int64  // the replica's attempts outstanding (Set.Outstanding) at that report
+	wait atomic.Int64  // Wait, ns
 }
 
 func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
@@ -41,12 +45,14 @@ func (sl *loadSlot) load() (queued, busy, workers int) {
 // A fresh report routes attempts:
 //
 //   - A first attempt (a pick whose call has used no replica), with the P2C balancer: of
-//     its two candidates, the one with fewer attempts outstanding, as without reports, and
+//     its two candidates, when both reported within [RouteMaxAge] that their answered
+//     requests waited for a worker and one waited four times as long as the other, the
+//     other; otherwise the one with fewer attempts outstanding, as without reports, and
 //     between two with as many, the one with fewer requests at the server relative to its
 //     workers (the queued and busy of its report, plus this Set's attempts outstanding there
-//     beyond those at the report) when
-//     both reported within [RouteMaxAge]. A report counts the other clients' requests, which
-//     this Set's own count cannot see. The other balancers keep their choice.
+//     beyond those at the report) when both reported within [RouteMaxAge]. A report counts
+//     the other clients' requests, which this Set's own count cannot see, and its wait
+//     counts time, which no count does. The other balancers keep their choice.
 //   - A hedge or a retry (a pick whose call has used a replica already) goes, among the
 //     replicas it may pick, to the one with the shortest queue reported within
 //     [LoadMaxAge], relative to its workers; ties go to the fewer attempts outstanding. A
@@ -75,6 +81,7 @@ func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 		return
 	}
 	sl.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Busy, 16)<<16 | clampBits(l.Workers, 16))
+	sl.wait.Store(int64(max(l.Wait, 0)))
 	if at != last {
 		// The same report again (out of band, fed before each pick) keeps its base.
 		sl.base.Store(s.reps[i].outstanding.Load())
@@ -91,28 +98,64 @@ func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 const RouteMaxAge = 100 * time.Millisecond
 
 // lighter reports whether replica b is a better choice than a for a first attempt at tick t:
-// fewer attempts outstanding, as P2C has always compared them, and between replicas with as
-// many, the lighter report when both have one within RouteMaxAge (requests at the server
-// relative to its workers, this Set's attempts outstanding there beyond those at the report
-// counted in).
+// the one whose answered request waited far less, when both reports within RouteMaxAge say
+// their requests waited (see waitRatio); otherwise fewer attempts outstanding, as P2C has
+// always compared them, and between replicas with as many, the lighter report when both
+// have one within RouteMaxAge (requests at the server relative to its workers, this Set's
+// attempts outstanding there beyond those at the report counted in).
 //
-// The Set's own count goes first because it is exact and counts time: a replica that has
-// slowed down holds this Set's attempts longer, while a report counts requests, and a
-// slow replica's few queued requests wait longer than a fast one's many. Among many clients
-// each has nothing outstanding on most replicas most of the time, so the reports decide
-// most first attempts all the same.
+// The Set's own count goes before the reports' because it is exact and counts time: a
+// replica that has slowed down holds this Set's attempts longer, while a report counts
+// requests, and a slow replica's few queued requests wait longer than a fast one's many.
+// Among many clients each has nothing outstanding on most replicas most of the time, so the
+// reports decide most first attempts all the same. Counts of either kind balance requests,
+// not time: a replica that serves four times slower, or whose workers are held by
+// stragglers, settles with as many requests as the others and a queue that lasts four times
+// as long, or more. The waits the reports carry measure that time, and decide first when
+// they differ that much.
 func (s *Set) lighter(a, b int, t int64) bool {
+	ls := s.loads.Load()
+	if ls != nil {
+		wa, oka := (*ls)[a].waited(t)
+		wb, okb := (*ls)[b].waited(t)
+		if oka && okb && wa > 0 && wb > 0 {
+			switch {
+			case wa >= waitRatio*wb:
+				return true
+			case wb >= waitRatio*wa:
+				return false
+			}
+		}
+	}
 	oa, ob := s.reps[a].outstanding.Load(), s.reps[b].outstanding.Load()
 	if oa != ob {
 		return ob < oa
 	}
-	ls := s.loads.Load()
 	if ls == nil {
 		return false
 	}
 	la, wa, oka := (*ls)[a].routing(t, oa)
 	lb, wb, okb := (*ls)[b].routing(t, ob)
 	return oka && okb && lb*max(wa, 1) < la*max(wb, 1)
+}
+
+// waitRatio: of two replicas whose latest answered requests both waited for a worker, one
+// whose request waited waitRatio times as long as the other's is the heavier, whatever the
+// counts say. Below that the counts decide: a wait is one request's, taken when it started,
+// and two replicas as fast as each other differ by a factor of two from one request to the
+// next. A wait of zero (an idle worker, or an out-of-band report, which carries none) says
+// nothing of how long the next request would wait, and leaves the counts to decide.
+// Measured (BENCHMARKS.md, "A replica that queues four times longer"): a ratio of 2, or
+// letting a wait of zero count, routed worse than the counts alone.
+const waitRatio = 4
+
+// waited returns the wait of the latest report, and false when it is older than RouteMaxAge.
+func (sl *loadSlot) waited(t int64) (int64, bool) {
+	at := sl.at.Load()
+	if at == 0 || t-(at-1) >= int64(RouteMaxAge) {
+		return 0, false
+	}
+	return sl.wait.Load(), true
 }
 
 // routing returns the requests at the replica, as far as the Set knows, and its workers, and
@@ -169,5 +212,5 @@ func (s *Set) Load(now time.Time, i int) (Load, bool) {
 		return Load{}, false
 	}
 	q, b, w := sl.load()
-	return Load{Queued: q, Busy: b, Workers: w}, true
+	return Load{Queued: q, Busy: b, Workers: w, Wait: time.Duration(sl.wait.Load())}, true
 }

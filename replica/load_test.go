@@ -160,3 +160,59 @@ func TestPickFirstAttemptReportOtherBalancers(t *testing.T) {
 		t.Fatalf("least-outstanding went to %d, want %d: reports do not route its first attempts", i, want)
 	}
 }
+
+// TestPickFirstAttemptByWait: a replica whose answered request waited four times as long as
+// the other candidate's loses a first attempt whatever the counts say (a replica that serves
+// four times slower settles with as many requests queued as the others); a smaller ratio, or
+// a wait of zero, leaves the counts to decide.
+func TestPickFirstAttemptByWait(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := New(2, Config{Seed: 3}) // P2C: with two replicas both are always the candidates
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replica 0: 6 requests at 4 workers, its request waited 80 ms; replica 1: 10 requests,
+	// 10 ms. The counts say 0, the waits 1.
+	s.ReportLoad(now, 0, Load{Queued: 2, Busy: 4, Workers: 4, Wait: 80 * time.Millisecond})
+	s.ReportLoad(now, 1, Load{Queued: 6, Busy: 4, Workers: 4, Wait: 10 * time.Millisecond})
+	if l, _ := s.Load(now, 0); l.Wait != 80*time.Millisecond {
+		t.Fatalf("Load(0) = %+v, want its Wait", l)
+	}
+	for k := range 3 { // even with more of this Set's attempts outstanding on it
+		if i := s.Pick(now, nil); i != 1 {
+			t.Fatalf("first attempt %d went to %d, want 1 (waited 10 ms against 80)", k, i)
+		}
+	}
+	for range 3 {
+		s.Done(now, 1, Success)
+	}
+	later := now.Add(time.Millisecond)
+	for _, c := range []struct {
+		wait0, wait1 time.Duration
+		why          string
+	}{
+		{30 * time.Millisecond, 10 * time.Millisecond, "3× the wait: the counts decide"},
+		{80 * time.Millisecond, 0, "replica 1's request waited for none: the counts decide"},
+	} {
+		s.ReportLoad(later, 0, Load{Queued: 2, Busy: 4, Workers: 4, Wait: c.wait0})
+		s.ReportLoad(later, 1, Load{Queued: 6, Busy: 4, Workers: 4, Wait: c.wait1})
+		if i := s.Pick(later, nil); i != 0 {
+			t.Fatalf("%s: first attempt went to %d, want 0 (6 requests against 10)", c.why, i)
+		}
+		s.Done(later, 0, Success)
+		later = later.Add(time.Millisecond)
+	}
+	// Reports older than RouteMaxAge route nothing, their waits included.
+	late := later.Add(RouteMaxAge)
+	s.ReportLoad(later, 0, Load{Queued: 2, Busy: 4, Workers: 4, Wait: 80 * time.Millisecond})
+	s.ReportLoad(later, 1, Load{Queued: 6, Busy: 4, Workers: 4, Wait: 10 * time.Millisecond})
+	seen := map[int]int{}
+	for range 20 {
+		i := s.Pick(late, nil)
+		seen[i]++
+		s.Done(late, i, Success)
+	}
+	if seen[0] == 0 || seen[1] == 0 {
+		t.Fatalf("with reports RouteMaxAge old first attempts went to %v, want both replicas", seen)
+	}
+}

@@ -131,3 +131,37 @@ func TestLateCopiesFailNoMoreCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestServerAssistedHoldsOnTheDegradingReplica: at 95 % load with cancellation ignored, the
+// replica that became 4× slower holds as many requests as each fast one (P2C balances counts,
+// and so do the reports' queue lengths), so a request waits four times as long there. On seed
+// 2, three of its stragglers (0.6–1 s each) at a time held three of its four workers from
+// 97.27 to 98.05 s while it kept taking as many first attempts as the others (31–43 requests
+// at each): calls arriving from 97.2 to 97.8 s waited 851 ms there (median) against 100–124
+// ms on the fast replicas, the backlog gate (every queue long) refused their hedges, and 91
+// calls over 700 ms had waited in its queue (7 without hedging, whose draws put no more than
+// two stragglers there at a time): p99.9 793 ms against no hedge's 673. The reports carry
+// each answered request's wait: P2C now sends a first attempt to the candidate whose request
+// waited a quarter as long or less, whatever the counts.
+func TestServerAssistedHoldsOnTheDegradingReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full-size simulations")
+	}
+	r, err := Scorecard(context.Background(), ScorecardConfig{
+		Setup:    SetupServerAssisted,
+		Families: []string{FamilyReplicaDegrading},
+		Loads:    []float64{95},
+		Modes:    []string{Ignored},
+		Seeds:    []uint64{1, 2, 3},
+		Calls:    100_000,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.Points {
+		if !p.Holds {
+			t.Errorf("seed %d: %s", p.Seed, p.Why)
+		}
+		t.Logf("seed %d: p99 %.1f ms against %.1f, p99.9 %.1f against %.1f", p.Seed, p.P99Ms, p.NoHedgeP99Ms, p.P999Ms, p.NoHedgeP999Ms)
+	}
+}

@@ -52,6 +52,6 @@ func (s *sim) loadReport(w int32, req *request) {
 		Wait:    time.Duration(req.start - req.enq),
 	}
 	if s.replicas > 1 {
-		s.choose[s.slots[req.slot].client].load(vtime(s.now), rp, replica.Load{Queued: s.report.Queued, Busy: s.report.Busy, Workers: s.report.Workers})
+		s.choose[s.slots[req.slot].client].load(vtime(s.now), rp, replica.Load{Queued: s.report.Queued, Busy: s.report.Busy, Workers: s.report.Workers, Wait: s.report.Wait})
 	}
 }

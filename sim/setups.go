@@ -54,7 +54,8 @@ const (
 // SetupServerAssisted is the recommended default with the servers' load reports
 // (Setup.ServerLoad): no hedge while the shortest reported queue is long, a hedge to the
 // replica with the shortest one, and with replicas behind p2c, a first attempt to the
-// candidate with the lighter fresh report.
+// candidate whose answered request waited a quarter as long or less, or else with the
+// lighter fresh report.
 const SetupServerAssisted = "server-assisted"
 
 // SetupServerAssistedOOB is server-assisted with out-of-band reports as well: every client
