@@ -132,13 +132,7 @@ func TestPickFirstAttemptByReport(t *testing.T) {
 		t.Fatal("a report RouteMaxAge old no longer counts for copies")
 	}
 	s.ReportLoad(late, 0, Load{Queued: 9, Busy: 4, Workers: 4}) // only one fresh: not compared
-	seen := map[int]int{}
-	for range 20 {
-		i := s.Pick(late, nil)
-		seen[i]++
-		s.Done(late, i, Success)
-	}
-	if seen[0] == 0 || seen[1] == 0 {
+	if seen := firstPicks(s, late, 20); seen[0] == 0 || seen[1] == 0 {
 		t.Fatalf("with one report older than RouteMaxAge first attempts went to %v, want both replicas", seen)
 	}
 }
@@ -206,13 +200,19 @@ func TestPickFirstAttemptByWait(t *testing.T) {
 	late := later.Add(RouteMaxAge)
 	s.ReportLoad(later, 0, Load{Queued: 2, Busy: 4, Workers: 4, Wait: 80 * time.Millisecond})
 	s.ReportLoad(later, 1, Load{Queued: 6, Busy: 4, Workers: 4, Wait: 10 * time.Millisecond})
-	seen := map[int]int{}
-	for range 20 {
-		i := s.Pick(late, nil)
-		seen[i]++
-		s.Done(late, i, Success)
-	}
-	if seen[0] == 0 || seen[1] == 0 {
+	if seen := firstPicks(s, late, 20); seen[0] == 0 || seen[1] == 0 {
 		t.Fatalf("with reports RouteMaxAge old first attempts went to %v, want both replicas", seen)
 	}
+}
+
+// firstPicks makes n first-attempt picks of s at now, each answered at once, and counts
+// where they went.
+func firstPicks(s *Set, now time.Time, n int) map[int]int {
+	seen := map[int]int{}
+	for range n {
+		i := s.Pick(now, nil)
+		seen[i]++
+		s.Done(now, i, Success)
+	}
+	return seen
 }

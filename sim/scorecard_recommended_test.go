@@ -84,26 +84,7 @@ func payoffString(b *bool) string {
 // 343 ms against no hedge's 305. A replica back from an ejection now takes one attempt at a
 // time until it answers (replica.Set's trial).
 func TestServerAssistedHoldsOnTheBlackhole(t *testing.T) {
-	if testing.Short() {
-		t.Skip("full-size simulations")
-	}
-	r, err := Scorecard(context.Background(), ScorecardConfig{
-		Setup:    SetupServerAssisted,
-		Families: []string{FamilyReplicaBlackhole},
-		Loads:    []float64{70},
-		Modes:    []string{Ignored},
-		Seeds:    []uint64{1, 2, 3},
-		Calls:    100_000,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range r.Points {
-		if !p.Holds {
-			t.Errorf("seed %d: %s", p.Seed, p.Why)
-		}
-		t.Logf("seed %d: p99 %.1f ms against %.1f, p99.9 %.1f against %.1f", p.Seed, p.P99Ms, p.NoHedgeP99Ms, p.P999Ms, p.NoHedgeP999Ms)
-	}
+	serverAssistedHolds(t, FamilyReplicaBlackhole, 70)
 }
 
 // TestLateCopiesFailNoMoreCalls: with a 50 ms deadline at 95 % load and cancellation
@@ -144,13 +125,20 @@ func TestLateCopiesFailNoMoreCalls(t *testing.T) {
 // each answered request's wait: P2C now sends a first attempt to the candidate whose request
 // waited a quarter as long or less, whatever the counts.
 func TestServerAssistedHoldsOnTheDegradingReplica(t *testing.T) {
+	serverAssistedHolds(t, FamilyReplicaDegrading, 95)
+}
+
+// serverAssistedHolds runs server-assisted's scorecard on family at load, cancellation
+// ignored, seeds 1-3, full size, and fails on each point that does not hold.
+func serverAssistedHolds(t *testing.T, family string, load float64) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("full-size simulations")
 	}
 	r, err := Scorecard(context.Background(), ScorecardConfig{
 		Setup:    SetupServerAssisted,
-		Families: []string{FamilyReplicaDegrading},
-		Loads:    []float64{95},
+		Families: []string{family},
+		Loads:    []float64{load},
 		Modes:    []string{Ignored},
 		Seeds:    []uint64{1, 2, 3},
 		Calls:    100_000,
