@@ -5,6 +5,7 @@ package hedgehttp
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -42,4 +43,45 @@ func TestInlineCallAllocatesNoMoreThanTheCore(t *testing.T) {
 		t.Errorf("a call through the Transport allocates %v times, the least adapter over the core %v", got, want)
 	}
 	t.Logf("Transport: %v allocations per call; the least adapter over the core: %v", got, want)
+}
+
+// TestHTTP1FirstAttemptAllocatesLittleMoreThanPlain: over an *http.Transport to a host known
+// to speak HTTP/1, a call whose hedge is not due sends the caller's own request on the caller's
+// own context and is cancelled, should it lose, through the Transport: beside what a plain
+// round trip allocates (client and loopback server together), it costs the call, the hook
+// that cancels it, and at most one more (the core's pooled state, remade after a GC). Sent on
+// a context of its own, it would cost a copy of the request, a cancel chain and a channel.
+func TestHTTP1FirstAttemptAllocatesLittleMoreThanPlain(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	plain := &http.Transport{}
+	defer plain.CloseIdleConnections()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr := newTransport(t, Config{Policy: hedge.Config{Trigger: hedge.After(time.Hour)}, Next: base})
+	req := mustRequest(t, "GET", srv.URL, nil)
+	call := func(rt http.RoundTripper) func() {
+		return func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "ok" {
+				t.Fatalf("body = %q, %v; want \"ok\"", b, err)
+			}
+			resp.Body.Close()
+		}
+	}
+	for range 3 { // connections, the host, its policy, its protocol
+		call(plain)()
+		call(tr)()
+	}
+	want := testing.AllocsPerRun(300, call(plain))
+	got := testing.AllocsPerRun(300, call(tr))
+	if got > want+3 {
+		t.Errorf("a call through the Transport allocates %v times, a plain round trip %v: want at most 3 more", got, want)
+	}
+	t.Logf("Transport: %v allocations per call; plain: %v", got, want)
 }

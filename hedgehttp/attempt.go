@@ -45,6 +45,10 @@ type call struct {
 	// one of them does, so the body is closed once, by one goroutine.
 	bodyOwned atomic.Bool
 
+	// first is the first attempt's request when it is sent on the caller's context over
+	// HTTP/1 (see attempt), for cancelFirst.
+	first *http.Request
+
 	// won is the winner's response body as RoundTrip returns it, when the attempt did not
 	// wrap it already: in the call's allocation, which lives as long as the winner anyway.
 	won body
@@ -170,7 +174,24 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r  *http.Request
 		ar *attemptRequest // nil: the request runs on the attempt's own context
 	)
-	if inline && !c.t.signals && c.h.proto.Load() != 0 {
+	var stopCancel func() bool // unhooks cancelFirst from the attempt's context
+	switch proto := c.h.proto.Load(); {
+	case inline && !c.t.signals && proto == 1 && c.t.h1 != nil && plainScheme(c.req.URL.Scheme):
+		// The first attempt on the caller's goroutine, to a host known to speak HTTP/1 over
+		// Next's *http.Transport, listening for no start signal: the request goes out on the
+		// caller's own context, as a plain RoundTrip would send it, and a loser is cancelled
+		// through the Transport, which keeps a cancel function for every request it has in
+		// flight whatever its context (CancelRequest; HTTP/1 only). The attempt's context is
+		// then nothing net/http links a context to, and the request is not copied when
+		// nothing of it changes: no clone, no cancel chain, no channel.
+		// TestHedgeBeatsSlowPrimary fails if the Transport stops cancelling this way.
+		r = c.req
+		if c.rep != nil || c.buf != nil || c.req.Trailer != nil {
+			r = c.clone(c.req.Context(), true) // a URL or a body of its own: a copy
+		}
+		c.first = r
+		stopCancel = afterFunc(ctx, c.cancelFirst)
+	case inline && !c.t.signals && proto != 0:
 		// The first attempt on the caller's goroutine, which listens for no start signal
 		// and has the host's protocol to learn no more: it needs nothing of a context of its
 		// own (a loser is cancelled at once, without the grace, whether its response has
@@ -179,7 +200,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		// context, its cancel chain and its link to the attempt's) is most of what an
 		// attempt costs on top of the round trip.
 		r = c.clone(ctx, true)
-	} else {
+	default:
 		var reqCtx context.Context
 		reqCtx, ar = newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals, inline)
 		r = c.clone(reqCtx, inline && !c.t.signals)
@@ -206,6 +227,11 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	resp, err := next.RoundTrip(r)
 	if ar != nil {
 		ar.answered.Store(true)
+	}
+	if stopCancel != nil {
+		// Answered: from here a loser's response is drained or closed (Transport.discard),
+		// never cancelled under a caller who may be reading it.
+		stopCancel()
 	}
 	if err == nil && resp == nil {
 		err = fmt.Errorf("hedgehttp: Next (%T) returned a nil *Response with a nil error", c.t.next)
@@ -245,6 +271,17 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	resp.Body = &attemptBody{ReadCloser: resp.Body, ar: ar}
 	return resp, nil
 }
+
+// cancelFirst cancels the first attempt's request, sent on the caller's context over HTTP/1,
+// through Next's *http.Transport: the core calls it when the attempt loses (or the call ends
+// early) while its request is in flight.
+func (c *call) cancelFirst() {
+	c.t.h1.CancelRequest(c.first) //nolint:staticcheck // HTTP/1's per-request cancel, which net/http keeps for every request anyway
+}
+
+// plainScheme reports whether a request with this scheme goes over net/http's own
+// connections (not a RoundTripper registered for the scheme), where CancelRequest reaches it.
+func plainScheme(s string) bool { return s == "http" || s == "https" }
 
 // setBody gives attempt index's request r its body: a copy of the buffered body, the caller's
 // own for the first attempt (behind what buffering read of it), or a fresh one from GetBody.

@@ -182,6 +182,10 @@ type Transport struct {
 	errorLimit int64
 	signals    bool // ask servers for start signals and pass them on
 	inline     bool // Next honours its context: the first attempt runs on the caller's goroutine
+	// h1 is Next when it is an *http.Transport: over HTTP/1 a first attempt on the caller's
+	// goroutine is cancelled through it rather than through a context of its own (see
+	// call.attempt).
+	h1 *http.Transport
 
 	// hosts holds each dependency by name (see Config.Key); byURL, under the default
 	// keying, each scheme and host as requests spell them, so that finding a request's host
@@ -288,6 +292,9 @@ func NewTransport(cfg Config) (*Transport, error) {
 		t.apart = ht.Clone()
 	}
 	t.inline = isTransport || cfg.NextHonoursContext
+	if isTransport {
+		t.h1 = ht
+	}
 	if t.classify == nil {
 		t.classify = Classify
 	}
