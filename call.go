@@ -675,7 +675,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	// With reports, a first attempt is lost only while its own server has stopped reporting
 	// too: one that still reports is answering, however slowly, and its queue is in the
 	// reports the gate reads.
-	if long, decided := p.serverGate(now); decided && long && !c.lostUnreported(now) || !decided && c.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
+	if long, decided := p.serverGate(now, c); decided && long && !c.lostUnreported(now) || !decided && c.backlogged(now) && !c.lost(now) && !c.servedOnTroubled(now) {
 		return ReasonBacklog
 	}
 	if p.bud.Balance(now) < 1 {
@@ -737,7 +737,7 @@ func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
 	}
 	reason := c.gate(now, tie)
 	if reason == ReasonBacklog && !tie {
-		if _, decided := p.serverGate(now); decided && c.firstReported(now) {
+		if _, decided := p.serverGate(now, nil); decided && c.firstReported(now) {
 			// The servers' reports decided, the first attempt's server among them: it is
 			// answering, and its queue is in the reports.
 		} else if start, ok := c.firstSilent(now); ok && c.warm {

@@ -3,6 +3,8 @@ package hedge
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/hedgekit/hedge/replica"
 )
 
 // This file holds what the servers tell the policy about their own load (gRFC A51's idea,
@@ -42,8 +44,10 @@ type loadBoard struct {
 }
 
 type loadSlot struct {
-	at atomic.Int64  // unix nanoseconds the report was received; 0 = none
-	v  atomic.Uint64 // Queued (32 bits) | Workers (16) | Busy (16), each clamped
+	at   atomic.Int64  // unix nanoseconds the report was received; 0 = none
+	v    atomic.Uint64 // Queued (32 bits) | Workers (16) | Busy (16), each clamped
+	wait atomic.Int64  // the report's Wait, nanoseconds
+	idle atomic.Int64  // unix nanoseconds of the latest report with a worker idle; 0 = none
 }
 
 func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
@@ -58,8 +62,10 @@ func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
 // received within [LoadMaxAge] exists (and the trigger is not [Tied]), a hedge is sent only if
 // the replica with the shortest reported queue (where the transport's replica choice sends it)
 // would start it soon and the reporting fleet is not backlogged as a whole, and it is then sent
-// without waiting for in-service evidence. A refusal is reported as [ReasonBacklog]. Reports
-// never start a hedge on their own: the trigger's threshold still decides when a call is slow.
+// without waiting for in-service evidence; a queue under one service time still passes a
+// straggler's copy while the servers have had idle workers lately (see Policy.serverGate).
+// A refusal is reported as [ReasonBacklog]. Reports never start a hedge on their own: the
+// trigger's threshold still decides when a call is slow.
 func (p *Policy) ReportLoad(now time.Time, replica int, l Load) {
 	if p == nil || p.bud == nil {
 		return
@@ -71,7 +77,11 @@ func (p *Policy) ReportLoad(now time.Time, replica int, l Load) {
 	b := &p.loads
 	s := &b.slots[i]
 	s.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Workers, 16)<<16 | clampBits(l.Busy, 16))
+	s.wait.Store(int64(max(l.Wait, 0)))
 	t := now.UnixNano()
+	if l.Queued <= 0 && l.Busy < l.Workers {
+		s.idle.Store(t)
+	}
 	s.at.Store(t)
 	for u := b.used.Load(); int32(i) >= u && !b.used.CompareAndSwap(u, int32(i)+1); u = b.used.Load() {
 	}
@@ -96,36 +106,48 @@ func fresh(at int64, now time.Time) bool {
 // workers (a queue of 4 at 16 workers is shorter than one of 2 at 2), and whether any report
 // is fresh. It is one atomic load when none is.
 func (b *loadBoard) shortest(now time.Time) (queued, workers int, ok bool) {
-	queued, workers, _, ok = b.scan(now)
-	return queued, workers, ok
+	v, ok := b.scan(now)
+	return v.queued, v.workers, ok
 }
 
-// scan returns the shortest fresh queue (see shortest) and the fleet's demand: the requests
-// running or waiting at every server with a fresh report, per worker of theirs (0 when no
-// report says how many workers).
-func (b *loadBoard) scan(now time.Time) (queued, workers int, demand float64, ok bool) {
+// loadView is what the fresh reports say at one moment (loadBoard.scan).
+type loadView struct {
+	queued, workers int           // the shortest queue (see loadBoard.shortest) and its server's workers
+	wait            time.Duration // the Wait of that server's report
+	demand          float64       // requests running or waiting per worker, over every fresh report (0: no workers said)
+	spare           bool          // every server with a fresh report had a worker idle within spareMaxAge
+}
+
+// scan returns the shortest fresh queue (see shortest) with its report's wait, the fleet's
+// demand (the requests running or waiting at every server with a fresh report, per worker
+// of theirs) and whether every one of those servers has had spare room lately.
+func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 	if !fresh(b.latest.Load(), now) {
-		return 0, 0, 0, false
+		return loadView{}, false
 	}
 	n := int(b.used.Load())
 	var want, have int
+	v.spare = true
 	for i := range n {
 		s := &b.slots[i]
 		if !fresh(s.at.Load(), now) {
 			continue
 		}
-		v := s.v.Load()
-		q, w, busy := int(v>>32), int(v>>16&0xffff), int(v&0xffff)
+		r := s.v.Load()
+		q, w, busy := int(r>>32), int(r>>16&0xffff), int(r&0xffff)
 		want += q + busy
 		have += w
-		if !ok || q*max(workers, 1) < queued*max(w, 1) {
-			queued, workers, ok = q, w, true
+		if idle := s.idle.Load(); idle == 0 || now.UnixNano()-idle >= int64(spareMaxAge) {
+			v.spare = false
+		}
+		if !ok || q*max(v.workers, 1) < v.queued*max(w, 1) {
+			v.queued, v.workers, v.wait, ok = q, w, time.Duration(s.wait.Load()), true
 		}
 	}
 	if have > 0 {
-		demand = float64(want) / float64(have)
+		v.demand = float64(want) / float64(have)
 	}
-	return queued, workers, demand, ok
+	return v, ok
 }
 
 // queueLong reports whether a server's queue is too long for a hedge: a copy that joins a
@@ -143,19 +165,55 @@ func queueLong(queued, workers int) bool {
 // backlog's own requests are about to need. (At one server, queueLong decides first.)
 const fleetFull = 2
 
+// spareMaxAge is how recently every reporting server must have reported a worker idle for a
+// queue under one service time to pass a straggler's copy (Policy.serverGate): as long as a
+// report may route a first attempt (replica.RouteMaxAge), a few service times.
+const spareMaxAge = replica.RouteMaxAge
+
+// stragglerWaits is how many times the policy's lowest recent median latency a call must
+// have run beyond the reported wait for the gate to take its first attempt for a straggler
+// (Policy.serverGate).
+const stragglerWaits = 2
+
 // serverGate is the backlog gate as the servers' reports decide it: decided is false when no
 // report is fresh (the gate then infers a backlog from latency); otherwise long says whether a
 // hedge would wait too long where it would go (the shortest reported queue), or the fleet as a
 // whole is backlogged.
-func (p *Policy) serverGate(now time.Time) (long, decided bool) {
+//
+// One queue that is long by queueLong but shorter than its server's workers (a copy starts
+// within about one service time) does not refuse c's hedge when every reporting server had a
+// worker idle within spareMaxAge, so that the queue is a passing burst and not a standing
+// backlog, and c has run for the shortest queue's reported wait plus stragglerWaits × the
+// lowest recent median latency, so that its first attempt, in a FIFO queue, is in service and
+// slow: a straggler, whose copy, one ordinary request, finishes long before it. At one queue
+// of 16 workers at 85 % load these were most of the calls at p99 (BENCHMARKS.md, "One queue
+// at 85 %: a straggler's copy while the queue is a passing burst"). Without the idle workers (a queue still building, as at 95 %)
+// such copies lengthen the bursts behind them, and without the call's run beyond the wait
+// (at 70 %, where calls reach their threshold sooner) they copy calls that may still be
+// queued. c may be nil: only the queue then decides.
+func (p *Policy) serverGate(now time.Time, c *Call) (long, decided bool) {
 	if p.cfg.Trigger.kind == triggerTied {
 		return false, false // ties dodge queues their own way
 	}
-	q, w, demand, ok := p.loads.scan(now)
+	v, ok := p.loads.scan(now)
 	if !ok {
 		return false, false
 	}
-	return queueLong(q, w) || demand >= fleetFull, true
+	if v.demand >= fleetFull {
+		return true, true
+	}
+	if !queueLong(v.queued, v.workers) {
+		return false, true
+	}
+	return c == nil || v.queued >= v.workers || !v.spare || !c.straggles(now, v.wait), true
+}
+
+// straggles reports whether the call has run for wait plus stragglerWaits × the policy's
+// lowest recent median latency: a first attempt that waited no longer than wait for a worker
+// has been in service that long, far beyond an ordinary request's time.
+func (c *Call) straggles(now time.Time, wait time.Duration) bool {
+	_, floor, ok := c.p.medianAndFloor()
+	return ok && now.Sub(c.start) >= wait+stragglerWaits*floor
 }
 
 // serverReports reports whether the servers' reports stand in for the in-service evidence

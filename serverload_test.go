@@ -157,3 +157,60 @@ func TestServerLoadGatePassesALostAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestServerLoadGatePassesAStragglerInAPassingBurst: a queue long by the count rule (10 of
+// 16 workers) but under one service time refuses a hedge, unless the server had a worker idle
+// within spareMaxAge (100 ms; the burst is passing) and the call has run for the reported
+// wait plus twice the lowest median latency (its first attempt is in service, a straggler).
+func TestServerLoadGatePassesAStragglerInAPassingBurst(t *testing.T) {
+	const long = 10 // of 16 workers: long for a copy by the count, under one service time
+	for _, tc := range []struct {
+		name   string
+		idle   time.Duration // how long before the threshold a report had a worker idle; 0 = none
+		queued int
+		wait   func(th time.Duration) time.Duration
+		want   string
+	}{
+		{"a worker idle 50ms ago, a short wait", 50 * time.Millisecond, long, func(time.Duration) time.Duration { return 5 * time.Millisecond }, "start 1 hedge"},
+		{"no worker idle", 0, long, func(time.Duration) time.Duration { return 5 * time.Millisecond }, ""},
+		{"a worker idle 150ms ago", 150 * time.Millisecond, long, func(time.Duration) time.Duration { return 5 * time.Millisecond }, ""},
+		{"the wait too long for the call to be in service for long", 50 * time.Millisecond, long, func(th time.Duration) time.Duration { return th - 15*time.Millisecond }, ""},
+		{"a queue of one service time", 50 * time.Millisecond, 16, func(time.Duration) time.Duration { return 5 * time.Millisecond }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got hedge.Reason
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.9), Budget: noBudget,
+				Observer: func(e hedge.Event) {
+					if e.Kind == hedge.HedgeSuppressed {
+						got = e.Reason
+					}
+				}})
+			now := ms(0)
+			for i := range 400 { // one call at a time: 10ms, one in five 100ms
+				d := 10 * time.Millisecond
+				if i%5 == 4 {
+					d = 100 * time.Millisecond
+				}
+				c := p.NewCall(hedge.CallOptions{Repeatable: hedge.Repeatable})
+				c.Start(now)
+				now = now.Add(d)
+				c.AttemptDone(now, 0, hedge.Outcome{Class: hedge.Success})
+			}
+			th := p.MeasuredAt(now).Threshold
+			if th < 40*time.Millisecond {
+				t.Fatalf("threshold %v after the warm-up; want one of 40ms or more", th)
+			}
+			c := p.NewCall(hedge.CallOptions{Repeatable: hedge.Repeatable})
+			c.Start(now)
+			at := now.Add(th)
+			if tc.idle > 0 {
+				p.ReportLoad(at.Add(-tc.idle), 0, hedge.Load{Queued: 0, Busy: 12, Workers: 16})
+			}
+			p.ReportLoad(at.Add(-5*time.Millisecond), 0, hedge.Load{Queued: tc.queued, Busy: 16, Workers: 16, Wait: tc.wait(th)})
+			a := actions(c.TimerFired(at))
+			if a != tc.want || (a == "") != (got == hedge.ReasonBacklog) {
+				t.Fatalf("at the threshold %v: %q, suppressed %v; want %q", th, a, got, tc.want)
+			}
+		})
+	}
+}
