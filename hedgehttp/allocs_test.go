@@ -23,18 +23,7 @@ func TestInlineCallAllocatesNoMoreThanTheCore(t *testing.T) {
 	tr := newTransport(t, Config{Policy: policy, Next: bodyNext{}, NextHonoursContext: true})
 	floor := coreInline{p: hedge.MustNew(policy), next: bodyNext{}}
 	req := mustRequest(t, "GET", "http://svc.test/", nil)
-	call := func(rt http.RoundTripper) func() {
-		return func() {
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "ok" {
-				t.Fatalf("body = %q, %v; want \"ok\"", b, err)
-			}
-			resp.Body.Close()
-		}
-	}
+	call := roundTripOK(t, req)
 	call(tr)() // the host, its policy, its protocol
 	call(floor)()
 	got := testing.AllocsPerRun(200, call(tr))
@@ -62,7 +51,22 @@ func TestHTTP1FirstAttemptAllocatesLittleMoreThanPlain(t *testing.T) {
 	defer base.CloseIdleConnections()
 	tr := newTransport(t, Config{Policy: hedge.Config{Trigger: hedge.After(time.Hour)}, Next: base})
 	req := mustRequest(t, "GET", srv.URL, nil)
-	call := func(rt http.RoundTripper) func() {
+	call := roundTripOK(t, req)
+	for range 3 { // connections, the host, its policy, its protocol
+		call(plain)()
+		call(tr)()
+	}
+	want := testing.AllocsPerRun(300, call(plain))
+	got := testing.AllocsPerRun(300, call(tr))
+	if got > want+3 {
+		t.Errorf("a call through the Transport allocates %v times, a plain round trip %v: want at most 3 more", got, want)
+	}
+	t.Logf("Transport: %v allocations per call; plain: %v", got, want)
+}
+
+// roundTripOK returns, for a RoundTripper, one round trip of req that must answer "ok".
+func roundTripOK(t *testing.T, req *http.Request) func(http.RoundTripper) func() {
+	return func(rt http.RoundTripper) func() {
 		return func() {
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
@@ -74,14 +78,4 @@ func TestHTTP1FirstAttemptAllocatesLittleMoreThanPlain(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
-	for range 3 { // connections, the host, its policy, its protocol
-		call(plain)()
-		call(tr)()
-	}
-	want := testing.AllocsPerRun(300, call(plain))
-	got := testing.AllocsPerRun(300, call(tr))
-	if got > want+3 {
-		t.Errorf("a call through the Transport allocates %v times, a plain round trip %v: want at most 3 more", got, want)
-	}
-	t.Logf("Transport: %v allocations per call; plain: %v", got, want)
 }
