@@ -44,10 +44,14 @@ type call struct {
 	// first attempt, to send it, or RoundTrip, to close it when no attempt took it. Exactly
 	// one of them does, so the body is closed once, by one goroutine.
 	bodyOwned atomic.Bool
+	firstDone bool // see first; beside bodyOwned, where the call has room for it
 
 	// first is the first attempt's request when it is sent on the caller's context over
-	// HTTP/1 (see attempt), for cancelFirst.
-	first *http.Request
+	// HTTP/1 (see attempt), for cancelFirst; firstDone, under firstMu, says its round trip has
+	// returned, after which cancelFirst must not touch the request: the caller may send it
+	// again once RoundTrip is over, and a late cancel would reach that round trip.
+	first   *http.Request
+	firstMu sync.Mutex
 
 	// won is the winner's response body as RoundTrip returns it, when the attempt did not
 	// wrap it already: in the call's allocation, which lives as long as the winner anyway.
@@ -228,10 +232,14 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if ar != nil {
 		ar.answered.Store(true)
 	}
-	if stopCancel != nil {
-		// Answered: from here a loser's response is drained or closed (Transport.discard),
-		// never cancelled under a caller who may be reading it.
-		stopCancel()
+	if stopCancel != nil && !stopCancel() {
+		// Answered, but the attempt was cancelled meanwhile and cancelFirst is on its way:
+		// wait for it, or tell it not to, before the caller can reuse the request. (Once
+		// answered, a loser's response is drained or closed by Transport.discard, never
+		// cancelled under a caller who may be reading it.)
+		c.firstMu.Lock()
+		c.firstDone = true
+		c.firstMu.Unlock()
 	}
 	if err == nil && resp == nil {
 		err = fmt.Errorf("hedgehttp: Next (%T) returned a nil *Response with a nil error", c.t.next)
@@ -276,7 +284,11 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 // through Next's *http.Transport: the core calls it when the attempt loses (or the call ends
 // early) while its request is in flight.
 func (c *call) cancelFirst() {
-	c.t.h1.CancelRequest(c.first) //nolint:staticcheck // HTTP/1's per-request cancel, which net/http keeps for every request anyway
+	c.firstMu.Lock()
+	if !c.firstDone {
+		c.t.h1.CancelRequest(c.first) //nolint:staticcheck // HTTP/1's per-request cancel, which net/http keeps for every request anyway
+	}
+	c.firstMu.Unlock()
 }
 
 // plainScheme reports whether a request with this scheme goes over net/http's own
