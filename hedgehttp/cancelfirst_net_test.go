@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,6 +60,37 @@ func TestLateCancelOfAFirstAttemptSparesTheNextRoundTrip(t *testing.T) {
 		select {
 		case <-release: // not taken by a cancelled handler
 		default:
+		}
+	}
+}
+
+// TestHTTP1FirstAttemptBodyIsTheTransports: a winning first attempt that went out on the
+// caller's own request and context over HTTP/1 needs nothing of its attempt's context while
+// its body is read, so RoundTrip releases the winner at once and hands back the Transport's
+// own body, unwrapped, as a plain round trip would; the body still reads to its end.
+func TestHTTP1FirstAttemptBodyIsTheTransports(t *testing.T) {
+	checkGoroutines(t)
+	payload := strings.Repeat("0123456789abcdef", 1<<14) // 256 KiB: many reads
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, payload)
+	}))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr := newTransport(t, Config{Next: base})
+	for i := range 3 { // the first call learns that the host speaks HTTP/1
+		resp, err := tr.RoundTrip(mustRequest(t, "GET", srv.URL, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, wrapped := resp.Body.(*body)
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(got) != payload {
+			t.Fatalf("call %d: read %d bytes, %v; want all %d", i, len(got), err, len(payload))
+		}
+		if i > 0 && wrapped {
+			t.Errorf("call %d: the body is wrapped to hold the winner's context, which its request never used", i)
 		}
 	}
 }

@@ -522,7 +522,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case *attemptBody:
 			b.hold = hold // one wrapper for both: the attempt's and the call's
 		default:
-			if b == http.NoBody {
+			if b == http.NoBody || resp.Request != nil && resp.Request == c.first {
+				// No body, or the first attempt's request went out on the caller's own
+				// context (HTTP/1, see call.attempt): nothing of the winner's context reaches
+				// the body, which the caller's context alone governs, as with a plain round
+				// trip. Released now, the winner's state serves the next call at once.
 				hold.Release()
 			} else {
 				c.won = body{rc: b, hold: hold}
