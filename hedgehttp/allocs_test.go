@@ -22,8 +22,7 @@ func TestInlineCallAllocatesNoMoreThanTheCore(t *testing.T) {
 	policy := hedge.Config{Trigger: hedge.After(time.Hour)}
 	tr := newTransport(t, Config{Policy: policy, Next: bodyNext{}, NextHonoursContext: true})
 	floor := coreInline{p: hedge.MustNew(policy), next: bodyNext{}}
-	req := mustRequest(t, "GET", "http://svc.test/", nil)
-	call := roundTripOK(t, req)
+	call := roundTripOK(t, "http://svc.test/")
 	call(tr)() // the host, its policy, its protocol
 	call(floor)()
 	got := testing.AllocsPerRun(200, call(tr))
@@ -50,8 +49,7 @@ func TestHTTP1FirstAttemptAllocatesLittleMoreThanPlain(t *testing.T) {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	tr := newTransport(t, Config{Policy: hedge.Config{Trigger: hedge.After(time.Hour)}, Next: base})
-	req := mustRequest(t, "GET", srv.URL, nil)
-	call := roundTripOK(t, req)
+	call := roundTripOK(t, srv.URL)
 	for range 3 { // connections, the host, its policy, its protocol
 		call(plain)()
 		call(tr)()
@@ -64,10 +62,16 @@ func TestHTTP1FirstAttemptAllocatesLittleMoreThanPlain(t *testing.T) {
 	t.Logf("Transport: %v allocations per call; plain: %v", got, want)
 }
 
-// roundTripOK returns, for a RoundTripper, one round trip of req that must answer "ok".
-func roundTripOK(t *testing.T, req *http.Request) func(http.RoundTripper) func() {
+// roundTripOK returns, for a RoundTripper, one round trip of a new GET of url that must answer
+// "ok". A new request each time, as a client sends, on both sides of a comparison: the
+// Transport copies a request it has sent as it is before (Transport.sentBefore).
+func roundTripOK(t *testing.T, url string) func(http.RoundTripper) func() {
 	return func(rt http.RoundTripper) func() {
 		return func() {
+			req, err := http.NewRequest("GET", url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/replica"
@@ -190,8 +191,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		// nothing of it changes: no clone, no cancel chain, no channel.
 		// TestHedgeBeatsSlowPrimary fails if the Transport stops cancelling this way.
 		r = c.req
-		if c.rep != nil || c.buf != nil || c.req.Trailer != nil {
-			r = c.clone(c.req.Context(), true) // a URL or a body of its own: a copy
+		if c.rep != nil || c.buf != nil || c.req.Trailer != nil || c.t.sentBefore(c.req) {
+			r = c.clone(c.req.Context(), true) // a URL or a body of its own, or a request sent before: a copy
 		}
 		c.first = r
 		stopCancel = afterFunc(ctx, c.cancelFirst)
@@ -289,6 +290,25 @@ func (c *call) cancelFirst() {
 		c.t.h1.CancelRequest(c.first) //nolint:staticcheck // HTTP/1's per-request cancel, which net/http keeps for every request anyway
 	}
 	c.firstMu.Unlock()
+}
+
+// sentOwnSlots is how many requests sent as they are (see Transport.sentBefore) a Transport
+// remembers: enough that callers on other goroutines rarely push out a request about to be
+// sent again.
+const sentOwnSlots = 64
+
+// sentBefore reports whether req may have been sent as it is, by a first attempt on the
+// caller's own request, before; it remembers that it is being sent now. net/http keys the
+// cancel function that CancelRequest calls by the *Request, and the round trip before, once
+// its body is read, removes the key on its own goroutine: when the caller sends the same
+// request again at once, that removal may come after the new round trip set the key, and a
+// loss could no longer cancel it. A request sent again goes out as a copy, under a key of its
+// own. Only addresses are kept (nothing is held alive); a new request at an old one's address
+// is copied for nothing, and one pushed out of its slot by another is not caught.
+func (t *Transport) sentBefore(req *http.Request) bool {
+	a := uintptr(unsafe.Pointer(req))
+	slot := &t.sentOwn[(a>>4)%sentOwnSlots]
+	return slot.Swap(a) == a
 }
 
 // plainScheme reports whether a request with this scheme goes over net/http's own

@@ -30,9 +30,11 @@ func TestLateCancelOfAFirstAttemptSparesTheNextRoundTrip(t *testing.T) {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	tr := newTransport(t, Config{Next: base})
-	req := mustRequest(t, "GET", srv.URL, nil)
-
 	for _, answered := range []bool{true, false} {
+		// A request of its own each time: net/http's round trip of a request, once its body
+		// is read, removes the request's cancel function on its own goroutine, maybe after
+		// the next round trip of the same request set it (see Transport.sentBefore).
+		req := mustRequest(t, "GET", srv.URL, nil)
 		errc := make(chan error, 1)
 		go func() { // the caller's next round trip of the same request
 			resp, err := base.RoundTrip(req)
@@ -45,7 +47,11 @@ func TestLateCancelOfAFirstAttemptSparesTheNextRoundTrip(t *testing.T) {
 		<-arrived
 		c := &call{t: tr, req: req, first: req, firstDone: answered}
 		c.cancelFirst()
-		release <- struct{}{}
+		if answered {
+			// Only now may the handler answer. A cancelled round trip is left to end by
+			// itself: its response, were it already on its way, could beat the cancel.
+			release <- struct{}{}
+		}
 		select {
 		case err := <-errc:
 			if answered && err != nil {
@@ -92,5 +98,23 @@ func TestHTTP1FirstAttemptBodyIsTheTransports(t *testing.T) {
 		if i > 0 && wrapped {
 			t.Errorf("call %d: the body is wrapped to hold the winner's context, which its request never used", i)
 		}
+	}
+}
+
+// TestARequestSentAgainGoesOutAsACopy: a first attempt that would go out on the caller's own
+// request is sent as a copy when that request went out so before, since net/http's previous
+// round trip of it may remove the cancel function the new one set (Transport.sentBefore).
+func TestARequestSentAgainGoesOutAsACopy(t *testing.T) {
+	tr := newTransport(t, Config{})
+	a := mustRequest(t, "GET", "http://127.0.0.1:1/", nil)
+	b := mustRequest(t, "GET", "http://127.0.0.1:1/", nil)
+	if tr.sentBefore(a) || tr.sentBefore(b) {
+		t.Fatal("a request never sent counts as sent before")
+	}
+	if !tr.sentBefore(a) || !tr.sentBefore(b) {
+		t.Fatal("a request sent again does not count as sent before")
+	}
+	if !tr.sentBefore(a) {
+		t.Fatal("a request sent a third time does not count as sent before")
 	}
 }

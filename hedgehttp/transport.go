@@ -186,6 +186,8 @@ type Transport struct {
 	// goroutine is cancelled through it rather than through a context of its own (see
 	// call.attempt).
 	h1 *http.Transport
+	// sentOwn remembers the requests lately sent as they are (see sentBefore).
+	sentOwn [sentOwnSlots]atomic.Uintptr
 
 	// hosts holds each dependency by name (see Config.Key); byURL, under the default
 	// keying, each scheme and host as requests spell them, so that finding a request's host
