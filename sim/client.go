@@ -49,6 +49,9 @@ func (hc *hedgeClient) observe(e hedge.Event) {
 	case hedge.HedgeSuppressed:
 		hc.sup[uint8(e.Reason)]++
 	}
+	if s.onEvent != nil {
+		s.onEvent(s.slots[s.cur].idx, e)
+	}
 }
 
 func vtime(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }

@@ -128,6 +128,10 @@ type sim struct {
 	// onService, in tests, sees each attempt of a measured call as a worker starts it, with
 	// how long it waited in its replica's queue.
 	onService func(call, attempt int, wait, svc int64)
+	// onEvent, in tests, sees every event of a measured call as its policy's Observer does.
+	onEvent func(call int, e hedge.Event)
+	// onFinish, in tests, sees each measured call that succeeds as it ends, with its latency.
+	onFinish func(call int, latency int64)
 }
 
 // model is the run's parameters, fixed from reset to the end of the run.
@@ -1035,6 +1039,9 @@ func (s *sim) finishCall(si int32, err error, started bool) {
 			}
 		} else {
 			s.lat = append(s.lat, s.now-sl.arrive)
+			if s.onFinish != nil {
+				s.onFinish(sl.idx, s.now-sl.arrive)
+			}
 		}
 	}
 	for k, r := range sl.reqs {
