@@ -20,7 +20,8 @@ import (
 //
 // queued is how many requests wait for a worker, busy how many workers run a request (the
 // answered one among them) of workers in all, and wait how long the answered request waited
-// for its worker, in milliseconds. The figures are taken when the handler writes its response
+// for its worker, in milliseconds; a figure that is 0 may be left out (FormatLoad leaves out
+// every one but workers). The figures are taken when the handler writes its response
 // header (or returns without writing), so a response reports the queue as it stands when it
 // leaves the server. Unknown keys are ignored and a missing one reads as 0, so the header can
 // grow.
@@ -32,23 +33,34 @@ import (
 // without it.
 const LoadHeader = "Hedge-Load"
 
-// FormatLoad returns l as a [LoadHeader] value.
+// FormatLoad returns l as a [LoadHeader] value. A figure that is 0 is left out (a parser reads
+// a missing key as 0), but for workers, which every value carries: every byte of a header is
+// read, checked and copied on both sides of every response, and an idle server's report is
+// then "busy=1, workers=16".
 func FormatLoad(l workqueue.Load) string {
 	var b [80]byte
-	s := append(b[:0], "queued="...)
-	s = strconv.AppendInt(s, int64(l.Queued), 10)
-	s = append(s, ", busy="...)
-	s = strconv.AppendInt(s, int64(l.Busy), 10)
-	s = append(s, ", workers="...)
+	s := b[:0]
+	if l.Queued != 0 {
+		s = append(s, "queued="...)
+		s = strconv.AppendInt(s, int64(l.Queued), 10)
+		s = append(s, ", "...)
+	}
+	if l.Busy != 0 {
+		s = append(s, "busy="...)
+		s = strconv.AppendInt(s, int64(l.Busy), 10)
+		s = append(s, ", "...)
+	}
+	s = append(s, "workers="...)
 	s = strconv.AppendInt(s, int64(l.Workers), 10)
-	s = append(s, ", wait="...)
-	us := max(l.Wait.Microseconds(), 0)
-	s = strconv.AppendInt(s, us/1000, 10)
-	if f := us % 1000; f != 0 {
-		s = append(s, '.')
-		s = append(s, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
-		for s[len(s)-1] == '0' {
-			s = s[:len(s)-1]
+	if us := max(l.Wait.Microseconds(), 0); us > 0 {
+		s = append(s, ", wait="...)
+		s = strconv.AppendInt(s, us/1000, 10)
+		if f := us % 1000; f != 0 {
+			s = append(s, '.')
+			s = append(s, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+			for s[len(s)-1] == '0' {
+				s = s[:len(s)-1]
+			}
 		}
 	}
 	return string(s)

@@ -32,6 +32,6 @@ func ExampleQueue_loadReport() {
 	fmt.Println(v)
 	fmt.Printf("%d queued, %d of %d workers busy\n", l.Queued, l.Busy, l.Workers)
 	// Output:
-	// queued=0, busy=1, workers=4, wait=0
+	// busy=1, workers=4
 	// 0 queued, 1 of 4 workers busy
 }

@@ -22,9 +22,13 @@ func TestFormatParseLoad(t *testing.T) {
 		want string
 	}{
 		{workqueue.Load{Queued: 3, Busy: 16, Workers: 16, Wait: 12500 * time.Microsecond}, "queued=3, busy=16, workers=16, wait=12.5"},
-		{workqueue.Load{Busy: 1, Workers: 4}, "queued=0, busy=1, workers=4, wait=0"},
-		{workqueue.Load{Wait: 7*time.Millisecond + 123*time.Microsecond}, "queued=0, busy=0, workers=0, wait=7.123"},
-		{workqueue.Load{Wait: 40 * time.Microsecond}, "queued=0, busy=0, workers=0, wait=0.04"},
+		{workqueue.Load{Busy: 1, Workers: 4}, "busy=1, workers=4"},
+		{workqueue.Load{Queued: 2, Workers: 4}, "queued=2, workers=4"},
+		{workqueue.Load{Workers: 4}, "workers=4"},
+		{workqueue.Load{}, "workers=0"},
+		{workqueue.Load{Wait: 7*time.Millisecond + 123*time.Microsecond}, "workers=0, wait=7.123"},
+		{workqueue.Load{Wait: 40 * time.Microsecond}, "workers=0, wait=0.04"},
+		{workqueue.Load{Wait: 999 * time.Nanosecond}, "workers=0"},
 	} {
 		got := FormatLoad(tc.l)
 		if got != tc.want {
