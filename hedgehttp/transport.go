@@ -11,6 +11,11 @@
 // queue in front of them, so that a client's cancellation reaches the server: a hedged copy
 // that lost and was cancelled leaves the queue without running, and one that is running sees
 // its context cancelled. Without it, every losing copy costs the server a full service time.
+//
+// A Queue also tells every client how loaded it is: on every response ([LoadHeader]) and, for
+// clients that ask ([Config.LoadReportInterval]), on a load stream of its own
+// ([Queue.LoadStream]) every few milliseconds. A Transport sends no hedge into a backlog the
+// servers report, and sends one to the replica with the shortest queue.
 package hedgehttp
 
 import (
@@ -24,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/perkey"
@@ -146,6 +152,23 @@ type Config struct {
 	// caller after every attempt failed. It also bounds how much of a losing response's body
 	// is read, and thrown away, to keep its connection. 0 means 64 KiB; negative is an error.
 	ErrorBodyLimit int64
+
+	// LoadReportInterval, when > 0, opens a load stream ([Queue.LoadStream]) on every server
+	// a host's calls go to (each of its replicas, or the request's own host without
+	// replicas) and asks for a report this often; the server grants no less than its own
+	// minimum (50 ms by default). The reports reach the host's policy and replicas as a
+	// response's [LoadHeader] does, but from every server, every interval, however few of the
+	// fleet's calls this client makes: with many clients, a response's report is a hundred
+	// milliseconds old or more, a stream's at most one interval. 0 (the default) opens none;
+	// negative is an error. Each stream is one long GET through Next (over HTTP/1.1, a
+	// connection of its own); a host's streams open at its first call and close after a
+	// minute without one, or at [Transport.Close]. A server without a stream (404, 405 or
+	// 501) is asked again once a minute.
+	LoadReportInterval time.Duration
+
+	// LoadStreamPath is the path of the servers' load streams; "" means [LoadStreamPath].
+	// It must be an absolute path that needs no escaping.
+	LoadStreamPath string
 }
 
 // Transport is an [http.RoundTripper] that hedges and retries requests under one
@@ -197,6 +220,9 @@ type Transport struct {
 	// lastURL is the entry of byURL the last request found: a client that calls one host
 	// (the usual case) finds it again by comparing two strings, without hashing them.
 	lastURL atomic.Pointer[urlHost]
+
+	// streams is the load streams of Config.LoadReportInterval; nil when it is 0.
+	streams *loadStreams
 }
 
 // urlKey is the default key before normalisation: looking it up allocates nothing.
@@ -216,6 +242,13 @@ type host struct {
 	pool  atomic.Pointer[replica.Pool] // nil until a request finds replicas
 	mu    sync.Mutex                   // serialises writers of pool
 	proto atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
+
+	// With load streams (Config.LoadReportInterval): streaming says the host's streams
+	// follow streamPool (nil: the request's own host), used that it called since the last
+	// idle check (loadStreams.checkIdle).
+	streaming  atomic.Bool
+	streamPool atomic.Pointer[replica.Pool]
+	used       atomic.Bool
 }
 
 // Policy is the host's policy.
@@ -286,6 +319,11 @@ func NewTransport(cfg Config) (*Transport, error) {
 		signals:    cfg.Policy.Trigger.ReadsStartSignals(),
 	}
 	t.discardFn = t.discard
+	streams, err := newLoadStreams(t, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.streams = streams
 	if t.next == nil {
 		t.next = http.DefaultTransport
 	}
@@ -489,6 +527,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				closeBody(req)
 				return nil, err
 			}
+		}
+	}
+	if t.streams != nil {
+		if !h.streaming.Load() || h.streamPool.Load() != pool {
+			t.streams.follow(h, req, pool)
+		} else if !h.used.Load() {
+			h.used.Store(true)
 		}
 	}
 	var c *call

@@ -109,16 +109,18 @@ func scaleConfig(c hedge.Config, s float64) hedge.Config {
 }
 
 // realSetupNames is the simulator's setup names that hedgeload can run against real servers:
-// every one but those with out-of-band load reports (sim.Setup.LoadInterval), which its
-// HTTP servers do not send.
-func realSetupNames() []string {
-	var names []string
+// every one (those with out-of-band load reports, sim.Setup.LoadInterval, over HTTP only:
+// its servers then serve hedgehttp's load stream).
+func realSetupNames() []string { return sim.SetupNames() }
+
+// outOfBand reports whether the setup named name has out-of-band load reports.
+func outOfBand(name string) bool {
 	for _, st := range sim.Setups(0) {
-		if st.LoadInterval == 0 {
-			names = append(names, st.Name)
+		if st.Name == name {
+			return st.LoadInterval > 0
 		}
 	}
-	return names
+	return false
 }
 
 // setups returns the simulator's setups named in names, scaled: the same definitions hedgesim
@@ -130,10 +132,8 @@ func setups(names []string, hedgeDelay time.Duration, s float64) ([]sim.Setup, e
 		found := false
 		for _, st := range all {
 			if st.Name == n {
-				if st.LoadInterval > 0 {
-					return nil, fmt.Errorf("setup %q: out-of-band load reports are not run against real servers here (per-call reports are: %q)", n, sim.SetupServerAssisted)
-				}
 				st.Config = scaleConfig(st.Config, s)
+				st.LoadInterval = time.Duration(float64(st.LoadInterval) * s)
 				out = append(out, st)
 				found = true
 			}

@@ -213,6 +213,7 @@ func startReplicas(pc pointConfig, acct *accounts) ([]*server, []string, error) 
 			slack:    pc.slack,
 			scale:    pc.serverScale,
 			reports:  pc.setup.ServerLoad,
+			stream:   pc.setup.ServerLoad && pc.setup.LoadInterval > 0,
 		}, acct)
 		if err != nil {
 			return reps, nil, err
@@ -284,7 +285,7 @@ func (cl *caller) newClient(addrs []string) (loadClient, error) {
 	if cl.pc.replicas > 1 {
 		replicasOf = func(string) []string { return addrs }
 	}
-	return newLoadClient(cl.pc.protocol, pol, replicasOf, cl.pc.balancer, addrs[0])
+	return newLoadClient(cl.pc.protocol, pol, replicasOf, cl.pc.balancer, addrs[0], cl.pc.setup.LoadInterval)
 }
 
 // send makes call i, due at due, and records it; the last measured call to end stops the pacer.
@@ -546,12 +547,16 @@ type loadClient struct {
 var errStatus = errors.New("hedgeload: the server did not answer 200 OK")
 
 // newLoadClient returns a client that hedges under policy over protocol to the server at addr
-// (or, over HTTP, to the replicas replicas names).
-func newLoadClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer, addr string) (loadClient, error) {
+// (or, over HTTP, to the replicas replicas names), reading each server's load stream every
+// loadInterval when it is not 0 (HTTP only).
+func newLoadClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer, addr string, loadInterval time.Duration) (loadClient, error) {
 	if protocol == GRPC {
+		if loadInterval > 0 {
+			return loadClient{}, errors.New("out-of-band load reports run over HTTP here")
+		}
 		return newGRPCClient(policy, addr)
 	}
-	client, closeIdle, err := newClient(protocol, policy, replicas, balancer)
+	client, closeIdle, err := newClient(protocol, policy, replicas, balancer, loadInterval)
 	if err != nil {
 		return loadClient{}, err
 	}
@@ -579,8 +584,9 @@ func newLoadClient(protocol string, policy hedge.Config, replicas func(string) [
 }
 
 // newClient returns an HTTP client that hedges under policy through hedgehttp.Transport, over
-// the given protocol, and a function that closes its idle connections.
-func newClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer string) (*http.Client, func(), error) {
+// the given protocol, with load streams every loadInterval when it is not 0, and a function
+// that closes its streams and idle connections.
+func newClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer string, loadInterval time.Duration) (*http.Client, func(), error) {
 	var rc replica.Config
 	if balancer != "" {
 		b, err := replica.ParseBalancer(balancer)
@@ -601,9 +607,10 @@ func newClient(protocol string, policy hedge.Config, replicas func(string) []str
 	} else {
 		base.Protocols.SetHTTP1(true)
 	}
-	tr, err := hedgehttp.NewTransport(hedgehttp.Config{Policy: policy, Next: base, Replicas: replicas, Replica: rc})
+	tr, err := hedgehttp.NewTransport(hedgehttp.Config{Policy: policy, Next: base, Replicas: replicas, Replica: rc, LoadReportInterval: loadInterval})
 	if err != nil {
 		return nil, nil, err
 	}
-	return &http.Client{Transport: tr}, tr.CloseIdleConnections, nil // base's, and the hedges' own
+	// Close: the streams, and the idle connections of base and of the hedges' own.
+	return &http.Client{Transport: tr}, func() { tr.Close() }, nil
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hedgekit/hedge/hedgehttp"
 	"github.com/hedgekit/hedge/sim"
 )
 
@@ -130,5 +134,51 @@ func TestServerScale(t *testing.T) {
 	// measured (its calls sent a little earlier or later move the measurement window a hair).
 	if d := b.Sim.UtilisationPct - a.Sim.UtilisationPct; d < -0.5 || d > 0.5 {
 		t.Errorf("the simulator's utilisation moved with -server-scale: %.2f, %.2f %%", a.Sim.UtilisationPct, b.Sim.UtilisationPct)
+	}
+}
+
+// A setup with out-of-band load reports runs over HTTP: its interval is scaled with the model's
+// times, its servers serve the queue's load stream (beside the queue, holding no worker), and
+// a small point with replicas completes with no failed call (that its Transport reads the
+// streams is hedgehttp's TestTransportLoadStreams).
+func TestOutOfBandPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers: not in -short")
+	}
+	sets, err := setups([]string{sim.SetupServerAssistedOOB}, 20*time.Millisecond, 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sim.OOBInterval / 4; sets[0].LoadInterval != want {
+		t.Fatalf("scaled LoadInterval %v, want %v", sets[0].LoadInterval, want)
+	}
+
+	rp, err := startReplica(serverConfig{workers: 2, service: sim.ReferenceMixture(), protocol: HTTP1, reports: true, stream: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.close()
+	resp, err := http.Get("http://" + rp.addr + hedgehttp.LoadStreamPath + "?interval=1ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	resp.Body.Close()
+	if l, ok := hedgehttp.ParseLoad(strings.TrimSpace(line)); err != nil || !ok || l.Workers != 2 {
+		t.Fatalf("the server's load stream: %q, %v (%+v, %v)", line, err, l, ok)
+	}
+
+	pc := pointConfig{
+		setup: sets[0], loadPct: 30, mode: sim.Reaches, protocol: HTTP2, seed: 2,
+		workers: 4, replicas: 3, balancer: sim.BalancerP2C, service: scaleDist(sim.ReferenceMixture(), 0.25),
+		calls: 300, warmup: 0.1,
+		maxLag: time.Hour, callTimeout: 90 * time.Second, deadline: 2 * time.Minute, // plumbing only, as TestRealPoint
+	}
+	pt, diag, err := runReal(context.Background(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt.Collapse || pt.FailedPct != 0 || pt.Calls != 300 || diag.Sent < 300 || pt.Setup != sim.SetupServerAssistedOOB {
+		t.Fatalf("point = %+v, generator %+v", pt, diag)
 	}
 }

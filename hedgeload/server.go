@@ -120,6 +120,9 @@ type serverConfig struct {
 	// reports: the queue adds its load report (hedgehttp.LoadHeader) to every response, for
 	// setups whose servers report (sim.Setup.ServerLoad).
 	reports bool
+	// stream: the server also serves the queue's load stream (hedgehttp.Queue.LoadStream),
+	// for setups with out-of-band reports (sim.Setup.LoadInterval); HTTP only.
+	stream bool
 }
 
 // requestIDs reads a request's call index and attempt index.
@@ -237,6 +240,18 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		}
 		q.ServeHTTP(w, r)
 	})
+	var ls *hedgehttp.LoadStream
+	if cfg.stream {
+		// A report as often as the client asks: the setup's interval, scaled.
+		if ls, err = q.LoadStream(time.Millisecond); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		mux := http.NewServeMux()
+		mux.Handle(hedgehttp.LoadStreamPath, ls)
+		mux.Handle("/", h)
+		h = mux.ServeHTTP
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -246,7 +261,12 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 16}
-	rp.stop = func() { srv.Close() }
+	rp.stop = func() {
+		if ls != nil {
+			ls.Close() // the streams end before their connections do
+		}
+		srv.Close()
+	}
 	go func() {
 		defer close(rp.done)
 		srv.Serve(ln)

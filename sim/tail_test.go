@@ -228,16 +228,20 @@ func TestTailCompositionSweep(t *testing.T) {
 		reps, err1 := strconv.Atoi(f[0])
 		load, err2 := strconv.ParseFloat(f[1], 64)
 		seed, err3 := strconv.ParseUint(f[2], 10, 64)
-		q := 0.99
-		var err4 error
+		// The setup's name may hold commas ("server-assisted, out-of-band"): the quantile is
+		// a last field that is a number.
+		q, name := 0.99, f[3:]
 		if len(f) > 4 {
-			q, err4 = strconv.ParseFloat(f[4], 64)
+			if x, err := strconv.ParseFloat(strings.TrimSpace(f[len(f)-1]), 64); err == nil {
+				q, name = x, f[3:len(f)-1]
+			}
 		}
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || reps < 1 || 16%reps != 0 {
+		setup := strings.TrimSpace(strings.Join(name, ","))
+		if err1 != nil || err2 != nil || err3 != nil || reps < 1 || 16%reps != 0 {
 			t.Fatalf("%q: want replicas (dividing 16),load,seed,setup[,quantile]", one)
 		}
 		p := Params{Calls: 100_000, Workers: 16 / reps, Replicas: reps, Clients: 32, Balancer: BalancerP2C}
-		t.Logf("%d×%d, %g %%, seed %d, %s, q %g: %v", reps, 16/reps, load, seed, f[3], q,
-			tailComposition(t, p, setupNamed(t, f[3]), load, Ignored, seed, q, 0.8))
+		t.Logf("%d×%d, %g %%, seed %d, %s, q %g: %v", reps, 16/reps, load, seed, setup, q,
+			tailComposition(t, p, setupNamed(t, setup), load, Ignored, seed, q, 0.8))
 	}
 }

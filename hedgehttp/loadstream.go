@@ -1,0 +1,432 @@
+package hedgehttp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
+)
+
+// This file holds load streams, the out-of-band half of a [Queue]'s load reports: instead of
+// (or beside) a report on every response ([LoadHeader]), each client opens one long response
+// on every server it calls, on which the server writes its load at a fixed interval, whatever
+// the call rate. A client that makes a thin slice of a fleet's calls hears from each server
+// only every hundred milliseconds or more on its own responses; on a stream it hears every
+// interval, from every server, also from those its calls have not reached lately. The server
+// half is [Queue.LoadStream]; the client half is [Config.LoadReportInterval].
+
+// LoadStreamPath is the path at which a [Transport] with [Config.LoadReportInterval] asks each
+// server for its load stream (unless [Config.LoadStreamPath] names another), and where a
+// server mounts [Queue.LoadStream].
+const LoadStreamPath = "/.hedge/load"
+
+// DefaultLoadStreamMinInterval is the shortest interval a [Queue.LoadStream] grants when it is
+// given none: a client that asks for less (or for nothing) is sent a report this often. It is
+// well inside [hedge.LoadMaxAge], so that a stream's latest report is always fresh where the
+// policy looks. It is hedgegrpc's DefaultOOBMinInterval, for the same reasons.
+const DefaultLoadStreamMinInterval = 50 * time.Millisecond
+
+// ErrLoadStreamClosed is the error of a [LoadStream] whose Close was called: its streams end
+// and it refuses new ones (503 with Retry-After).
+var ErrLoadStreamClosed = errors.New("hedgehttp: load stream closed")
+
+// LoadStream is the handler of a [Queue]'s load stream. A GET, with an optional query
+// parameter interval (a Go duration, "interval=20ms"), is answered 200 with a text/plain body
+// that never ends by itself: one line per report, the queue's load in the syntax of
+// [LoadHeader] (without a request's wait), the first at once and then one every interval
+// (never more often than the handler's minimum). The stream ends when its client goes away
+// or when Close is called. Other methods are answered 405, an interval that does not parse 400.
+//
+// Mount it beside the queue, not behind it, so that a stream never holds a worker:
+//
+//	ls, err := q.LoadStream(0)
+//	...
+//	mux.Handle(hedgehttp.LoadStreamPath, ls)
+//	mux.Handle("/", q)
+//
+// A stream holds its request open for as long as its client keeps it: http.Server.Shutdown
+// waits for open requests, so register Close with http.Server.RegisterOnShutdown. The
+// handler clears the write deadline of each stream's connection (http.Server.WriteTimeout
+// would otherwise end it). Safe for concurrent use.
+type LoadStream struct {
+	q    *Queue
+	min  time.Duration
+	mu   sync.Mutex
+	done chan struct{} // closed by Close
+	open sync.WaitGroup
+}
+
+// LoadStream returns the handler of the queue's load stream, which never reports more often
+// than every minInterval: 0 means [DefaultLoadStreamMinInterval]; negative is an error
+// wrapping [ErrQueueConfig].
+//
+// A stream costs the server one line of about 20 bytes per client per interval, whatever the
+// call rate, and nothing per response: where calls are many and small, it can replace the
+// per-response report ([QueueConfig.NoLoadReport]), whose header costs a few per cent of a
+// round trip that does nothing else.
+func (q *Queue) LoadStream(minInterval time.Duration) (*LoadStream, error) {
+	if minInterval < 0 {
+		return nil, fmt.Errorf("%w: LoadStream's minInterval must be >= 0, got %v", ErrQueueConfig, minInterval)
+	}
+	if minInterval == 0 {
+		minInterval = DefaultLoadStreamMinInterval
+	}
+	return &LoadStream{q: q, min: minInterval, done: make(chan struct{})}, nil
+}
+
+// ServeHTTP streams the queue's load until the client goes away or Close is called.
+func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "hedgehttp: a load stream is read with GET", http.StatusMethodNotAllowed)
+		return
+	}
+	interval := s.min
+	if v := r.URL.Query().Get("interval"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			http.Error(w, fmt.Sprintf("hedgehttp: load stream interval %q: want a duration such as 50ms", v), http.StatusBadRequest)
+			return
+		}
+		interval = max(d, s.min)
+	}
+	if !s.enter() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, ErrLoadStreamClosed.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.open.Done()
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // not supported by every writer; nothing to clear then
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	line := make([]byte, 0, 64)
+	for {
+		line = append(append(line[:0], FormatLoad(s.q.core.Load(0))...), '\n')
+		if _, err := w.Write(line); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return // a writer that cannot flush cannot stream
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// enter counts a new stream in, unless Close was called.
+func (s *LoadStream) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	s.open.Add(1)
+	return true
+}
+
+// Close ends every open stream and refuses new ones, and returns once every stream's handler
+// has returned. Register it with http.Server.RegisterOnShutdown. Calling it again does nothing.
+func (s *LoadStream) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.mu.Unlock()
+	s.open.Wait()
+}
+
+// The client half.
+
+// How a Transport's load streams behave: a stream that ends or fails is opened again after
+// loadStreamRetryMin, doubling to loadStreamRetryMax while it keeps failing; a server that
+// answers the stream with 404, 405 or 501 (it has none) is asked again only after
+// loadStreamAbsent. A stream on which no report has come for loadStreamStallReports
+// intervals (or gaps between two reports, when the server grants a longer interval than
+// asked; at least loadStreamStallMin) is taken for stalled and opened again; a stall after a
+// report teaches the server's next stream that its gap may be that long (up to
+// hedge.LoadMaxAge, beyond which a report says nothing anyway). A host that made no call for
+// loadStreamIdle has its streams closed, until its next call.
+const (
+	loadStreamRetryMin     = 100 * time.Millisecond
+	loadStreamRetryMax     = 10 * time.Second
+	loadStreamAbsent       = time.Minute
+	loadStreamStallReports = 10
+	loadStreamStallMin     = time.Second
+	loadStreamIdle         = time.Minute
+	loadStreamMaxLine      = 1024
+)
+
+// loadStreams is a Transport's load streams: one per server (replica address, or the request's
+// own host when the host has no replicas) of each host that called lately.
+type loadStreams struct {
+	t        *Transport
+	interval time.Duration
+	path     string
+	idle     time.Duration // loadStreamIdle; shorter in tests
+	stallMin time.Duration // loadStreamStallMin; shorter in tests
+
+	mu     sync.Mutex
+	closed bool
+	done   atomic.Bool // closed, read without the lock
+	hosts  map[*host]*hostStreams
+	wg     sync.WaitGroup // every stream's goroutine
+}
+
+// hostStreams is one host's streams, by server address.
+type hostStreams struct {
+	scheme, hostHeader string
+	byAddr             map[string]context.CancelFunc
+	idle               *time.Timer // closes the streams of a host that stopped calling
+}
+
+// newLoadStreams returns the load streams of cfg, nil when it asks for none.
+func newLoadStreams(t *Transport, cfg Config) (*loadStreams, error) {
+	if cfg.LoadReportInterval < 0 {
+		return nil, fmt.Errorf("%w: Config.LoadReportInterval must be >= 0, got %v", ErrConfig, cfg.LoadReportInterval)
+	}
+	if cfg.LoadStreamPath != "" && (cfg.LoadStreamPath[0] != '/' || (&url.URL{Path: cfg.LoadStreamPath}).EscapedPath() != cfg.LoadStreamPath) {
+		return nil, fmt.Errorf("%w: Config.LoadStreamPath must be an absolute path needing no escapes, got %q", ErrConfig, cfg.LoadStreamPath)
+	}
+	if cfg.LoadReportInterval == 0 {
+		return nil, nil
+	}
+	path := cfg.LoadStreamPath
+	if path == "" {
+		path = LoadStreamPath
+	}
+	return &loadStreams{t: t, interval: cfg.LoadReportInterval, path: path, idle: loadStreamIdle, stallMin: loadStreamStallMin, hosts: make(map[*host]*hostStreams)}, nil
+}
+
+// follow makes h's streams match the servers its calls go to now: pool's replicas, or req's
+// own host when pool is nil. RoundTrip calls it when h.streaming says they may not (the
+// host's first call, a new pool, streams closed for idleness).
+func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
+	if s.done.Load() {
+		return // after Transport.Close: no streams, and no lock for every call
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	hs := s.hosts[h]
+	if hs == nil {
+		hs = &hostStreams{byAddr: make(map[string]context.CancelFunc)}
+		s.hosts[h] = hs
+		hs.idle = time.AfterFunc(s.idle, func() { s.checkIdle(h) })
+	}
+	hs.scheme = req.URL.Scheme
+	hs.hostHeader = req.Host
+	if hs.hostHeader == "" {
+		hs.hostHeader = req.URL.Host
+	}
+	want := map[string]bool{}
+	if pool != nil {
+		for i := range pool.Len() {
+			want[pool.Addr(i)] = true
+		}
+	} else {
+		want[req.URL.Host] = true
+	}
+	for addr, stop := range hs.byAddr {
+		if !want[addr] {
+			stop()
+			delete(hs.byAddr, addr)
+		}
+	}
+	for addr := range want {
+		if hs.byAddr[addr] == nil {
+			ctx, stop := context.WithCancel(context.Background())
+			hs.byAddr[addr] = stop
+			s.wg.Add(1)
+			go s.run(ctx, h, hs.scheme, addr, hs.hostHeader)
+		}
+	}
+	h.used.Store(true)
+	h.streamPool.Store(pool)
+	h.streaming.Store(true)
+}
+
+// checkIdle closes h's streams if it made no call since the last check, and otherwise looks
+// again after another idle period.
+func (s *loadStreams) checkIdle(h *host) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hs := s.hosts[h]
+	if s.closed || hs == nil {
+		return
+	}
+	if h.used.Swap(false) {
+		hs.idle.Reset(s.idle)
+		return
+	}
+	h.streaming.Store(false) // before the streams go: a call from now on opens them again
+	for _, stop := range hs.byAddr {
+		stop()
+	}
+	delete(s.hosts, h)
+}
+
+// close ends every stream and waits for their goroutines.
+func (s *loadStreams) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.done.Store(true)
+	for h, hs := range s.hosts {
+		hs.idle.Stop()
+		for _, stop := range hs.byAddr {
+			stop()
+		}
+		delete(s.hosts, h)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// run keeps one server's stream open until ctx ends, opening it again after each failure.
+func (s *loadStreams) run(ctx context.Context, h *host, scheme, addr, hostHeader string) {
+	defer s.wg.Done()
+	u := &url.URL{Scheme: scheme, Host: addr, Path: s.path, RawQuery: "interval=" + s.interval.String()}
+	var wait, gap time.Duration
+	for {
+		var got, absent bool
+		got, absent, gap = s.read(ctx, h, u, addr, hostHeader, gap)
+		wait = retryWait(wait, got, absent)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// retryWait is how long a stream waits before it is opened again, after a try that waited
+// last before it (0: none yet), got reports or not, and found the server has no stream.
+func retryWait(last time.Duration, got, absent bool) time.Duration {
+	switch {
+	case absent:
+		return loadStreamAbsent
+	case got || last == 0 || last == loadStreamAbsent:
+		return loadStreamRetryMin
+	}
+	return min(2*last, loadStreamRetryMax)
+}
+
+// read opens the stream once and hands each report to h until the stream ends, fails or
+// stalls. got says a report came; absent, that the server has no stream to give. gap is the
+// time between the last two reports seen on the server's streams, for the watchdog.
+func (s *loadStreams) read(ctx context.Context, h *host, u *url.URL, addr, hostHeader string, gap time.Duration) (got, absent bool, _ time.Duration) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false, true, gap // an address no request can be made to: nothing to retry soon
+	}
+	req.Host = hostHeader
+	resp, err := s.t.next.RoundTrip(req)
+	if err != nil {
+		return false, false, gap
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		switch resp.StatusCode {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+			return false, true, gap
+		}
+		return false, false, gap
+	}
+	// The watchdog: a server may grant a longer interval than asked; the gap between its
+	// reports then sets how long a silence is a stall.
+	stall := func() time.Duration {
+		return max(loadStreamStallReports*max(s.interval, gap), s.stallMin)
+	}
+	var stalled atomic.Bool
+	watchdog := time.AfterFunc(stall(), func() {
+		stalled.Store(true)
+		cancel()
+	})
+	defer watchdog.Stop()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 128), loadStreamMaxLine)
+	var last time.Time
+	for sc.Scan() {
+		now := time.Now()
+		if !last.IsZero() {
+			gap = now.Sub(last)
+		}
+		last = now
+		watchdog.Reset(stall())
+		l, ok := ParseLoad(sc.Text())
+		if !ok {
+			continue
+		}
+		got = true
+		s.deliver(now, h, addr, l)
+	}
+	if stalled.Load() && !last.IsZero() {
+		// The server may send less often than the watchdog allowed: next time, allow at
+		// least this silence between two reports, up to what a report counts for.
+		gap = min(max(gap, time.Since(last)), hedge.LoadMaxAge)
+	}
+	return got, false, gap
+}
+
+// deliver hands a stream's report to h's policy (the backlog gate) and replicas (where a copy
+// goes): the paths a response's report takes (call.noteLoad), with no request's wait.
+func (s *loadStreams) deliver(now time.Time, h *host, addr string, l hedge.Load) {
+	l.Wait = 0
+	i := 0
+	if p := h.streamPool.Load(); p != nil {
+		if i = p.Index(addr); i < 0 {
+			return // a replica no longer in the pool: its stream is about to end
+		}
+		p.Set().ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
+	}
+	h.Policy().ReportLoad(now, i, l)
+	if f := loadStreamReceived.Load(); f != nil {
+		(*f)(addr, l)
+	}
+}
+
+// loadStreamReceived, when set (by tests), is called after each stream report is delivered.
+var loadStreamReceived atomic.Pointer[func(addr string, l hedge.Load)]
+
+// Close ends the Transport's load streams ([Config.LoadReportInterval]), waiting for their
+// goroutines, and closes its idle connections ([Transport.CloseIdleConnections]). Calls made
+// after Close still work, without streams. A Transport without streams needs no Close (its
+// connections close when idle, as http.Transport's do), and a host's streams close by
+// themselves after a minute without a call.
+func (t *Transport) Close() error {
+	if t.streams != nil {
+		t.streams.close()
+	}
+	t.CloseIdleConnections()
+	return nil
+}

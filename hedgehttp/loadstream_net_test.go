@@ -1,0 +1,372 @@
+package hedgehttp
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// streamServer is a server whose Queue reports only on its load stream, counting the streams
+// asked for and open.
+type streamServer struct {
+	srv     *httptest.Server
+	q       *Queue
+	ls      atomic.Pointer[LoadStream] // replaced when a test closes one
+	release chan struct{}              // closed to let the handler's blocked requests return
+	block   atomic.Bool                // the handler blocks until release
+	asked   atomic.Int32               // stream requests received
+	open    atomic.Int32               // streams being served
+}
+
+func startStreamServer(t *testing.T, proto string, workers int, min time.Duration) (*streamServer, *http.Transport) {
+	t.Helper()
+	s := &streamServer{release: make(chan struct{})}
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.block.Load() {
+			<-s.release
+		}
+		io.WriteString(w, "ok")
+	})
+	var err error
+	if s.q, err = NewQueue(api, QueueConfig{Workers: workers, NoLoadReport: true}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.q.LoadStream(min)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ls.Store(ls)
+	mux := http.NewServeMux()
+	mux.Handle(LoadStreamPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.asked.Add(1)
+		s.open.Add(1)
+		defer s.open.Add(-1)
+		s.ls.Load().ServeHTTP(w, r)
+	}))
+	mux.Handle("/", s.q)
+	srv, tr := startServer(t, proto, mux)
+	srv.Config.RegisterOnShutdown(func() { s.ls.Load().Close() })
+	t.Cleanup(func() {
+		s.ls.Load().Close() // before the server closes: httptest's Close waits for open requests
+		select {
+		case <-s.release:
+		default:
+			close(s.release)
+		}
+	})
+	s.srv = srv
+	return s, tr
+}
+
+// reportsSeen collects the stream reports every Transport of the test delivers, by address.
+type reportsSeen struct {
+	mu   sync.Mutex
+	last map[string]hedge.Load
+	n    map[string]int
+}
+
+func watchReports(t *testing.T) *reportsSeen {
+	r := &reportsSeen{last: map[string]hedge.Load{}, n: map[string]int{}}
+	f := func(addr string, l hedge.Load) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.last[addr] = l
+		r.n[addr]++
+	}
+	loadStreamReceived.Store(&f)
+	t.Cleanup(func() { loadStreamReceived.Store(nil) })
+	return r
+}
+
+func (r *reportsSeen) get(addr string) (hedge.Load, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[addr], r.n[addr]
+}
+
+// A Transport with LoadReportInterval opens a stream on each replica at the host's first
+// call and hands every report to the host's policy and replicas, whatever replica its calls
+// reach: a replica it never called is known to be busy, and a hedge goes elsewhere. Close
+// ends the streams.
+func TestTransportLoadStreams(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			checkGoroutines(t)
+			seen := watchReports(t)
+			a, base := startStreamServer(t, proto, 1, 5*time.Millisecond)
+			b, _ := startStreamServer(t, proto, 1, 5*time.Millisecond)
+			ua, _ := url.Parse(a.srv.URL)
+			ub, _ := url.Parse(b.srv.URL)
+			addrs := []string{ua.Host, ub.Host}
+			tr, err := NewTransport(Config{
+				Next:               base,
+				Replicas:           func(string) []string { return addrs },
+				LoadReportInterval: 5 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			c := &http.Client{Transport: tr}
+			getOK(t, c, a.srv.URL)
+			if !waitFor(5*time.Second, func() bool {
+				_, na := seen.get(ua.Host)
+				_, nb := seen.get(ub.Host)
+				return na >= 3 && nb >= 3
+			}) {
+				t.Fatalf("stream reports: %v", seen.n)
+			}
+			if n := a.asked.Load() + b.asked.Load(); n != 2 {
+				t.Fatalf("%d streams asked for, want one per replica", n)
+			}
+
+			// b's one worker is taken and a request waits: its stream says so, though this
+			// client's calls never reached b.
+			b.block.Store(true)
+			plain := &http.Client{Transport: base}
+			for range 2 {
+				go func() {
+					resp, err := plain.Get(b.srv.URL)
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}()
+			}
+			if !waitFor(5*time.Second, func() bool {
+				l, _ := seen.get(ub.Host)
+				return l.Queued == 1 && l.Busy == 1 && l.Workers == 1
+			}) {
+				l, _ := seen.get(ub.Host)
+				t.Fatalf("b's stream: %+v, want 1 queued, 1 of 1 busy", l)
+			}
+			key := tr.hostKey(t, a.srv.URL)
+			queued, workers, ok := tr.Policy(key).ServerQueue(time.Now())
+			if !ok || queued != 0 || workers != 1 {
+				t.Fatalf("policy's shortest reported queue: %d of %d workers, %v; want a's, empty", queued, workers, ok)
+			}
+			set := tr.Replicas(key).Set()
+			ib := tr.Replicas(key).Index(ub.Host)
+			if l, ok := set.Load(time.Now(), ib); !ok || l.Queued != 1 || l.Busy != 1 {
+				t.Fatalf("b's load in the replica set: %+v, %v", l, ok)
+			}
+			close(b.release)
+
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !waitFor(5*time.Second, func() bool { return a.open.Load() == 0 && b.open.Load() == 0 }) {
+				t.Fatalf("streams still open after Close: %d, %d", a.open.Load(), b.open.Load())
+			}
+			// A call after Close works, and opens no stream.
+			getOK(t, c, a.srv.URL)
+			if n := a.asked.Load() + b.asked.Load(); n != 2 {
+				t.Fatalf("a call after Close asked for %d streams in all, want the 2 from before", n)
+			}
+		})
+	}
+}
+
+// A host's streams close when it stops calling, open again at its next call, follow its
+// replicas when they change, and come back after the server ends them.
+func TestTransportLoadStreamLifecycle(t *testing.T) {
+	checkGoroutines(t)
+	seen := watchReports(t)
+	a, base := startStreamServer(t, "HTTP/1.1", 2, 5*time.Millisecond)
+	b, _ := startStreamServer(t, "HTTP/1.1", 2, 5*time.Millisecond)
+	ua, _ := url.Parse(a.srv.URL)
+	ub, _ := url.Parse(b.srv.URL)
+	var addrs atomic.Pointer[[]string]
+	both := []string{ua.Host, ub.Host}
+	addrs.Store(&both)
+	tr, err := NewTransport(Config{
+		Next:               base,
+		Replicas:           func(string) []string { return *addrs.Load() },
+		LoadReportInterval: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.streams.idle = 100 * time.Millisecond
+	c := &http.Client{Transport: tr}
+	getOK(t, c, a.srv.URL)
+	if !waitFor(5*time.Second, func() bool { return a.open.Load() == 1 && b.open.Load() == 1 }) {
+		t.Fatalf("open streams: %d, %d; want 1, 1", a.open.Load(), b.open.Load())
+	}
+
+	// No call for two idle checks: the streams close.
+	if !waitFor(5*time.Second, func() bool { return a.open.Load() == 0 && b.open.Load() == 0 }) {
+		t.Fatalf("an idle host's streams still open: %d, %d", a.open.Load(), b.open.Load())
+	}
+	getOK(t, c, a.srv.URL)
+	if !waitFor(5*time.Second, func() bool { return a.open.Load() == 1 && b.open.Load() == 1 }) {
+		t.Fatalf("after a new call, open streams: %d, %d; want 1, 1", a.open.Load(), b.open.Load())
+	}
+
+	// b leaves the replicas: its stream closes at the next call; a's stays.
+	tr.streams.idle = time.Hour
+	onlyA := []string{ua.Host}
+	addrs.Store(&onlyA)
+	asked := a.asked.Load()
+	getOK(t, c, a.srv.URL)
+	if !waitFor(5*time.Second, func() bool { return b.open.Load() == 0 }) {
+		t.Fatal("a replica that left still has its stream")
+	}
+	if a.open.Load() != 1 || a.asked.Load() != asked {
+		t.Fatalf("the replica that stayed: %d open, %d asked (before %d); want its stream kept", a.open.Load(), a.asked.Load(), asked)
+	}
+
+	// The server ends a's stream; the client opens it again (after 503s while it refuses).
+	_, before := seen.get(ua.Host)
+	a.ls.Load().Close()
+	if !waitFor(5*time.Second, func() bool { return a.open.Load() == 0 }) {
+		t.Fatal("Close left a stream open")
+	}
+	ls, err := a.q.LoadStream(5 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ls.Store(ls)
+	if !waitFor(10*time.Second, func() bool {
+		_, n := seen.get(ua.Host)
+		return a.open.Load() == 1 && n > before+2
+	}) {
+		_, n := seen.get(ua.Host)
+		t.Fatalf("after the server ended it: %d streams open, %d reports (before %d)", a.open.Load(), n, before)
+	}
+}
+
+// A server without a load stream is asked once, not at every call (retryWait, tested
+// beside it, waits a minute before asking again).
+func TestTransportLoadStreamAbsent(t *testing.T) {
+	checkGoroutines(t)
+	var asked atomic.Int32
+	mux := http.NewServeMux()
+	mux.Handle(LoadStreamPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, r)
+	}))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	srv, base := startServer(t, "HTTP/1.1", mux)
+	tr, err := NewTransport(Config{Next: base, LoadReportInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	c := &http.Client{Transport: tr}
+	for range 20 {
+		getOK(t, c, srv.URL)
+	}
+	if !waitFor(5*time.Second, func() bool { return asked.Load() >= 1 }) {
+		t.Fatal("the stream was never asked for")
+	}
+	for range 20 {
+		getOK(t, c, srv.URL)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("a server without a stream was asked %d times, want 1", n)
+	}
+}
+
+// get makes a GET of u through c, reads the body and fails the test on an error.
+func getOK(t *testing.T, c *http.Client, u string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+}
+
+// hostKey returns the key the Transport files u's host under.
+func (tr *Transport) hostKey(t *testing.T, u string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := tr.hostFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.name
+}
+
+// A stream that goes silent is taken for stalled and opened again; one whose server grants a
+// longer interval than asked is not, once the client has seen that interval.
+func TestTransportLoadStreamStall(t *testing.T) {
+	checkGoroutines(t)
+	var asked, silentAsked atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	mux := http.NewServeMux()
+	// /silent: one report, then nothing, the response left open.
+	mux.Handle("/silent"+LoadStreamPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		silentAsked.Add(1)
+		io.WriteString(w, "workers=1\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	// The stream proper: a report every 60 ms, whatever the client asks.
+	q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.LoadStream(60 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	mux.Handle(LoadStreamPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		ls.ServeHTTP(w, r)
+	}))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	srv, base := startServer(t, "HTTP/1.1", mux)
+
+	for _, tc := range []struct {
+		path  string
+		asked *atomic.Int32
+	}{{"/silent" + LoadStreamPath, &silentAsked}, {LoadStreamPath, &asked}} {
+		tr, err := NewTransport(Config{Next: base, LoadReportInterval: time.Millisecond, LoadStreamPath: tc.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Silent for 10 intervals of 1 ms, or 50 ms: a stall, but for a server seen to report
+		// every 60 ms.
+		tr.streams.stallMin = 50 * time.Millisecond
+		getOK(t, &http.Client{Transport: tr}, srv.URL)
+		switch tc.path {
+		case LoadStreamPath:
+			start := time.Now()
+			if !waitFor(5*time.Second, func() bool { return time.Since(start) > 2*time.Second }) {
+				t.Fatal("unreachable")
+			}
+			// The first silence before the second report, judged by the interval asked, may
+			// end the first stream; none after that.
+			if n := tc.asked.Load(); n > 2 {
+				t.Fatalf("a stream granted 60 ms was opened %d times in 2 s, want at most 2", n)
+			}
+		default:
+			if !waitFor(5*time.Second, func() bool { return tc.asked.Load() >= 3 }) {
+				t.Fatalf("a silent stream was opened %d times, want it opened again after each stall", tc.asked.Load())
+			}
+		}
+		tr.Close()
+	}
+}
