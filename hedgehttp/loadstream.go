@@ -190,8 +190,7 @@ type loadStreams struct {
 	stallMin time.Duration // loadStreamStallMin; shorter in tests
 
 	mu     sync.Mutex
-	closed bool
-	done   atomic.Bool // closed, read without the lock
+	closed atomic.Bool // set under mu by close; read without it by follow's first look
 	hosts  map[*host]*hostStreams
 	wg     sync.WaitGroup // every stream's goroutine
 }
@@ -225,12 +224,12 @@ func newLoadStreams(t *Transport, cfg Config) (*loadStreams, error) {
 // own host when pool is nil. RoundTrip calls it when h.streaming says they may not (the
 // host's first call, a new pool, streams closed for idleness).
 func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
-	if s.done.Load() {
+	if s.closed.Load() {
 		return // after Transport.Close: no streams, and no lock for every call
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return
 	}
 	hs := s.hosts[h]
@@ -277,7 +276,7 @@ func (s *loadStreams) checkIdle(h *host) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hs := s.hosts[h]
-	if s.closed || hs == nil {
+	if s.closed.Load() || hs == nil {
 		return
 	}
 	if h.used.Swap(false) {
@@ -294,8 +293,7 @@ func (s *loadStreams) checkIdle(h *host) {
 // close ends every stream and waits for their goroutines.
 func (s *loadStreams) close() {
 	s.mu.Lock()
-	s.closed = true
-	s.done.Store(true)
+	s.closed.Store(true)
 	for h, hs := range s.hosts {
 		hs.idle.Stop()
 		for _, stop := range hs.byAddr {
