@@ -1,6 +1,7 @@
 package hedgehttp
 
 import (
+	"bufio"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -368,5 +369,55 @@ func TestTransportLoadStreamStall(t *testing.T) {
 			}
 		}
 		tr.Close()
+	}
+}
+
+// A server's WriteTimeout does not end a stream: the handler clears its connection's write
+// deadline.
+func TestLoadStreamOutlivesWriteTimeout(t *testing.T) {
+	checkGoroutines(t)
+	q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.LoadStream(5 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			s := httptest.NewUnstartedServer(ls)
+			s.Config.WriteTimeout = 50 * time.Millisecond
+			var tr *http.Transport
+			if proto == "HTTP/2" {
+				s.EnableHTTP2 = true
+				s.StartTLS()
+				tr = &http.Transport{TLSClientConfig: s.Client().Transport.(*http.Transport).TLSClientConfig.Clone(), ForceAttemptHTTP2: true}
+			} else {
+				s.Start()
+				tr = &http.Transport{}
+			}
+			defer s.Close()
+			defer tr.CloseIdleConnections()
+			req, err := http.NewRequest(http.MethodGet, s.URL+LoadStreamPath+"?interval=5ms", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			checkProto(t, proto, resp)
+			sc := bufio.NewScanner(resp.Body)
+			start := time.Now()
+			lines := 0
+			for time.Since(start) < 4*s.Config.WriteTimeout && sc.Scan() {
+				lines++
+			}
+			if time.Since(start) < 4*s.Config.WriteTimeout {
+				t.Fatalf("the stream ended after %v and %d reports (%v), within 4 × WriteTimeout", time.Since(start), lines, sc.Err())
+			}
+		})
 	}
 }

@@ -253,3 +253,44 @@ func TestLoadStreamRetryWait(t *testing.T) {
 		t.Fatalf("a failure after an absent server: %v, want %v", w, loadStreamRetryMin)
 	}
 }
+
+// noFlushWriter is a ResponseWriter that cannot flush (as some middleware wraps one).
+type noFlushWriter struct {
+	h    http.Header
+	n    int
+	code int
+}
+
+func (w *noFlushWriter) Header() http.Header         { return w.h }
+func (w *noFlushWriter) WriteHeader(code int)        { w.code = code }
+func (w *noFlushWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// A stream behind a writer that cannot flush ends after its first report instead of holding
+// a request that sends nothing.
+func TestLoadStreamWithoutFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := q.LoadStream(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &noFlushWriter{h: http.Header{}}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ls.ServeHTTP(w, httptest.NewRequest(http.MethodGet, LoadStreamPath, nil))
+		}()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("a stream that cannot flush is still open")
+		}
+		if w.code != http.StatusOK || w.n != len("workers=3\n") {
+			t.Fatalf("status %d, %d bytes; want 200 and one report", w.code, w.n)
+		}
+	})
+}
