@@ -170,11 +170,6 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		if r.replicas > 1 {
 			return c, usagef("-protocol grpc runs one server: -replicas must be 1, got %d", r.replicas)
 		}
-		for _, n := range r.setups {
-			if outOfBand(n) {
-				return c, usagef("setup %q: out-of-band load reports run over HTTP here (-protocol http/1.1 or http/2)", n)
-			}
-		}
 		r.protocols = []string{GRPC}
 	default:
 		return c, usagef("-protocol must be http/1.1, http/2, both (the two) or grpc, got %q", *protocol)

@@ -117,6 +117,13 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	}
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(grpcServiceDesc(h), nil)
+	if cfg.stream {
+		// ORCA out-of-band reports, as often as the client asks: the setup's interval, scaled.
+		if err := q.RegisterOOB(srv, time.Millisecond); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	rp := &server{ln: ln, addr: ln.Addr().String(), acct: acct, done: make(chan struct{})}
 	rp.stop = srv.Stop
 	rp.stats = func() workqueue.Stats {
@@ -132,10 +139,11 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 }
 
 // newGRPCClient returns a client that hedges under policy through hedgegrpc.DialOptions() to the
-// server at addr (one replica: hedgeload's gRPC points have one server), and a function that
-// closes its connection.
-func newGRPCClient(policy hedge.Config, addr string) (loadClient, error) {
-	ic, err := hedgegrpc.NewInterceptor(hedgegrpc.Config{Policy: policy, Idempotent: []string{grpcMethod}})
+// server at addr (one replica: hedgeload's gRPC points have one server), asking for its ORCA
+// out-of-band reports every loadInterval when it is not 0, and a function that closes its
+// connection.
+func newGRPCClient(policy hedge.Config, addr string, loadInterval time.Duration) (loadClient, error) {
+	ic, err := hedgegrpc.NewInterceptor(hedgegrpc.Config{Policy: policy, Idempotent: []string{grpcMethod}, LoadReportInterval: loadInterval})
 	if err != nil {
 		return loadClient{}, err
 	}

@@ -49,7 +49,6 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-server-scale", "0"},
 		{"-server-scale", "3"},
 		{"-protocol", "grpc", "-replicas", "2"},
-		{"-protocol", "grpc", "-setups", "no hedge;server-assisted, out-of-band"},
 		{"stray"},
 	} {
 		if _, err := parseArgs(args, &bytes.Buffer{}); err == nil {

@@ -109,19 +109,9 @@ func scaleConfig(c hedge.Config, s float64) hedge.Config {
 }
 
 // realSetupNames is the simulator's setup names that hedgeload can run against real servers:
-// every one (those with out-of-band load reports, sim.Setup.LoadInterval, over HTTP only:
-// its servers then serve hedgehttp's load stream).
+// every one (for those with out-of-band load reports, sim.Setup.LoadInterval, its servers
+// serve hedgehttp's load stream or ORCA's out-of-band service).
 func realSetupNames() []string { return sim.SetupNames() }
-
-// outOfBand reports whether the setup named name has out-of-band load reports.
-func outOfBand(name string) bool {
-	for _, st := range sim.Setups(0) {
-		if st.Name == name {
-			return st.LoadInterval > 0
-		}
-	}
-	return false
-}
 
 // setups returns the simulator's setups named in names, scaled: the same definitions hedgesim
 // runs, so both sides run the same policy.

@@ -547,14 +547,11 @@ type loadClient struct {
 var errStatus = errors.New("hedgeload: the server did not answer 200 OK")
 
 // newLoadClient returns a client that hedges under policy over protocol to the server at addr
-// (or, over HTTP, to the replicas replicas names), reading each server's load stream every
-// loadInterval when it is not 0 (HTTP only).
+// (or, over HTTP, to the replicas replicas names), reading each server's out-of-band load
+// reports every loadInterval when it is not 0 (HTTP: hedgehttp's load stream; gRPC: ORCA's).
 func newLoadClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer, addr string, loadInterval time.Duration) (loadClient, error) {
 	if protocol == GRPC {
-		if loadInterval > 0 {
-			return loadClient{}, errors.New("out-of-band load reports run over HTTP here")
-		}
-		return newGRPCClient(policy, addr)
+		return newGRPCClient(policy, addr, loadInterval)
 	}
 	client, closeIdle, err := newClient(protocol, policy, replicas, balancer, loadInterval)
 	if err != nil {

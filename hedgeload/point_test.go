@@ -137,10 +137,11 @@ func TestServerScale(t *testing.T) {
 	}
 }
 
-// A setup with out-of-band load reports runs over HTTP: its interval is scaled with the model's
-// times, its servers serve the queue's load stream (beside the queue, holding no worker), and
-// a small point with replicas completes with no failed call (that its Transport reads the
-// streams is hedgehttp's TestTransportLoadStreams).
+// A setup with out-of-band load reports runs against real servers: its interval is scaled with
+// the model's times, its HTTP servers serve the queue's load stream (beside the queue, holding
+// no worker), and a small point completes with no failed call over HTTP/2 with replicas and
+// over gRPC (that the clients read the reports is hedgehttp's TestTransportLoadStreams and
+// hedgegrpc's out-of-band tests).
 func TestOutOfBandPoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers: not in -short")
@@ -168,17 +169,22 @@ func TestOutOfBandPoint(t *testing.T) {
 		t.Fatalf("the server's load stream: %q, %v (%+v, %v)", line, err, l, ok)
 	}
 
-	pc := pointConfig{
-		setup: sets[0], loadPct: 30, mode: sim.Reaches, protocol: HTTP2, seed: 2,
-		workers: 4, replicas: 3, balancer: sim.BalancerP2C, service: scaleDist(sim.ReferenceMixture(), 0.25),
-		calls: 300, warmup: 0.1,
-		maxLag: time.Hour, callTimeout: 90 * time.Second, deadline: 2 * time.Minute, // plumbing only, as TestRealPoint
-	}
-	pt, diag, err := runReal(context.Background(), pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pt.Collapse || pt.FailedPct != 0 || pt.Calls != 300 || diag.Sent < 300 || pt.Setup != sim.SetupServerAssistedOOB {
-		t.Fatalf("point = %+v, generator %+v", pt, diag)
+	for _, tc := range []struct {
+		proto    string
+		replicas int
+	}{{HTTP2, 3}, {GRPC, 1}} {
+		pc := pointConfig{
+			setup: sets[0], loadPct: 30, mode: sim.Reaches, protocol: tc.proto, seed: 2,
+			workers: 4, replicas: tc.replicas, balancer: sim.BalancerP2C, service: scaleDist(sim.ReferenceMixture(), 0.25),
+			calls: 300, warmup: 0.1,
+			maxLag: time.Hour, callTimeout: 90 * time.Second, deadline: 2 * time.Minute, // plumbing only, as TestRealPoint
+		}
+		pt, diag, err := runReal(context.Background(), pc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.proto, err)
+		}
+		if pt.Collapse || pt.FailedPct != 0 || pt.Calls != 300 || diag.Sent < 300 || pt.Setup != sim.SetupServerAssistedOOB {
+			t.Fatalf("%s: point = %+v, generator %+v", tc.proto, pt, diag)
+		}
 	}
 }

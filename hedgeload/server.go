@@ -120,8 +120,8 @@ type serverConfig struct {
 	// reports: the queue adds its load report (hedgehttp.LoadHeader) to every response, for
 	// setups whose servers report (sim.Setup.ServerLoad).
 	reports bool
-	// stream: the server also serves the queue's load stream (hedgehttp.Queue.LoadStream),
-	// for setups with out-of-band reports (sim.Setup.LoadInterval); HTTP only.
+	// stream: the server also sends out-of-band load reports (hedgehttp.Queue.LoadStream, or
+	// over gRPC hedgegrpc.Queue.RegisterOOB), for setups with them (sim.Setup.LoadInterval).
 	stream bool
 }
 
