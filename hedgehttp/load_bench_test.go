@@ -20,15 +20,19 @@ var textPlain = []string{"text/plain; charset=utf-8"}
 // off's throughput. Compare interleaved runs, each sub-benchmark in a process of its own (a
 // sub-benchmark run after another in one process is slower for it). stream and typed-stream
 // send no header but serve one load stream, read by a client at 10 ms, beside the requests:
-// the out-of-band report's cost, to compare with off and typed-off:
+// the out-of-band report's cost, to compare with off and typed-off. The h2- ones are the
+// first four over HTTP/2 in clear text, whose header compression sends a repeated header
+// name as an index:
 //
 //	go test -c -o /tmp/hh.test ./hedgehttp
-//	for i in $(seq 8); do for m in off on typed-off typed-on stream typed-stream; do
+//	for i in $(seq 8); do for m in off on typed-off typed-on stream typed-stream h2-off h2-on h2-typed-off h2-typed-on; do
 //	  /tmp/hh.test -test.run '^$' -test.bench "BenchmarkLoadReport/^$m\$" -test.benchtime 20000x | grep Benchmark
 //	done; done > /tmp/lr.txt
 func BenchmarkLoadReport(b *testing.B) {
-	for _, mode := range []string{"off", "on", "typed-off", "typed-on", "stream", "typed-stream"} {
+	for _, mode := range []string{"off", "on", "typed-off", "typed-on", "stream", "typed-stream", "h2-off", "h2-on", "h2-typed-off", "h2-typed-on"} {
 		b.Run(mode, func(b *testing.B) {
+			h2 := strings.HasPrefix(mode, "h2-")
+			mode := strings.TrimPrefix(mode, "h2-")
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 			if strings.HasPrefix(mode, "typed-") {
 				h = func(w http.ResponseWriter, r *http.Request) {
@@ -41,23 +45,36 @@ func BenchmarkLoadReport(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var srv *httptest.Server
 			ls, err := q.LoadStream(10 * time.Millisecond)
 			if err != nil {
 				b.Fatal(err)
 			}
+			var handler http.Handler = q
 			if stream {
-				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == LoadStreamPath {
 						ls.ServeHTTP(w, r)
 						return
 					}
 					q.ServeHTTP(w, r)
-				}))
-			} else {
-				srv = httptest.NewServer(q)
+				})
 			}
+			srv := httptest.NewUnstartedServer(handler)
 			base := &http.Transport{MaxIdleConnsPerHost: 256}
+			if h2 {
+				// HTTP/2 in clear text (h2c) on both sides: one connection, the requests
+				// multiplexed on it.
+				srv.Config.Protocols = new(http.Protocols)
+				srv.Config.Protocols.SetUnencryptedHTTP2(true)
+				base.Protocols = new(http.Protocols)
+				base.Protocols.SetUnencryptedHTTP2(true)
+			}
+			srv.Start()
+			if resp, err := base.RoundTrip(httptest.NewRequest("GET", srv.URL, nil)); err != nil {
+				b.Fatal(err)
+			} else if resp.Body.Close(); h2 != (resp.ProtoMajor == 2) {
+				b.Fatalf("%s answered over %s", mode, resp.Proto)
+			}
 			b.Cleanup(func() {
 				ls.Close()
 				base.CloseIdleConnections()
