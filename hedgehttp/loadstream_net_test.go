@@ -324,14 +324,7 @@ func TestTransportLoadStreamStall(t *testing.T) {
 		}
 	}))
 	// The stream proper: a report every 60 ms, whatever the client asks.
-	q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls, err := q.LoadStream(60 * time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ls := newLoadStream(t, 60*time.Millisecond)
 	defer ls.Close()
 	mux.Handle(LoadStreamPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
@@ -381,14 +374,7 @@ func TestTransportLoadStreamStall(t *testing.T) {
 // deadline.
 func TestLoadStreamOutlivesWriteTimeout(t *testing.T) {
 	checkGoroutines(t)
-	q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls, err := q.LoadStream(5 * time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ls := newLoadStream(t, 5*time.Millisecond)
 	for _, proto := range protos {
 		t.Run(proto, func(t *testing.T) {
 			s := httptest.NewUnstartedServer(ls)
@@ -425,4 +411,19 @@ func TestLoadStreamOutlivesWriteTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newLoadStream returns the load stream, never more often than min, of a one-worker queue in
+// front of a handler that answers 404.
+func newLoadStream(t *testing.T, min time.Duration) *LoadStream {
+	t.Helper()
+	q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.LoadStream(min)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
 }
