@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,7 +182,9 @@ const (
 )
 
 // loadStreams is a Transport's load streams: one per server (replica address, or the request's
-// own host when the host has no replicas) of each host that called lately.
+// own host when the host has no replicas) that the hosts which called lately send to. Hosts
+// (keys) whose calls go to the same server share its stream: a host split by path, or by
+// operation ([Config.PolicyFor]), opens no more streams than one host.
 type loadStreams struct {
 	t        *Transport
 	interval time.Duration
@@ -189,17 +192,31 @@ type loadStreams struct {
 	idle     time.Duration // loadStreamIdle; shorter in tests
 	stallMin time.Duration // loadStreamStallMin; shorter in tests
 
-	mu     sync.Mutex
-	closed atomic.Bool // set under mu by close; read without it by follow's first look
-	hosts  map[*host]*hostStreams
-	wg     sync.WaitGroup // every stream's goroutine
+	mu      sync.Mutex
+	closed  atomic.Bool // set under mu by close; read without it by follow's first look
+	hosts   map[*host]*hostStreams
+	servers map[serverKey]*serverStream
+	wg      sync.WaitGroup // every stream's goroutine
 }
 
-// hostStreams is one host's streams, by server address.
+// serverKey names a server's stream: the address it is opened on, and the scheme and Host
+// header its hosts' requests carry (one address may serve several virtual hosts, each
+// with a load of its own).
+type serverKey struct{ scheme, addr, hostHeader string }
+
+// serverStream is one server's stream and the hosts it reports to.
+type serverStream struct {
+	key  serverKey
+	stop context.CancelFunc
+	// hosts is who hears the stream's reports; written under loadStreams.mu (copied, never
+	// changed in place), read by the stream's goroutine without it.
+	hosts atomic.Pointer[[]*host]
+}
+
+// hostStreams is the servers one host hears from, by address.
 type hostStreams struct {
-	scheme, hostHeader string
-	byAddr             map[string]context.CancelFunc
-	idle               *time.Timer // closes the streams of a host that stopped calling
+	byAddr map[string]*serverStream
+	idle   *time.Timer // stops the streams of a host that stopped calling
 }
 
 // newLoadStreams returns the load streams of cfg, nil when it asks for none.
@@ -217,12 +234,15 @@ func newLoadStreams(t *Transport, cfg Config) (*loadStreams, error) {
 	if path == "" {
 		path = LoadStreamPath
 	}
-	return &loadStreams{t: t, interval: cfg.LoadReportInterval, path: path, idle: loadStreamIdle, stallMin: loadStreamStallMin, hosts: make(map[*host]*hostStreams)}, nil
+	return &loadStreams{
+		t: t, interval: cfg.LoadReportInterval, path: path, idle: loadStreamIdle, stallMin: loadStreamStallMin,
+		hosts: make(map[*host]*hostStreams), servers: make(map[serverKey]*serverStream),
+	}, nil
 }
 
-// follow makes h's streams match the servers its calls go to now: pool's replicas, or req's
-// own host when pool is nil. RoundTrip calls it when h.streaming says they may not (the
-// host's first call, a new pool, streams closed for idleness).
+// follow makes h hear from the servers its calls go to now: pool's replicas, or req's own
+// host when pool is nil. RoundTrip calls it when h.streaming says h may not (the host's
+// first call, a new pool, streams left for idleness).
 func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
 	if s.closed.Load() {
 		return // after Transport.Close: no streams, and no lock for every call
@@ -234,14 +254,13 @@ func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
 	}
 	hs := s.hosts[h]
 	if hs == nil {
-		hs = &hostStreams{byAddr: make(map[string]context.CancelFunc)}
+		hs = &hostStreams{byAddr: make(map[string]*serverStream)}
 		s.hosts[h] = hs
 		hs.idle = time.AfterFunc(s.idle, func() { s.checkIdle(h) })
 	}
-	hs.scheme = req.URL.Scheme
-	hs.hostHeader = req.Host
-	if hs.hostHeader == "" {
-		hs.hostHeader = req.URL.Host
+	hostHeader := req.Host
+	if hostHeader == "" {
+		hostHeader = req.URL.Host
 	}
 	want := map[string]bool{}
 	if pool != nil {
@@ -251,18 +270,15 @@ func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
 	} else {
 		want[req.URL.Host] = true
 	}
-	for addr, stop := range hs.byAddr {
-		if !want[addr] {
-			stop()
+	for addr, ss := range hs.byAddr {
+		if !want[addr] || ss.key != (serverKey{req.URL.Scheme, addr, hostHeader}) {
+			s.leave(h, ss)
 			delete(hs.byAddr, addr)
 		}
 	}
 	for addr := range want {
 		if hs.byAddr[addr] == nil {
-			ctx, stop := context.WithCancel(context.Background())
-			hs.byAddr[addr] = stop
-			s.wg.Add(1)
-			go s.run(ctx, h, hs.scheme, addr, hs.hostHeader)
+			hs.byAddr[addr] = s.join(h, serverKey{req.URL.Scheme, addr, hostHeader})
 		}
 	}
 	h.used.Store(true)
@@ -270,8 +286,36 @@ func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
 	h.streaming.Store(true)
 }
 
-// checkIdle closes h's streams if it made no call since the last check, and otherwise looks
-// again after another idle period.
+// join adds h to the hosts that hear from the server of k, opening its stream if none is
+// open. s.mu is held.
+func (s *loadStreams) join(h *host, k serverKey) *serverStream {
+	ss := s.servers[k]
+	if ss == nil {
+		ctx, stop := context.WithCancel(context.Background())
+		ss = &serverStream{key: k, stop: stop}
+		ss.hosts.Store(&[]*host{})
+		s.servers[k] = ss
+		s.wg.Add(1)
+		go s.run(ctx, ss)
+	}
+	hosts := append(slices.Clone(*ss.hosts.Load()), h)
+	ss.hosts.Store(&hosts)
+	return ss
+}
+
+// leave takes h off the hosts that hear from ss, and ends the stream once none does. s.mu is
+// held.
+func (s *loadStreams) leave(h *host, ss *serverStream) {
+	hosts := slices.DeleteFunc(slices.Clone(*ss.hosts.Load()), func(x *host) bool { return x == h })
+	ss.hosts.Store(&hosts)
+	if len(hosts) == 0 {
+		ss.stop()
+		delete(s.servers, ss.key)
+	}
+}
+
+// checkIdle takes h off its servers' streams if it made no call since the last check, and
+// otherwise looks again after another idle period. A stream no other host hears ends.
 func (s *loadStreams) checkIdle(h *host) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -284,8 +328,9 @@ func (s *loadStreams) checkIdle(h *host) {
 		return
 	}
 	h.streaming.Store(false) // before the streams go: a call from now on opens them again
-	for _, stop := range hs.byAddr {
-		stop()
+	hs.idle.Stop()
+	for _, ss := range hs.byAddr {
+		s.leave(h, ss)
 	}
 	delete(s.hosts, h)
 }
@@ -296,23 +341,25 @@ func (s *loadStreams) close() {
 	s.closed.Store(true)
 	for h, hs := range s.hosts {
 		hs.idle.Stop()
-		for _, stop := range hs.byAddr {
-			stop()
-		}
 		delete(s.hosts, h)
+	}
+	for k, ss := range s.servers {
+		ss.stop()
+		delete(s.servers, k)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
 }
 
 // run keeps one server's stream open until ctx ends, opening it again after each failure.
-func (s *loadStreams) run(ctx context.Context, h *host, scheme, addr, hostHeader string) {
+func (s *loadStreams) run(ctx context.Context, ss *serverStream) {
 	defer s.wg.Done()
-	u := &url.URL{Scheme: scheme, Host: addr, Path: s.path, RawQuery: "interval=" + s.interval.String()}
+	k := ss.key
+	u := &url.URL{Scheme: k.scheme, Host: k.addr, Path: s.path, RawQuery: "interval=" + s.interval.String()}
 	var wait, gap time.Duration
 	for {
 		var got, absent bool
-		got, absent, gap = s.read(ctx, h, u, addr, hostHeader, gap)
+		got, absent, gap = s.read(ctx, ss, u, gap)
 		wait = retryWait(wait, got, absent)
 		t := time.NewTimer(wait)
 		select {
@@ -336,17 +383,17 @@ func retryWait(last time.Duration, got, absent bool) time.Duration {
 	return min(2*last, loadStreamRetryMax)
 }
 
-// read opens the stream once and hands each report to h until the stream ends, fails or
-// stalls. got says a report came; absent, that the server has no stream to give. gap is the
+// read opens the stream once and hands each report to its hosts until the stream ends,
+// fails or stalls. got says a report came; absent, that the server has no stream to give. gap is the
 // time between the last two reports seen on the server's streams, for the watchdog.
-func (s *loadStreams) read(ctx context.Context, h *host, u *url.URL, addr, hostHeader string, gap time.Duration) (got, absent bool, _ time.Duration) {
+func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, gap time.Duration) (got, absent bool, _ time.Duration) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return false, true, gap // an address no request can be made to: nothing to retry soon
 	}
-	req.Host = hostHeader
+	req.Host = ss.key.hostHeader
 	resp, err := s.t.next.RoundTrip(req)
 	if err != nil {
 		return false, false, gap
@@ -386,7 +433,7 @@ func (s *loadStreams) read(ctx context.Context, h *host, u *url.URL, addr, hostH
 			continue
 		}
 		got = true
-		s.deliver(now, h, addr, l)
+		s.deliver(now, ss, l)
 	}
 	if stalled.Load() && !last.IsZero() {
 		// The server may send less often than the watchdog allowed: next time, allow at
@@ -396,18 +443,22 @@ func (s *loadStreams) read(ctx context.Context, h *host, u *url.URL, addr, hostH
 	return got, false, gap
 }
 
-// deliver hands a stream's report to h's policy (the backlog gate) and replicas (where a copy
-// goes): the paths a response's report takes (call.noteLoad), with no request's wait.
-func (s *loadStreams) deliver(now time.Time, h *host, addr string, l hedge.Load) {
+// deliver hands a stream's report to each of its hosts' policy (the backlog gate) and
+// replicas (where a copy goes): the paths a response's report takes (call.noteLoad), with no
+// request's wait.
+func (s *loadStreams) deliver(now time.Time, ss *serverStream, l hedge.Load) {
 	l.Wait = 0
-	i := 0
-	if p := h.streamPool.Load(); p != nil {
-		if i = p.Index(addr); i < 0 {
-			return // a replica no longer in the pool: its stream is about to end
+	addr := ss.key.addr
+	for _, h := range *ss.hosts.Load() {
+		i := 0
+		if p := h.streamPool.Load(); p != nil {
+			if i = p.Index(addr); i < 0 {
+				continue // a replica no longer in h's pool: h leaves the stream at its next call
+			}
+			p.Set().ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
 		}
-		p.Set().ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
+		h.Policy().ReportLoad(now, i, l)
 	}
-	h.Policy().ReportLoad(now, i, l)
 	if f := loadStreamReceived.Load(); f != nil {
 		(*f)(addr, l)
 	}

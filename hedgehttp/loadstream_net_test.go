@@ -245,6 +245,91 @@ func TestTransportLoadStreamLifecycle(t *testing.T) {
 	}
 }
 
+// Hosts split by path (Config.Key) that call the same replicas share one stream on each,
+// and each hears every report; the stream ends only when the last of them stops calling. A
+// key that sends another Host header to the same address is another server's stream.
+func TestTransportLoadStreamShared(t *testing.T) {
+	checkGoroutines(t)
+	a, base := startStreamServer(t, "HTTP/1.1", 2, 5*time.Millisecond)
+	b, _ := startStreamServer(t, "HTTP/1.1", 2, 5*time.Millisecond)
+	ua, _ := url.Parse(a.srv.URL)
+	ub, _ := url.Parse(b.srv.URL)
+	addrs := []string{ua.Host, ub.Host}
+	tr, err := NewTransport(Config{
+		Next:               base,
+		Key:                func(r *http.Request) string { return r.Host + r.URL.Path },
+		Replicas:           func(string) []string { return addrs },
+		LoadReportInterval: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.streams.idle = time.Hour
+	c := &http.Client{Transport: tr}
+	open := func(na, nb int32) bool {
+		return waitFor(5*time.Second, func() bool { return a.open.Load() == na && b.open.Load() == nb })
+	}
+	getOK(t, c, a.srv.URL+"/search")
+	getOK(t, c, a.srv.URL+"/write")
+	if !open(1, 1) {
+		t.Fatalf("open streams: %d, %d; want 1, 1", a.open.Load(), b.open.Load())
+	}
+	if n := a.asked.Load() + b.asked.Load(); n != 2 {
+		t.Fatalf("two keys on two replicas asked for %d streams, want one per replica", n)
+	}
+	// Both keys' policies hear both replicas, with no per-response report (NoLoadReport).
+	for _, key := range []string{ua.Host + "/search", ua.Host + "/write"} {
+		if !waitFor(5*time.Second, func() bool {
+			_, workers, ok := tr.Policy(key).ServerQueue(time.Now())
+			set := tr.Replicas(key).Set()
+			_, okb := set.Load(time.Now(), tr.Replicas(key).Index(ub.Host))
+			return ok && workers == 2 && okb
+		}) {
+			t.Fatalf("%s heard no stream report", key)
+		}
+	}
+
+	// /write stops calling, /search goes on: the streams stay, /write leaves them. The idle
+	// checks run by hand here (the idle timer's own run is TestTransportLoadStreamLifecycle's).
+	search, write := tr.hostOf(t, a.srv.URL+"/search"), tr.hostOf(t, a.srv.URL+"/write")
+	for range 2 {
+		getOK(t, c, a.srv.URL+"/search")
+		tr.streams.checkIdle(search)
+		tr.streams.checkIdle(write)
+	}
+	tr.streams.mu.Lock()
+	_, searchOn := tr.streams.hosts[search]
+	_, writeOn := tr.streams.hosts[write]
+	tr.streams.mu.Unlock()
+	if !searchOn || writeOn {
+		t.Fatalf("after /write went idle: /search on streams %v, /write %v; want true, false", searchOn, writeOn)
+	}
+	if !open(1, 1) || a.asked.Load()+b.asked.Load() != 2 {
+		t.Fatalf("after /write went idle: %d+%d open, %d asked; want 1+1, 2", a.open.Load(), b.open.Load(), a.asked.Load()+b.asked.Load())
+	}
+	// Then /search stops too: the streams end.
+	tr.streams.checkIdle(search)
+	tr.streams.checkIdle(search)
+	if !open(0, 0) {
+		t.Fatalf("streams of idle hosts still open: %d, %d", a.open.Load(), b.open.Load())
+	}
+
+	// Another Host header to the same addresses: a stream of its own on each, beside /search's.
+	getOK(t, c, a.srv.URL+"/search")
+	req, _ := http.NewRequest(http.MethodGet, a.srv.URL+"/search", nil)
+	req.Host = "other.example"
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if !open(2, 2) {
+		t.Fatalf("two virtual hosts: %d, %d streams open; want 2, 2", a.open.Load(), b.open.Load())
+	}
+}
+
 // A server without a load stream is asked once, not at every call (retryWait, tested
 // beside it, waits a minute before asking again).
 func TestTransportLoadStreamAbsent(t *testing.T) {
@@ -294,6 +379,12 @@ func getOK(t *testing.T, c *http.Client, u string) {
 // hostKey returns the key the Transport files u's host under.
 func (tr *Transport) hostKey(t *testing.T, u string) string {
 	t.Helper()
+	return tr.hostOf(t, u).name
+}
+
+// hostOf returns the host the Transport files a GET of u under.
+func (tr *Transport) hostOf(t *testing.T, u string) *host {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +393,7 @@ func (tr *Transport) hostKey(t *testing.T, u string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h.name
+	return h
 }
 
 // A stream that goes silent is taken for stalled and opened again; one whose server grants a

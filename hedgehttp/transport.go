@@ -162,8 +162,10 @@ type Config struct {
 	// milliseconds old or more, a stream's at most one interval. 0 (the default) opens none;
 	// negative is an error. Each stream is one long GET through Next (over HTTP/1.1, a
 	// connection of its own); a host's streams open at its first call and close after a
-	// minute without one, or at [Transport.Close]. A server without a stream (404, 405 or
-	// 501) is asked again once a minute.
+	// minute without one, or at [Transport.Close]. Hosts (keys) whose calls go to the same
+	// server with the same Host header share its stream, so splitting a host by path or by
+	// operation opens no more of them. A server without a stream (404, 405 or 501) is
+	// asked again once a minute.
 	LoadReportInterval time.Duration
 
 	// LoadStreamPath is the path of the servers' load streams; "" means [LoadStreamPath].
