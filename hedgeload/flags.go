@@ -31,6 +31,8 @@ const (
 	defaultBand        = 15.0
 	defaultMaxLag      = 100 * time.Millisecond
 	defaultParallel    = 4
+	// maxClients bounds -clients: each client keeps its own connections to every server.
+	maxClients = 256
 )
 
 // usageError is a bad command line: the command prints it and exits with status 2.
@@ -59,6 +61,9 @@ Examples:
   hedgeload -calls 3000 -loads 50 -time-scale 0.5
   hedgeload -protocol both -cancellation ignored
   hedgeload -protocol grpc                    # the standard comparison over gRPC
+  hedgeload -clients 32 -replicas 4 -workers 4 -cancellation ignored \
+    -setups "no hedge;server-assisted;server-assisted, out-of-band"
+                                              # a fleet: 32 thin clients on 4 replicas
   hedgeload -concurrency 64 -service stragglers -workers 256 -protocol both
                                               # a busy client, stragglers, no queue
 
@@ -87,6 +92,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
 	workers := fs.Int("workers", defaultWorkers, "workers per server")
 	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
+	clients := fs.Int("clients", 1, "independent clients, each a Transport (over gRPC, a connection) with policies of its own and its own view\n"+
+		"of the servers; each call goes to one at random, as with hedgesim's -clients (open-loop load only)")
 	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+
 		"or stragglers (at once, except 2% of requests that stall 100ms)")
@@ -114,7 +121,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	c := config{out: *out, progress: !*quiet}
 	r := &c.run
-	r.calls, r.workers, r.replicas, r.hedgeDelay = *calls, *workers, *replicas, *delay
+	r.calls, r.workers, r.replicas, r.clients, r.hedgeDelay = *calls, *workers, *replicas, *clients, *delay
 	r.timeScale, r.parallel, r.band, r.maxLag, r.warmup = *scale, *parallel, *band, *maxLag, 0.1
 	r.serverScale = *serverScaleF
 	switch {
@@ -124,6 +131,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-workers must be in [1, 4096], got %d", r.workers)
 	case r.replicas < 1 || r.replicas > 64:
 		return c, usagef("-replicas must be in [1, 64], got %d", r.replicas)
+	case r.clients < 1 || r.clients > maxClients:
+		return c, usagef("-clients must be in [1, %d], got %d", maxClients, r.clients)
 	case r.hedgeDelay <= 0:
 		return c, usagef("-hedge-delay must be > 0, got %v", r.hedgeDelay)
 	case !(r.timeScale >= 0.1 && r.timeScale <= 1):
@@ -182,6 +191,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if r.callers = *concurrency; r.callers < 0 || r.callers > 4096 {
 		return c, usagef("-concurrency must be in [0, 4096], got %d", r.callers)
+	} else if r.callers > 0 && r.clients > 1 {
+		return c, usagef("-clients needs open-loop load: a closed loop (-concurrency) runs one client")
 	} else if r.callers > 0 {
 		r.loads = []float64{0} // measured per point
 		callsSet := false

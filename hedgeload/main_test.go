@@ -49,6 +49,9 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-server-scale", "0"},
 		{"-server-scale", "3"},
 		{"-protocol", "grpc", "-replicas", "2"},
+		{"-clients", "0"},
+		{"-clients", "257"},
+		{"-clients", "2", "-concurrency", "8"},
 		{"stray"},
 	} {
 		if _, err := parseArgs(args, &bytes.Buffer{}); err == nil {
@@ -65,8 +68,11 @@ func TestParseArgsErrors(t *testing.T) {
 	if c, err := parseArgs([]string{"-protocol", "gRPC"}, &bytes.Buffer{}); err != nil || !slices.Equal(c.run.protocols, []string{GRPC}) {
 		t.Errorf("-protocol gRPC: %v, %v", c.run.protocols, err)
 	}
-	if c.run.serverScale != 1 {
-		t.Errorf("-server-scale defaults to %v, want 1", c.run.serverScale)
+	if c.run.serverScale != 1 || c.run.clients != 1 {
+		t.Errorf("-server-scale defaults to %v, -clients to %d; want 1, 1", c.run.serverScale, c.run.clients)
+	}
+	if c, err := parseArgs([]string{"-clients", "32", "-replicas", "4"}, &bytes.Buffer{}); err != nil || c.run.clients != 32 || runModel(c.run).Clients != 32 {
+		t.Errorf("-clients 32: %d, %v", c.run.clients, err)
 	}
 	if c, err := parseArgs([]string{"-server-scale", "1.1"}, &bytes.Buffer{}); err != nil || c.run.serverScale != 1.1 {
 		t.Errorf("-server-scale 1.1: %v, %v", c.run.serverScale, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -29,6 +30,7 @@ type pointConfig struct {
 	seed     uint64
 	workers  int              // per replica
 	replicas int              // servers
+	clients  int              // independent clients; 0 = 1
 	balancer string           // sim's balancer name; "" = p2c
 	service  sim.Distribution // wire time
 	slack    time.Duration    // the measured timer slack each server sleep is shortened by
@@ -54,6 +56,8 @@ type diagnostics struct {
 	MaxInFlight  int     `json:"max_in_flight"` // the most calls in flight at a send
 	DurationSecs float64 `json:"duration_s"`    // wall time of the point
 	Sent         int     `json:"sent"`          // calls sent, measured or not
+	// CallsPerClient is how many of the measured calls each client made, with -clients.
+	CallsPerClient []int `json:"calls_per_client,omitempty"`
 	// PerSecond is the rate the measured calls arrived at (wire time): the closed loop's
 	// throughput, which its simulated twin is offered.
 	PerSecond float64 `json:"per_second,omitempty"`
@@ -141,12 +145,19 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	}
 	cl := &caller{pc: pc, ctx: ctx, warm: warm, acct: acct, recs: make([]callRecord, total), sup: map[string]int64{},
 		firsts: make([]time.Duration, total)}
-	client, err := cl.newClient(addrs)
-	if err != nil {
-		return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
+	defer func() {
+		for _, c := range cl.clients {
+			c.close()
+		}
+	}()
+	for range max(pc.clients, 1) {
+		client, err := cl.newClient(addrs)
+		if err != nil {
+			return sim.Point{}, diag, fmt.Errorf("setup %q: %w", pc.setup.Name, err)
+		}
+		cl.clients = append(cl.clients, client)
 	}
-	defer client.close()
-	cl.client = client
+	cl.owner = clientOwners(total, len(cl.clients), pc.seed)
 	cl.left.Store(int64(pc.calls - warm))
 	pctx, stopPacer := context.WithCancel(ctx)
 	defer stopPacer()
@@ -166,7 +177,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		}
 	}
 	pt := sim.Point{Setup: pc.setup.Name, LoadPct: pc.loadPct, Cancellation: pc.mode, Seed: pc.seed, Suppressed: cl.sup,
-		Replicas: pc.replicas, Clients: 1}
+		Replicas: pc.replicas, Clients: len(cl.clients)}
 	if pc.replicas > 1 {
 		pt.Balancer = pc.balancer
 	}
@@ -194,8 +205,29 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 		return pt, diag, err
 	}
 	diag.arrived, diag.reached = acct.arrived.Load(), acct.reached.Load()
+	if cl.owner != nil {
+		diag.CallsPerClient = make([]int, len(cl.clients))
+		for _, c := range cl.owner[warm:pc.calls] {
+			diag.CallsPerClient[c]++
+		}
+	}
 	cl.figures(&pt, &diag, reps)
 	return pt, diag, nil
+}
+
+// clientOwners draws, from seed, which of n clients makes each of total calls: one at random
+// for each, so that each client's calls are a Poisson stream of their own (hedgesim's -clients
+// splits its arrivals the same way). nil when n is 1.
+func clientOwners(total, n int, seed uint64) []uint16 {
+	if n <= 1 {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(seed, 0x636c69656e7473)) // "clients"
+	owner := make([]uint16, total)
+	for i := range owner {
+		owner[i] = uint16(r.IntN(n))
+	}
+	return owner
 }
 
 // startReplicas starts the point's servers on loopback and returns them with their
@@ -234,7 +266,8 @@ type caller struct {
 	ctx       context.Context // each call's parent: the point's deadline
 	warm      int
 	acct      *accounts
-	client    loadClient
+	clients   []loadClient // each with policies of its own
+	owner     []uint16     // the client that makes each call; nil with one client
 	stopPacer func()
 
 	recs      []callRecord
@@ -309,7 +342,11 @@ func (cl *caller) send(i int, due time.Time) {
 	cctx, ccancel := context.WithTimeout(cl.ctx, pc.callTimeout)
 	defer ccancel()
 	var lg hedge.Log
-	if err := cl.client.call(hedge.WithLog(cctx, &lg), i); err != nil {
+	client := cl.clients[0]
+	if cl.owner != nil {
+		client = cl.clients[cl.owner[i]]
+	}
+	if err := client.call(hedge.WithLog(cctx, &lg), i); err != nil {
 		rec.failed = true
 		rec.rejected = errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)
 	}

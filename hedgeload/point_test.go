@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,63 @@ func TestOutOfBandPoint(t *testing.T) {
 		}
 		if pt.Collapse || pt.FailedPct != 0 || pt.Calls != 300 || diag.Sent < 300 || pt.Setup != sim.SetupServerAssistedOOB {
 			t.Fatalf("%s: point = %+v, generator %+v", tc.proto, pt, diag)
+		}
+	}
+}
+
+// With several clients each call goes to one of them at random, each a Transport with
+// policies of its own (server-assisted: each learns the servers' load from its own calls'
+// answers alone), and the point completes with every measured call counted once.
+func TestSeveralClientsPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers: not in -short")
+	}
+	sets, err := setups([]string{sim.SetupServerAssisted}, 20*time.Millisecond, 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := pointConfig{
+		setup: sets[0], loadPct: 30, mode: sim.Ignored, protocol: HTTP2, seed: 4,
+		workers: 4, replicas: 2, clients: 4, balancer: sim.BalancerP2C, service: scaleDist(sim.ReferenceMixture(), 0.25),
+		calls: 400, warmup: 0.1,
+		maxLag: time.Hour, callTimeout: 90 * time.Second, deadline: 2 * time.Minute, // plumbing only, as TestRealPoint
+	}
+	pt, diag, err := runReal(context.Background(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt.Collapse || pt.FailedPct != 0 || pt.Calls != 400 || pt.Clients != 4 || diag.Sent < 400 {
+		t.Fatalf("point = %+v, generator %+v", pt, diag)
+	}
+	total := 0
+	for c, n := range diag.CallsPerClient {
+		if n < 40 { // 360 measured calls: 90 each on average
+			t.Errorf("client %d made %d of the measured calls", c, n)
+		}
+		total += n
+	}
+	if len(diag.CallsPerClient) != 4 || total != 360 {
+		t.Fatalf("calls per client %v, want 4 clients making the 360 measured calls", diag.CallsPerClient)
+	}
+}
+
+// clientOwners splits the calls evenly at random, the same way for the same seed, and not at
+// all for one client.
+func TestClientOwners(t *testing.T) {
+	if clientOwners(100, 1, 1) != nil {
+		t.Fatal("one client: want no table")
+	}
+	a, b := clientOwners(40000, 32, 7), clientOwners(40000, 32, 7)
+	if !slices.Equal(a, b) || slices.Equal(a, clientOwners(40000, 32, 8)) {
+		t.Fatal("the split must follow the seed, and only the seed")
+	}
+	n := make([]int, 32)
+	for _, c := range a {
+		n[c]++
+	}
+	for c, k := range n {
+		if k < 1000 || k > 1500 { // 1,250 each on average
+			t.Errorf("client %d makes %d of 40,000 calls", c, k)
 		}
 	}
 }

@@ -56,6 +56,9 @@ func writeMarkdown(w io.Writer, rep Report) error {
 	if m.Replicas > 1 {
 		servers = fmt.Sprintf("%d servers behind a %s balancer", m.Replicas, m.Balancer)
 	}
+	if m.Clients > 1 {
+		servers += fmt.Sprintf(", called by %d clients (each with policies of its own, each call made by one at random)", m.Clients)
+	}
 	fmt.Fprintf(&b, "Model: %d workers × %s; service time %s (mean %.2f ms); hedge delay %.0f ms; "+
 		"%d calls per point (first %.0f %% not measured); seeds %v; time scale %g (figures in the model's ms).\n\n",
 		m.Workers, servers, m.ServiceTime, m.MeanServiceMs, m.HedgeDelayMs, m.Calls, 100*m.WarmupFraction, m.Seeds, m.TimeScale)

@@ -23,6 +23,7 @@ type runConfig struct {
 	protocols  []string
 	workers    int
 	replicas   int
+	clients    int              // independent clients (0 = 1), each call made by one at random
 	balancer   string           // sim's balancer name, with replicas > 1
 	service    sim.Distribution // model time
 	hedgeDelay time.Duration
@@ -41,7 +42,7 @@ type runConfig struct {
 // Model is the parameters of the run, as report.json's "model": hedgesim's model (the one
 // report vocabulary both tools write, its keys flat beside these) and what only a real run has.
 type Model struct {
-	sim.Model          // Clients is always 1: one client process, one policy
+	sim.Model          // Clients: independent clients, each with policies of its own
 	Protocols []string `json:"protocols"`
 	TimeScale float64  `json:"time_scale"` // wire time = model time × time_scale
 	// ServerScale is -server-scale: the real servers drew every service time this many times
@@ -170,7 +171,7 @@ func runModel(cfg runConfig) Model {
 			Family:         sim.FamilyReference,
 			Replicas:       cfg.replicas,
 			Balancer:       cfg.balancer,
-			Clients:        1,
+			Clients:        max(cfg.clients, 1),
 		},
 		Protocols:   cfg.protocols,
 		TimeScale:   cfg.timeScale,
@@ -185,14 +186,15 @@ type calibration struct {
 	slack map[string]time.Duration // wire time
 }
 
-// calibrateAll calibrates one protocol at a time, at the highest load's arrival rate, and
-// appends each protocol's calibration to rep.
+// calibrateAll calibrates one protocol at a time, at the highest load's arrival rate at one
+// server (its one server has the workers of one replica), and appends each protocol's
+// calibration to rep.
 func calibrateAll(ctx context.Context, cfg runConfig, wireSvc sim.Distribution, rep *Report) (calibration, error) {
 	n := calibrationCalls(cfg)
 	cal := calibration{
 		slack: map[string]time.Duration{},
 	}
-	calRate := rate(slices.Max(cfg.loads), cfg.workers, cfg.replicas, wireSvc)
+	calRate := rate(slices.Max(cfg.loads), cfg.workers, 1, wireSvc)
 	if cfg.callers > 0 {
 		calRate = closedCalibrationRate
 	}
@@ -299,6 +301,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		seed:        j.seed,
 		workers:     cfg.workers,
 		replicas:    cfg.replicas,
+		clients:     max(cfg.clients, 1),
 		balancer:    cfg.balancer,
 		service:     wireSvc,
 		slack:       slack,
@@ -389,6 +392,7 @@ func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay
 		TieDelay:       tie,
 		Workers:        cfg.workers,
 		Replicas:       cfg.replicas,
+		Clients:        max(cfg.clients, 1),
 		Balancer:       cfg.balancer,
 		Service:        wireSvc,
 		Calls:          cfg.calls,
