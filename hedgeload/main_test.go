@@ -115,10 +115,17 @@ func TestReadmeCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cmds [][]string
-	for _, l := range strings.Split(string(readme), "\n") {
-		if rest, ok := strings.CutPrefix(l, "go run . "); ok && strings.Contains(string(readme), "cd hedgeload") {
-			cmds = append(cmds, strings.Fields(rest))
+	lines := strings.Split(string(readme), "\n")
+	for i := 0; i < len(lines); i++ {
+		rest, ok := strings.CutPrefix(lines[i], "go run . ")
+		if !ok || !strings.Contains(string(readme), "cd hedgeload") {
+			continue
 		}
+		for strings.HasSuffix(rest, "\\") && i+1 < len(lines) { // a command continued on the next line
+			i++
+			rest = strings.TrimSuffix(rest, "\\") + " " + strings.TrimSpace(lines[i])
+		}
+		cmds = append(cmds, shellWords(t, rest))
 	}
 	if len(cmds) < 2 {
 		t.Fatalf("found %d hedgeload commands in the README, want its two", len(cmds))
@@ -137,4 +144,34 @@ func TestReadmeCommands(t *testing.T) {
 	if got := re.FindStringSubmatch(string(readme)); got == nil || got[1] != want[1] {
 		t.Errorf("the README gives the standard comparison %v minutes, -h %s", got, want[1])
 	}
+}
+
+// shellWords splits a command line as a shell would, for the README's commands: words apart by
+// spaces, a double-quoted string one word.
+func shellWords(t *testing.T, line string) []string {
+	var words []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '"':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+			}
+			inWord = false
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("README command with an unclosed quote: %s", line)
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
 }
