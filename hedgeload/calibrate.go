@@ -97,7 +97,7 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		return nil, nil, err
 	}
 	defer rp.close()
-	client, err := newLoadClient(protocol, hedge.Config{}, nil, "", rp.addr, 0)
+	client, err := newLoadClient(protocol, hedge.Config{}, nil, "", []string{rp.addr}, 0)
 	if err != nil {
 		return nil, nil, err
 	}

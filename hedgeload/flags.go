@@ -94,7 +94,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
 	clients := fs.Int("clients", 1, "independent clients, each a Transport (over gRPC, a connection) with policies of its own and its own view\n"+
 		"of the servers; each call goes to one at random, as with hedgesim's -clients (open-loop load only)")
-	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c")
+	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c\n"+
+		"(over gRPC, hedgegrpc's balancer picks: round-robin, or p2c on out-of-band reports)")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+
 		"or stragglers (at once, except 2% of requests that stall 100ms)")
 	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
@@ -176,14 +177,16 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	case "both":
 		r.protocols = []string{HTTP1, HTTP2}
 	case "grpc":
-		if r.replicas > 1 {
-			return c, usagef("-protocol grpc runs one server: -replicas must be 1, got %d", r.replicas)
+		balancerSet := false
+		fs.Visit(func(f *flag.Flag) { balancerSet = balancerSet || f.Name == "balancer" })
+		if r.replicas > 1 && balancerSet {
+			return c, usagef("-protocol grpc routes by hedgegrpc's balancer (round-robin; p2c on out-of-band reports): leave -balancer out")
 		}
 		r.protocols = []string{GRPC}
 	default:
 		return c, usagef("-protocol must be http/1.1, http/2, both (the two) or grpc, got %q", *protocol)
 	}
-	if r.replicas > 1 {
+	if r.replicas > 1 && r.protocols[0] != GRPC {
 		if _, err := replica.ParseBalancer(*balancer); err != nil || !slices.Contains(sim.Balancers, *balancer) {
 			return c, usagef("-balancer must be one of %s, got %q", strings.Join(sim.Balancers, ", "), *balancer)
 		}

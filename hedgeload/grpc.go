@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -139,16 +141,27 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 }
 
 // newGRPCClient returns a client that hedges under policy through hedgegrpc.DialOptions() to the
-// server at addr (one replica: hedgeload's gRPC points have one server), asking for its ORCA
-// out-of-band reports every loadInterval when it is not 0, and a function that closes its
-// connection.
-func newGRPCClient(policy hedge.Config, addr string, loadInterval time.Duration) (loadClient, error) {
+// servers at addrs (several: each an endpoint of hedgegrpc's balancer, named by a resolver of
+// the client's own), asking for their ORCA out-of-band reports every loadInterval when it is
+// not 0, and a function that closes its connection.
+func newGRPCClient(policy hedge.Config, addrs []string, loadInterval time.Duration) (loadClient, error) {
 	ic, err := hedgegrpc.NewInterceptor(hedgegrpc.Config{Policy: policy, Idempotent: []string{grpcMethod}, LoadReportInterval: loadInterval})
 	if err != nil {
 		return loadClient{}, err
 	}
 	opts := append(ic.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
+	target := "passthrough:///" + addrs[0]
+	if len(addrs) > 1 {
+		r := manual.NewBuilderWithScheme("hedgeload")
+		var st resolver.State
+		for _, a := range addrs {
+			st.Endpoints = append(st.Endpoints, resolver.Endpoint{Addresses: []resolver.Address{{Addr: a}}})
+		}
+		r.InitialState(st)
+		opts = append(opts, grpc.WithResolvers(r))
+		target = r.Scheme() + ":///replicas"
+	}
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return loadClient{}, err
 	}

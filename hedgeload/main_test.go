@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hedgekit/hedge/sim"
 	"go.uber.org/goleak"
 )
 
@@ -48,7 +49,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"-band", "0"},
 		{"-server-scale", "0"},
 		{"-server-scale", "3"},
-		{"-protocol", "grpc", "-replicas", "2"},
+		{"-protocol", "grpc", "-replicas", "2", "-balancer", "random"},
 		{"-clients", "0"},
 		{"-clients", "257"},
 		{"-clients", "2", "-concurrency", "8"},
@@ -73,6 +74,19 @@ func TestParseArgsErrors(t *testing.T) {
 	}
 	if c, err := parseArgs([]string{"-clients", "32", "-replicas", "4"}, &bytes.Buffer{}); err != nil || c.run.clients != 32 || runModel(c.run).Clients != 32 {
 		t.Errorf("-clients 32: %d, %v", c.run.clients, err)
+	}
+	// Over gRPC with replicas, hedgegrpc's balancer routes, and each twin follows it.
+	if c, err := parseArgs([]string{"-protocol", "grpc", "-replicas", "4"}, &bytes.Buffer{}); err != nil || c.run.balancer != "" {
+		t.Errorf("-protocol grpc -replicas 4: balancer %q, %v", c.run.balancer, err)
+	} else {
+		sets, err := setups([]string{sim.SetupServerAssisted, sim.SetupServerAssistedOOB}, 20*time.Millisecond, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perCall, oob := twinBalancer(c.run, job{setup: sets[0], protocol: GRPC}), twinBalancer(c.run, job{setup: sets[1], protocol: GRPC})
+		if perCall != sim.BalancerRoundRobin || oob != sim.BalancerP2C {
+			t.Errorf("gRPC twins' balancers: %q per call, %q out of band; want round-robin, p2c", perCall, oob)
+		}
 	}
 	if c, err := parseArgs([]string{"-server-scale", "1.1"}, &bytes.Buffer{}); err != nil || c.run.serverScale != 1.1 {
 		t.Errorf("-server-scale 1.1: %v, %v", c.run.serverScale, err)

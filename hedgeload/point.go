@@ -318,7 +318,7 @@ func (cl *caller) newClient(addrs []string) (loadClient, error) {
 	if cl.pc.replicas > 1 {
 		replicasOf = func(string) []string { return addrs }
 	}
-	return newLoadClient(cl.pc.protocol, pol, replicasOf, cl.pc.balancer, addrs[0], cl.pc.setup.LoadInterval)
+	return newLoadClient(cl.pc.protocol, pol, replicasOf, cl.pc.balancer, addrs, cl.pc.setup.LoadInterval)
 }
 
 // send makes call i, due at due, and records it; the last measured call to end stops the pacer.
@@ -583,13 +583,15 @@ type loadClient struct {
 // errStatus is an HTTP answer other than 200 OK.
 var errStatus = errors.New("hedgeload: the server did not answer 200 OK")
 
-// newLoadClient returns a client that hedges under policy over protocol to the server at addr
-// (or, over HTTP, to the replicas replicas names), reading each server's out-of-band load
+// newLoadClient returns a client that hedges under policy over protocol to the servers at addrs
+// (over HTTP, the first, or the replicas replicas names; over gRPC, all of them through
+// hedgegrpc's balancer), reading each server's out-of-band load
 // reports every loadInterval when it is not 0 (HTTP: hedgehttp's load stream; gRPC: ORCA's).
-func newLoadClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer, addr string, loadInterval time.Duration) (loadClient, error) {
+func newLoadClient(protocol string, policy hedge.Config, replicas func(string) []string, balancer string, addrs []string, loadInterval time.Duration) (loadClient, error) {
 	if protocol == GRPC {
-		return newGRPCClient(policy, addr, loadInterval)
+		return newGRPCClient(policy, addrs, loadInterval)
 	}
+	addr := addrs[0]
 	client, closeIdle, err := newClient(protocol, policy, replicas, balancer, loadInterval)
 	if err != nil {
 		return loadClient{}, err

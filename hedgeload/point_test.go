@@ -141,7 +141,7 @@ func TestServerScale(t *testing.T) {
 // A setup with out-of-band load reports runs against real servers: its interval is scaled with
 // the model's times, its HTTP servers serve the queue's load stream (beside the queue, holding
 // no worker), and a small point completes with no failed call over HTTP/2 with replicas and
-// over gRPC (that the clients read the reports is hedgehttp's TestTransportLoadStreams and
+// over gRPC, with one server and with replicas behind hedgegrpc's balancer (that the clients read the reports is hedgehttp's TestTransportLoadStreams and
 // hedgegrpc's out-of-band tests).
 func TestOutOfBandPoint(t *testing.T) {
 	if testing.Short() {
@@ -173,7 +173,7 @@ func TestOutOfBandPoint(t *testing.T) {
 	for _, tc := range []struct {
 		proto    string
 		replicas int
-	}{{HTTP2, 3}, {GRPC, 1}} {
+	}{{HTTP2, 3}, {GRPC, 1}, {GRPC, 3}} {
 		pc := pointConfig{
 			setup: sets[0], loadPct: 30, mode: sim.Reaches, protocol: tc.proto, seed: 2,
 			workers: 4, replicas: tc.replicas, balancer: sim.BalancerP2C, service: scaleDist(sim.ReferenceMixture(), 0.25),

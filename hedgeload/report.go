@@ -55,6 +55,9 @@ func writeMarkdown(w io.Writer, rep Report) error {
 	servers := "1 server"
 	if m.Replicas > 1 {
 		servers = fmt.Sprintf("%d servers behind a %s balancer", m.Replicas, m.Balancer)
+		if m.Balancer == "" {
+			servers = fmt.Sprintf("%d servers behind hedgegrpc's balancer (round-robin; p2c on out-of-band reports)", m.Replicas)
+		}
 	}
 	if m.Clients > 1 {
 		servers += fmt.Sprintf(", called by %d clients (each with policies of its own, each call made by one at random)", m.Clients)

@@ -302,7 +302,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		workers:     cfg.workers,
 		replicas:    cfg.replicas,
 		clients:     max(cfg.clients, 1),
-		balancer:    cfg.balancer,
+		balancer:    twinBalancer(cfg, j),
 		service:     wireSvc,
 		slack:       slack,
 		serverScale: serverScale(cfg),
@@ -376,6 +376,18 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 	}, nil
 }
 
+// twinBalancer is the simulator's balancer for job j's twin: the run's, but over gRPC with
+// replicas, hedgegrpc's own choice (round-robin, or p2c on the servers' out-of-band reports).
+func twinBalancer(cfg runConfig, j job) string {
+	if j.protocol != GRPC || cfg.replicas <= 1 {
+		return cfg.balancer
+	}
+	if j.setup.LoadInterval > 0 {
+		return sim.BalancerP2C
+	}
+	return sim.BalancerRoundRobin
+}
+
 // serverScale is cfg's -server-scale, 1 when unset.
 func serverScale(cfg runConfig) float64 {
 	if cfg.serverScale > 0 {
@@ -393,7 +405,7 @@ func simulate(cfg runConfig, j job, wireSvc sim.Distribution, seed uint64, delay
 		Workers:        cfg.workers,
 		Replicas:       cfg.replicas,
 		Clients:        max(cfg.clients, 1),
-		Balancer:       cfg.balancer,
+		Balancer:       twinBalancer(cfg, j),
 		Service:        wireSvc,
 		Calls:          cfg.calls,
 		WarmupFraction: cfg.warmup,
