@@ -91,9 +91,10 @@ type Config struct {
 	// open an ORCA out-of-band stream to every backend and ask for a load report this often
 	// (gRFC A51; the server half is [Queue.RegisterOOB], which grants at most one every
 	// [DefaultOOBMinInterval] by default). The reports reach the policy and the replica choice
-	// as per-call reports do, with the time each was received, and first attempts go by them
-	// (power of two choices: fewer attempts outstanding, then the lighter report) instead of
-	// round-robin; keep the interval well below [hedge.LoadMaxAge] (50–100ms), or the reports
+	// as per-call reports do, with the time each was received, so that first attempts (power
+	// of two choices: fewer attempts outstanding, then the lighter report) and hedges weigh
+	// every backend's load, not only that of the backends this client's calls reached (in a
+	// fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds); keep the interval well below [hedge.LoadMaxAge] (50–100ms), or the reports
 	// age out between two, and below replica.RouteMaxAge for first attempts. 0 (the default)
 	// opens no stream: the client reads the per-call reports a [Queue.ServerOptions] server
 	// sends, which it always does. Negative is an error.

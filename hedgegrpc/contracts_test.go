@@ -3,6 +3,7 @@ package hedgegrpc
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -209,51 +210,60 @@ func TestPushbackDelaysRetry(t *testing.T) {
 	}
 }
 
-// Hedges do not take turns in the balancer's round robin: with two backends and every call
-// hedged, sequential calls put half their first attempts on each backend.
-func TestHedgePicksLeaveRoundRobinEven(t *testing.T) {
+// First attempts go by power of two choices: with two backends, both are the candidates of
+// every pick, and while one holds a call of this client, every other call goes to the other.
+// Taking turns (gRPC's round_robin) would send half of them to the busy backend.
+func TestFirstAttemptsAvoidBusyBackend(t *testing.T) {
 	checkLeaks(t)
-	var arrived arrivals
+	release := make(chan struct{})
+	held := make(chan string, 1)
 	bs := startBackends(t, 2, func(int) *backend {
 		return &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-			if attemptOf(ctx) == 0 {
+			if req.Service == "hold" {
+				held <- b.name
 				select {
-				case <-arrived.of(req.Service): // the primary wins once its copy was sent
-					return serving(), nil
+				case <-release:
 				case <-ctx.Done():
 					return nil, ctx.Err()
 				}
 			}
-			close(arrived.of(req.Service))
-			<-ctx.Done()
-			return nil, ctx.Err()
+			return serving(), nil
 		}}
 	})
-	var firsts [2]atomic.Int32
-	for i, b := range bs {
-		check := b.check
-		b.check = func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-			if attemptOf(ctx) == 0 {
-				firsts[i].Add(1)
-			}
-			return check(ctx, b, req)
-		}
-	}
-	// A threshold well above the copy's life (it lasts until its primary, which waited for
-	// it, answers), so that no loser counts as slow and no backend is ejected for it.
-	pc := hedgeNow()
-	pc.Trigger = hedge.After(20 * time.Millisecond)
-	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{checkMethod}})
+	hi := newInterceptor(t, Config{Policy: hedgeNow(), Idempotent: []string{checkMethod}})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	for k := range 30 {
-		if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: "call" + string(rune('A'+k))}); err != nil {
+	once := hedge.WithRepeatable(ctx, false) // sent once: no hedge takes the other backend
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Check(once, &healthpb.HealthCheckRequest{Service: "hold"})
+		done <- err
+	}()
+	var busy string
+	select {
+	case busy = <-held:
+	case <-ctx.Done():
+		t.Fatal("the held call never reached a backend")
+	}
+	const calls = 20
+	for k := range calls {
+		if _, err := client.Check(once, &healthpb.HealthCheckRequest{Service: "call" + strconv.Itoa(k)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if a, b := firsts[0].Load(), firsts[1].Load(); a != 15 || b != 15 {
-		t.Fatalf("first attempts per backend %d, %d; want 15 each", a, b)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("held call: %v", err)
+	}
+	for _, b := range bs {
+		want := int32(calls)
+		if b.name == busy {
+			want = 1 // the held call alone
+		}
+		if got := b.calls.Load(); got != want {
+			t.Errorf("%s (busy: %v) answered %d calls, want %d", b.name, b.name == busy, got, want)
+		}
 	}
 }
 

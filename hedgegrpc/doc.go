@@ -37,8 +37,9 @@
 //
 // # Backends
 //
-// The [BalancerName] balancer, selected by a service config ([ServiceConfig]), round-robins
-// over the resolved backends and sends each attempt of a call to a backend no other attempt
+// The [BalancerName] balancer, selected by a service config ([ServiceConfig]), sends first
+// attempts to the resolved backends by power of two choices (fewer attempts outstanding,
+// then the lighter load report) and each attempt of a call to a backend no other attempt
 // of that call used, whenever another READY backend exists; a backend that keeps failing, or
 // whose attempts keep losing races to hedges past the threshold with no success between (it
 // swallows requests), is ejected for a while (the core's package replica decides both).

@@ -105,7 +105,8 @@ func TestOOBReportsReachPolicy(t *testing.T) {
 // TestOOBSteersHedges: three backends, one of which (busy) has both its workers held and two
 // calls queued. Its reports say so, and with out-of-band reports on no hedge goes to it: each
 // goes to the other backend its call has not used. Without them (the control: the same
-// backends and calls) the balancer round-robins hedges onto the busy backend too. A call's
+// backends and calls) the balancer knows nothing of the busy backend until a call of its own
+// went there, and sends hedges to it too. A call's
 // primary answers once its hedge has reached a backend (ahead of the queue), so no call
 // waits on the busy queue.
 func TestOOBSteersHedges(t *testing.T) {
@@ -371,7 +372,8 @@ func TestOOBStreamTakesNoWorker(t *testing.T) {
 // TestOOBRoutesFirstAttempts: two backends of three workers, two of the first's held by a
 // plain client this one cannot see. With out-of-band reports the balancer sends this client's
 // calls (no hedging, one at a time: nothing of its own outstanding anywhere) to the backend
-// that reports room; without them (the control) it round-robins them over both.
+// that reports room; without them (the control) it learns the busy backend's load only from a
+// call of its own that went there.
 func TestOOBRoutesFirstAttempts(t *testing.T) {
 	checkLeaks(t)
 	release := make(chan struct{})

@@ -95,7 +95,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	clients := fs.Int("clients", 1, "independent clients, each a Transport (over gRPC, a connection) with policies of its own and its own view\n"+
 		"of the servers; each call goes to one at random, as with hedgesim's -clients (open-loop load only)")
 	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c\n"+
-		"(over gRPC, hedgegrpc's balancer picks: round-robin, or p2c on out-of-band reports)")
+		"(over gRPC, hedgegrpc's balancer picks, by p2c)")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+
 		"or stragglers (at once, except 2% of requests that stall 100ms)")
 	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
@@ -180,7 +180,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		balancerSet := false
 		fs.Visit(func(f *flag.Flag) { balancerSet = balancerSet || f.Name == "balancer" })
 		if r.replicas > 1 && balancerSet {
-			return c, usagef("-protocol grpc routes by hedgegrpc's balancer (round-robin; p2c on out-of-band reports): leave -balancer out")
+			return c, usagef("-protocol grpc routes by hedgegrpc's balancer (p2c): leave -balancer out")
 		}
 		r.protocols = []string{GRPC}
 	default:

@@ -84,8 +84,8 @@ func TestParseArgsErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		perCall, oob := twinBalancer(c.run, job{setup: sets[0], protocol: GRPC}), twinBalancer(c.run, job{setup: sets[1], protocol: GRPC})
-		if perCall != sim.BalancerRoundRobin || oob != sim.BalancerP2C {
-			t.Errorf("gRPC twins' balancers: %q per call, %q out of band; want round-robin, p2c", perCall, oob)
+		if perCall != sim.BalancerP2C || oob != sim.BalancerP2C {
+			t.Errorf("gRPC twins' balancers: %q per call, %q out of band; want p2c, p2c", perCall, oob)
 		}
 	}
 	if c, err := parseArgs([]string{"-server-scale", "1.1"}, &bytes.Buffer{}); err != nil || c.run.serverScale != 1.1 {

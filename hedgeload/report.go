@@ -56,7 +56,7 @@ func writeMarkdown(w io.Writer, rep Report) error {
 	if m.Replicas > 1 {
 		servers = fmt.Sprintf("%d servers behind a %s balancer", m.Replicas, m.Balancer)
 		if m.Balancer == "" {
-			servers = fmt.Sprintf("%d servers behind hedgegrpc's balancer (round-robin; p2c on out-of-band reports)", m.Replicas)
+			servers = fmt.Sprintf("%d servers behind hedgegrpc's balancer (p2c)", m.Replicas)
 		}
 	}
 	if m.Clients > 1 {

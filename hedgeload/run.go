@@ -377,15 +377,12 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 }
 
 // twinBalancer is the simulator's balancer for job j's twin: the run's, but over gRPC with
-// replicas, hedgegrpc's own choice (round-robin, or p2c on the servers' out-of-band reports).
+// replicas, hedgegrpc's own choice: p2c, on the servers' reports when they send any.
 func twinBalancer(cfg runConfig, j job) string {
 	if j.protocol != GRPC || cfg.replicas <= 1 {
 		return cfg.balancer
 	}
-	if j.setup.LoadInterval > 0 {
-		return sim.BalancerP2C
-	}
-	return sim.BalancerRoundRobin
+	return sim.BalancerP2C
 }
 
 // serverScale is cfg's -server-scale, 1 when unset.
