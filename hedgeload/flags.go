@@ -93,7 +93,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	workers := fs.Int("workers", defaultWorkers, "workers per server")
 	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
 	clients := fs.Int("clients", 1, "independent clients, each a Transport (over gRPC, a connection) with policies of its own and its own view\n"+
-		"of the servers; each call goes to one at random, as with hedgesim's -clients (open-loop load only)")
+		"of the servers; each call goes to one at random, as with hedgesim's -clients (in a closed loop, each caller's next call too)")
 	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c\n"+
 		"(over gRPC, hedgegrpc's balancer picks, by p2c)")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+
@@ -194,8 +194,6 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if r.callers = *concurrency; r.callers < 0 || r.callers > 4096 {
 		return c, usagef("-concurrency must be in [0, 4096], got %d", r.callers)
-	} else if r.callers > 0 && r.clients > 1 {
-		return c, usagef("-clients needs open-loop load: a closed loop (-concurrency) runs one client")
 	} else if r.callers > 0 {
 		r.loads = []float64{0} // measured per point
 		callsSet := false

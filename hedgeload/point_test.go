@@ -192,7 +192,9 @@ func TestOutOfBandPoint(t *testing.T) {
 
 // With several clients each call goes to one of them at random, each a Transport with
 // policies of its own (server-assisted: each learns the servers' load from its own calls'
-// answers alone), and the point completes with every measured call counted once.
+// answers alone), in open loop and in closed loop (-concurrency: each caller's next call goes
+// to a client at random too), and the point completes with every measured call counted once
+// and each client making its share.
 func TestSeveralClientsPoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers: not in -short")
@@ -201,28 +203,32 @@ func TestSeveralClientsPoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc := pointConfig{
-		setup: sets[0], loadPct: 30, mode: sim.Ignored, protocol: HTTP2, seed: 4,
-		workers: 4, replicas: 2, clients: 4, balancer: sim.BalancerP2C, service: scaleDist(sim.ReferenceMixture(), 0.25),
-		calls: 400, warmup: 0.1,
-		maxLag: time.Hour, callTimeout: 90 * time.Second, deadline: 2 * time.Minute, // plumbing only, as TestRealPoint
-	}
-	pt, diag, err := runReal(context.Background(), pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pt.Collapse || pt.FailedPct != 0 || pt.Calls != 400 || pt.Clients != 4 || diag.Sent < 400 {
-		t.Fatalf("point = %+v, generator %+v", pt, diag)
-	}
-	total := 0
-	for c, n := range diag.CallsPerClient {
-		if n < 40 { // 360 measured calls: 90 each on average
-			t.Errorf("client %d made %d of the measured calls", c, n)
-		}
-		total += n
-	}
-	if len(diag.CallsPerClient) != 4 || total != 360 {
-		t.Fatalf("calls per client %v, want 4 clients making the 360 measured calls", diag.CallsPerClient)
+	for _, callers := range []int{0, 8} {
+		t.Run(fmt.Sprintf("callers=%d", callers), func(t *testing.T) {
+			pc := pointConfig{
+				setup: sets[0], loadPct: 30, mode: sim.Ignored, protocol: HTTP2, seed: 4,
+				workers: 4, replicas: 2, clients: 4, balancer: sim.BalancerP2C, service: scaleDist(sim.ReferenceMixture(), 0.25),
+				calls: 400, warmup: 0.1, concurrency: callers,
+				maxLag: time.Hour, callTimeout: 90 * time.Second, deadline: 2 * time.Minute, // plumbing only, as TestRealPoint
+			}
+			pt, diag, err := runReal(context.Background(), pc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pt.Collapse || pt.FailedPct != 0 || pt.Calls != 400 || pt.Clients != 4 || diag.Sent < 400 {
+				t.Fatalf("point = %+v, generator %+v", pt, diag)
+			}
+			total := 0
+			for c, n := range diag.CallsPerClient {
+				if n < 40 { // 360 measured calls: 90 each on average
+					t.Errorf("client %d made %d of the measured calls", c, n)
+				}
+				total += n
+			}
+			if len(diag.CallsPerClient) != 4 || total != 360 {
+				t.Fatalf("calls per client %v, want 4 clients making the 360 measured calls", diag.CallsPerClient)
+			}
+		})
 	}
 }
 
