@@ -94,8 +94,9 @@ type Config struct {
 	// as per-call reports do, with the time each was received, so that first attempts (power
 	// of two choices: fewer attempts outstanding, then the lighter report) and hedges weigh
 	// every backend's load, not only that of the backends this client's calls reached (in a
-	// fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds); keep the interval well below [hedge.LoadMaxAge] (50–100ms), or the reports
-	// age out between two, and below replica.RouteMaxAge for first attempts. 0 (the default)
+	// fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds). Keep the interval well
+	// below [hedge.LoadMaxAge] (50–100ms), or the reports age out between two, and below
+	// replica.RouteMaxAge for first attempts. 0 (the default)
 	// opens no stream: the client reads the per-call reports a [Queue.ServerOptions] server
 	// sends, which it always does. Negative is an error.
 	LoadReportInterval time.Duration

@@ -72,8 +72,8 @@ func groupsOf(ready []readyBackend) []replica.Group {
 }
 
 // updateGroupedPool makes w.pool the pool of groups, keeping the health of the backends that
-// stay. A pool without groups before starts afresh. It reports false when the groups are not a valid pool (a backend twice), and then
-// leaves w.pool as it was.
+// stay. A pool without groups before starts afresh. It reports false when the groups are not
+// a valid pool (a backend twice), and then leaves w.pool as it was.
 func (w *ccWrapper) updateGroupedPool(groups []replica.Group) bool {
 	if w.pool != nil && w.pool.SameGroups(groups) {
 		return true
