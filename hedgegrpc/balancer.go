@@ -121,7 +121,7 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		addrs[i] = r.addr
 	}
 	switch {
-	case w.pool == nil || w.pool.Layout() != nil: // none yet, or one with groups before
+	case w.pool == nil:
 		// First attempts go by power of two choices (of two READY backends drawn at random,
 		// the one with fewer of this client's attempts outstanding, then the lighter report;
 		// replica.Set.ReportLoad). A client that sees a thin slice of the traffic learns from
@@ -131,8 +131,8 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		// (BENCHMARKS.md, the twelfth round: a fleet's p99 at 70 % load, 0.45× of no hedge's
 		// by p2c on per-call reports, 0.55× in turn).
 		w.pool, _ = replica.NewPool(addrs, replica.Config{Balancer: replica.P2C}) // a valid config, addrs not empty
-	case !w.pool.Same(addrs):
-		w.pool, _ = w.pool.With(addrs)
+	case w.pool.Layout() != nil || !w.pool.Same(addrs): // groups before, or other backends
+		w.pool, _ = w.pool.With(addrs) // the backends that stay keep their health
 	}
 	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: newPicker(ready, w.pool)})
 }

@@ -27,7 +27,8 @@ type groupAttr struct {
 // group while one is healthy and unused by the call, to the next group only when none is;
 // within a group, the choice is power of two choices drawn by weight (a canary at 1 beside
 // backends at 19 gets about 5 % of the group's attempts). An endpoint without a group is in
-// group 0 with weight 1. Health and ejection are per backend, as without groups; the choice
+// group 0 with weight 1. Health and ejection are per backend, as without groups, and a
+// backend keeps them when the resolver places it in a group or takes it out of one; the choice
 // is the core's ([replica.Layout]). It panics when group < 0 or weight is not > 0 and finite.
 func InGroup(ep resolver.Endpoint, group int, weight float64) resolver.Endpoint {
 	if group < 0 || !(weight > 0) || math.IsInf(weight, 1) {
@@ -72,13 +73,13 @@ func groupsOf(ready []readyBackend) []replica.Group {
 }
 
 // updateGroupedPool makes w.pool the pool of groups, keeping the health of the backends that
-// stay. A pool without groups before starts afresh. It reports false when the groups are not
+// stay, whether the pool had groups before or not. It reports false when the groups are not
 // a valid pool (a backend twice), and then leaves w.pool as it was.
 func (w *ccWrapper) updateGroupedPool(groups []replica.Group) bool {
 	if w.pool != nil && w.pool.SameGroups(groups) {
 		return true
 	}
-	if w.pool != nil && w.pool.Layout() != nil {
+	if w.pool != nil {
 		if p, err := w.pool.WithGroups(groups); err == nil {
 			w.pool = p
 			return true

@@ -11,11 +11,14 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/budget"
+	"github.com/hedgekit/hedge/replica"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/grpc/status"
 )
 
 // Two groups of two backends, local and remote (5ms farther): first attempts all go local;
@@ -129,5 +132,63 @@ func TestInGroupPanics(t *testing.T) {
 			}()
 			InGroup(resolver.Endpoint{}, 0, w)
 		}()
+	}
+}
+
+// An ejected backend stays ejected when the resolver places the backends in groups, and
+// again when it takes the groups away: outlier detection's verdict belongs to the backend,
+// not to the layout. Backend 0 fails every call (UNAVAILABLE) until it is ejected; then
+// neither change of layout sends it a call.
+func TestEjectionOutlivesGroupChange(t *testing.T) {
+	checkLeaks(t)
+	bs := startBackends(t, 2, func(i int) *backend {
+		return &backend{check: func(context.Context, *backend, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if i == 0 {
+				return nil, status.Error(codes.Unavailable, "backend0 is down")
+			}
+			return serving(), nil
+		}}
+	})
+	hi := newInterceptor(t, Config{Policy: hedge.Config{}, Idempotent: []string{checkMethod}})
+	r := manual.NewBuilderWithScheme("hedgeregroup")
+	var flat, grouped []resolver.Endpoint
+	for _, b := range bs {
+		ep := resolver.Endpoint{Addresses: []resolver.Address{{Addr: b.addr}}}
+		flat = append(flat, ep)
+		grouped = append(grouped, InGroup(ep, 0, 1))
+	}
+	r.InitialState(resolver.State{Endpoints: flat})
+	cc, err := grpc.NewClient(r.Scheme()+":///backends", append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(r))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	warmUp(t, cc, bs)
+	client := healthpb.NewHealthClient(cc)
+	once := hedge.WithRepeatable(t.Context(), false) // each call sent once: its failure is the caller's
+	// calls makes n calls and returns how many reached backend 0.
+	calls := func(n int) int32 {
+		before := bs[0].calls.Load()
+		for range n {
+			client.Check(once, &healthpb.HealthCheckRequest{Service: "call"}) // backend 0's fail
+		}
+		return bs[0].calls.Load() - before
+	}
+	for k := 0; bs[0].calls.Load() < replica.DefaultConsecutiveFailures; k++ {
+		if k == 1000 {
+			t.Fatalf("backend 0 had %d calls in 1000", bs[0].calls.Load())
+		}
+		calls(1)
+	}
+	if n := calls(20); n != 0 {
+		t.Fatalf("backend 0 failed %d calls in a row and then had %d of 20 more: not ejected", replica.DefaultConsecutiveFailures, n)
+	}
+	r.UpdateState(resolver.State{Endpoints: grouped}) // returns once the balancer has the groups
+	if n := calls(20); n != 0 {
+		t.Errorf("in groups, the ejected backend had %d of 20 calls", n)
+	}
+	r.UpdateState(resolver.State{Endpoints: flat})
+	if n := calls(20); n != 0 {
+		t.Errorf("out of groups again, the ejected backend had %d of 20 calls", n)
 	}
 }
