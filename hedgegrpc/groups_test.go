@@ -12,12 +12,9 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/budget"
 	"github.com/hedgekit/hedge/replica"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/resolver"
-	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 )
 
@@ -56,20 +53,11 @@ func TestReplicaGroups(t *testing.T) {
 	})
 	// Connect without groups, so that every backend is READY (and warmed up), then place
 	// backends 0 and 1 in the local group and 2 and 3 in the remote one.
-	r := manual.NewBuilderWithScheme("hedgegroups")
-	var flat, grouped []resolver.Endpoint
-	for i, b := range bs {
-		ep := resolver.Endpoint{Addresses: []resolver.Address{{Addr: b.addr}}}
-		flat = append(flat, ep)
+	cc, r, flat := dialResolver(t, hi, bs)
+	var grouped []resolver.Endpoint
+	for i, ep := range flat {
 		grouped = append(grouped, InGroup(ep, i/2, 1))
 	}
-	r.InitialState(resolver.State{Endpoints: flat})
-	cc, err := grpc.NewClient(r.Scheme()+":///backends", append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(r))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	warmUp(t, cc, bs)
 	r.UpdateState(resolver.State{Endpoints: grouped}) // returns once the balancer has the groups
 	client := healthpb.NewHealthClient(cc)
 
@@ -150,20 +138,11 @@ func TestEjectionOutlivesGroupChange(t *testing.T) {
 		}}
 	})
 	hi := newInterceptor(t, Config{Policy: hedge.Config{}, Idempotent: []string{checkMethod}})
-	r := manual.NewBuilderWithScheme("hedgeregroup")
-	var flat, grouped []resolver.Endpoint
-	for _, b := range bs {
-		ep := resolver.Endpoint{Addresses: []resolver.Address{{Addr: b.addr}}}
-		flat = append(flat, ep)
+	cc, r, flat := dialResolver(t, hi, bs)
+	var grouped []resolver.Endpoint
+	for _, ep := range flat {
 		grouped = append(grouped, InGroup(ep, 0, 1))
 	}
-	r.InitialState(resolver.State{Endpoints: flat})
-	cc, err := grpc.NewClient(r.Scheme()+":///backends", append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(r))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	warmUp(t, cc, bs)
 	client := healthpb.NewHealthClient(cc)
 	once := hedge.WithRepeatable(t.Context(), false) // each call sent once: its failure is the caller's
 	// calls makes n calls and returns how many reached backend 0.

@@ -125,6 +125,14 @@ func startBackends(t *testing.T, n int, b func(i int) *backend, opts ...grpc.Ser
 // test sees the balancer's choice among all of them.
 func dial(t *testing.T, hi *Interceptor, bs []*backend) *grpc.ClientConn {
 	t.Helper()
+	cc, _, _ := dialResolver(t, hi, bs)
+	return cc
+}
+
+// dialResolver is dial, and returns the manual resolver and the backends' endpoints too, for
+// a test that changes what the resolver says.
+func dialResolver(t *testing.T, hi *Interceptor, bs []*backend) (*grpc.ClientConn, *manual.Resolver, []resolver.Endpoint) {
+	t.Helper()
 	r := manual.NewBuilderWithScheme("hedgetest")
 	var eps []resolver.Endpoint
 	for _, b := range bs {
@@ -138,7 +146,7 @@ func dial(t *testing.T, hi *Interceptor, bs []*backend) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { cc.Close() })
 	warmUp(t, cc, bs)
-	return cc
+	return cc, r, eps
 }
 
 // warmUp makes calls, sent once each, until every backend has answered one: the round-robin

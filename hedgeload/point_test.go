@@ -141,8 +141,8 @@ func TestServerScale(t *testing.T) {
 // A setup with out-of-band load reports runs against real servers: its interval is scaled with
 // the model's times, its HTTP servers serve the queue's load stream (beside the queue, holding
 // no worker), and a small point completes with no failed call over HTTP/2 with replicas and
-// over gRPC, with one server and with replicas behind hedgegrpc's balancer (that the clients read the reports is hedgehttp's TestTransportLoadStreams and
-// hedgegrpc's out-of-band tests).
+// over gRPC, with one server and with replicas behind hedgegrpc's balancer (that the clients
+// read the reports is hedgehttp's TestTransportLoadStreams and hedgegrpc's out-of-band tests).
 func TestOutOfBandPoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers: not in -short")
