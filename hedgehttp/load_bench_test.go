@@ -7,10 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hedgekit/hedge/workqueue"
 )
 
 // textPlain is the Content-Type of the typed handlers, shared so that setting it allocates nothing.
 var textPlain = []string{"text/plain; charset=utf-8"}
+
+// idleLoad is the report of a 64-worker queue whose one busy worker serves the request, as
+// FormatLoad writes it: the value of the const handlers' fixed header.
+var idleLoad = []string{FormatLoad(workqueue.Load{Busy: 1, Workers: 64})}
 
 // BenchmarkLoadReport is what the Queue's load report costs a server: loopback HTTP/1.1
 // requests to a handler behind a Queue, with the report (on) and without it (off), from a
@@ -22,14 +28,16 @@ var textPlain = []string{"text/plain; charset=utf-8"}
 // send no header but serve one load stream, read by a client at 10 ms, beside the requests:
 // the out-of-band report's cost, to compare with off and typed-off. The h2- ones are the
 // first four over HTTP/2 in clear text, whose header compression sends a repeated header
-// name as an index:
+// name as an index. const and typed-const are off and typed-off with the handler setting a
+// fixed header of the report's name and an idle queue's value: what net/http itself charges
+// for one such header, the floor of any report sent on every response:
 //
 //	go test -c -o /tmp/hh.test ./hedgehttp
-//	for i in $(seq 8); do for m in off on typed-off typed-on stream typed-stream h2-off h2-on h2-typed-off h2-typed-on; do
+//	for i in $(seq 8); do for m in off on typed-off typed-on stream typed-stream const typed-const h2-off h2-on h2-typed-off h2-typed-on; do
 //	  /tmp/hh.test -test.run '^$' -test.bench "BenchmarkLoadReport/^$m\$" -test.benchtime 20000x | grep Benchmark
 //	done; done > /tmp/lr.txt
 func BenchmarkLoadReport(b *testing.B) {
-	for _, mode := range []string{"off", "on", "typed-off", "typed-on", "stream", "typed-stream", "h2-off", "h2-on", "h2-typed-off", "h2-typed-on"} {
+	for _, mode := range []string{"off", "on", "typed-off", "typed-on", "stream", "typed-stream", "const", "typed-const", "h2-off", "h2-on", "h2-typed-off", "h2-typed-on"} {
 		b.Run(mode, func(b *testing.B) {
 			h2 := strings.HasPrefix(mode, "h2-")
 			mode := strings.TrimPrefix(mode, "h2-")
@@ -40,8 +48,15 @@ func BenchmarkLoadReport(b *testing.B) {
 					io.WriteString(w, "ok")
 				}
 			}
+			if strings.HasSuffix(mode, "const") {
+				inner := h
+				h = func(w http.ResponseWriter, r *http.Request) {
+					w.Header()[LoadHeader] = idleLoad
+					inner(w, r)
+				}
+			}
 			stream := strings.HasSuffix(mode, "stream")
-			q, err := NewQueue(h, QueueConfig{Workers: 64, NoLoadReport: strings.HasSuffix(mode, "off") || stream})
+			q, err := NewQueue(h, QueueConfig{Workers: 64, NoLoadReport: !strings.HasSuffix(mode, "on")})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -74,6 +89,8 @@ func BenchmarkLoadReport(b *testing.B) {
 				b.Fatal(err)
 			} else if resp.Body.Close(); h2 != (resp.ProtoMajor == 2) {
 				b.Fatalf("%s answered over %s", mode, resp.Proto)
+			} else if want := strings.HasSuffix(mode, "on") || strings.HasSuffix(mode, "const"); want != (resp.Header.Get(LoadHeader) != "") {
+				b.Fatalf("%s answered with %s %q", mode, LoadHeader, resp.Header.Get(LoadHeader))
 			}
 			b.Cleanup(func() {
 				ls.Close()

@@ -212,6 +212,42 @@ func TestTransportReadsLoadHeader(t *testing.T) {
 	}
 }
 
+// TestGroupedHostsShareOneReport: without replicas, a key grouping two hosts is one server
+// to the load reports, as Config.Key says: each response's report replaces the key's latest,
+// whichever host sent it.
+func TestGroupedHostsShareOneReport(t *testing.T) {
+	checkGoroutines(t)
+	report := func(v string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(LoadHeader, v)
+		})
+	}
+	long, base := startServer(t, "HTTP/1.1", report("queued=6, busy=4, workers=4"))
+	idle, _ := startServer(t, "HTTP/1.1", report("busy=1, workers=4"))
+	tr, err := NewTransport(Config{
+		Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)},
+		Next:   base,
+		Key:    func(*http.Request) string { return "grouped" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: tr}
+	for _, step := range []struct {
+		url    string
+		queued int
+	}{{long.URL, 6}, {idle.URL, 0}, {long.URL, 6}} {
+		resp, err := c.Get(step.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if q, w, ok := tr.Policy("grouped").ServerQueue(time.Now()); !ok || q != step.queued || w != 4 {
+			t.Fatalf("after a call to %s: ServerQueue = %d, %d, %v; want %d queued of 4 workers", step.url, q, w, ok, step.queued)
+		}
+	}
+}
+
 // TestTransportRoutesFirstAttemptsByLoad: two real replicas, one of whose workers are mostly
 // taken by another client's requests, which this Transport cannot count as its own. Once both
 // have reported, the Transport's first attempts go to the one that reported room, while that

@@ -80,7 +80,11 @@ type Config struct {
 	// http://a and http://a:80 share a policy). Use it to group the hosts of one logical
 	// service, or to split one host by path. It runs on every request, so it must be fast,
 	// and it must be safe for concurrent use. A policy is kept for the Transport's life,
-	// so keys must come from a bounded set.
+	// so keys must come from a bounded set. Without Replicas (or ReplicaGroups), a key that
+	// groups several hosts is one server to the servers' load reports: a report from any of
+	// them ([LoadHeader]) stands for the key's latest, and LoadReportInterval opens a stream
+	// on the first host called only. Name the hosts as the key's Replicas for each to be
+	// read on its own.
 	Key func(*http.Request) string
 
 	// PolicyFor, when not nil, configures each dependency on its own (per-operation
