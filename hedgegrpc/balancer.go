@@ -107,11 +107,14 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 	}
 	if len(ready) == 0 {
 		// Nothing ready: endpointsharding's picker queues or fails picks.
+		w.install(nil)
 		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: unreadyPicker{s.Picker}})
 		return
 	}
 	if groups := groupsOf(ready); groups != nil && w.updateGroupedPool(groups) {
-		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: newPicker(ready, w.pool)})
+		p := newPicker(ready, w.pool)
+		w.install(p)
+		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: p})
 		return
 	}
 	// A stable order, so that a backend keeps its place (and its health) across updates.
@@ -134,7 +137,9 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 	case w.pool.Layout() != nil || !w.pool.Same(addrs): // groups before, or other backends
 		w.pool, _ = w.pool.With(addrs) // the backends that stay keep their health
 	}
-	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: newPicker(ready, w.pool)})
+	p := newPicker(ready, w.pool)
+	w.install(p)
+	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: p})
 }
 
 type readyBackend struct {
@@ -153,6 +158,7 @@ type picker struct {
 	ready []readyBackend
 	pool  *replica.Pool // replica i is ready[i]
 	oob   bool          // some backend has out-of-band reports
+	state *oobState     // the balancer's (install); nil in tests that build a picker alone
 }
 
 func newPicker(ready []readyBackend, pool *replica.Pool) *picker {
@@ -181,12 +187,8 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	}
 	set := p.pool.Set()
 	now := time.Now()
-	if p.oob {
-		var policy *hedge.Policy
-		if r != nil {
-			policy = r.policy
-		}
-		p.feedOOB(now, set, policy)
+	if p.oob && r != nil && r.policy != nil && (p.state == nil || !p.state.watch(now, p, r.policy)) {
+		p.feedOOB(now, set, r.policy) // a policy the balancer does not watch: fed at its picks
 	}
 	i, _ := p.pool.Pick(now, used) // by group and weight when the backends have groups
 	// The state machine learns where the attempt went, so that it can tell this backend's

@@ -3,6 +3,7 @@ package hedgegrpc
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,6 +158,7 @@ func serviceConfigFor(d time.Duration) string {
 // report came, which, when newer, makes the out-of-band one stale.
 type backendLoad struct {
 	addr   string
+	state  *oobState // the balancer's, which hands each report on as it arrives (deliver)
 	oob    atomic.Pointer[receivedLoad]
 	callAt atomic.Int64 // unix nanoseconds of the latest per-call report; 0 = none
 	refs   int          // SubConns that listen for it (ccWrapper.mu)
@@ -168,11 +170,15 @@ type receivedLoad struct {
 	load hedge.Load
 }
 
-// OnLoadReport keeps the report, when it is a [Queue]'s, with the time it was received. gRPC
-// calls it from the stream's goroutine.
+// OnLoadReport keeps the report, when it is a [Queue]'s, with the time it was received, and
+// hands it on at once (oobState.deliver). gRPC calls it from the stream's goroutine.
 func (b *backendLoad) OnLoadReport(r *v3orcapb.OrcaLoadReport) {
 	if l, ok := loadOf(r); ok {
-		b.oob.Store(&receivedLoad{at: time.Now(), load: l})
+		rl := &receivedLoad{at: time.Now(), load: l}
+		b.oob.Store(rl)
+		if b.state != nil {
+			b.state.deliver(b, rl)
+		}
 		if h := oobReceived.Load(); h != nil {
 			(*h)(b.addr, l)
 		}
@@ -203,7 +209,7 @@ func (w *ccWrapper) NewSubConn(addrs []resolver.Address, opts balancer.NewSubCon
 	addr := addrs[0].Addr
 	bl := w.loads[addr]
 	if bl == nil {
-		bl = &backendLoad{addr: addr}
+		bl = &backendLoad{addr: addr, state: &w.oobState}
 		w.loads[addr] = bl
 	}
 	bl.refs++
@@ -273,10 +279,10 @@ func (w *ccWrapper) stopOOB() {
 }
 
 // feedOOB hands the balancer's latest out-of-band reports, each with the time it was
-// received, to the replicas a pick chooses from and to the call's policy (nil when the call
-// has none), before the pick: the same paths a per-call report takes where an attempt ends,
-// but for every backend, whichever the call's attempts reached. A report older than
-// [hedge.LoadMaxAge], or older than the backend's latest per-call report, is left out.
+// received, to set (the picker's replicas) and to policy (nil: none): what deliver would have
+// handed them so far, for a picker just installed or a policy seen for the first time (or
+// not watched). A report older than [hedge.LoadMaxAge], or older than the backend's latest
+// per-call report, is left out.
 func (p *picker) feedOOB(now time.Time, set *replica.Set, policy *hedge.Policy) {
 	for j := range p.ready {
 		bl := p.ready[j].load
@@ -300,4 +306,79 @@ type oobState struct {
 	mu    sync.Mutex
 	loads map[string]*backendLoad // by address
 	subs  map[*oobSub]struct{}
+
+	// Where a report goes as it arrives (deliver): the replicas of the picker in use, and
+	// the policy of every call picked so far (watch), up to maxWatched of them.
+	cur      atomic.Pointer[picker] // nil while no backend is READY
+	watchMu  sync.Mutex
+	policies atomic.Pointer[[]*hedge.Policy] // copied on write, under watchMu
+}
+
+// maxWatched bounds the policies a balancer hands reports to as they arrive: a client has
+// one policy per method (or per key of its PolicyFor), a bounded set. Past it, as when many
+// clients share one connection one after another, a call's policy is fed at its picks
+// (feedOOB) instead.
+const maxWatched = 64
+
+// install makes p the picker whose replicas receive reports as they arrive, and hands them
+// the latest reports (a new picker may come with a new replica set). p is nil while no
+// backend is READY.
+func (s *oobState) install(p *picker) {
+	if p != nil {
+		p.state = s
+		if p.oob {
+			p.feedOOB(time.Now(), p.pool.Set(), nil)
+		}
+	}
+	s.cur.Store(p)
+}
+
+// watch makes sure that policy receives every backend's reports as they arrive; the first
+// time, it hands policy the latest ones (what it would have been fed at this pick). It
+// reports false when the balancer watches maxWatched policies already: feed policy at the
+// pick instead.
+func (s *oobState) watch(now time.Time, p *picker, policy *hedge.Policy) bool {
+	if ps := s.policies.Load(); ps != nil && slices.Contains(*ps, policy) {
+		return true
+	}
+	s.watchMu.Lock()
+	var ps []*hedge.Policy
+	if old := s.policies.Load(); old != nil {
+		ps = *old
+	}
+	switch {
+	case slices.Contains(ps, policy): // added meanwhile, and fed
+		s.watchMu.Unlock()
+		return true
+	case len(ps) >= maxWatched:
+		s.watchMu.Unlock()
+		return false
+	}
+	ps = append(slices.Clip(ps), policy)
+	s.policies.Store(&ps)
+	s.watchMu.Unlock()
+	p.feedOOB(now, p.pool.Set(), policy)
+	return true
+}
+
+// deliver hands b's report rl, as it arrives, to the replica set of the picker in use and
+// to every watched policy: the paths a per-call report takes where an attempt ends, as
+// hedgehttp's load streams do. Fed only at picks, a policy would read a report as old as its
+// client's last pick: for a client with a thin slice of the calls, a threshold or more at the
+// moment the backlog gate decides a call's hedge.
+func (s *oobState) deliver(b *backendLoad, rl *receivedLoad) {
+	p := s.cur.Load()
+	if p == nil {
+		return
+	}
+	j := p.pool.Index(b.addr)
+	if j < 0 || p.ready[j].load != b {
+		return // not one of the picker's backends
+	}
+	p.pool.Set().ReportLoad(rl.at, j, replica.Load{Queued: rl.load.Queued, Busy: rl.load.Busy, Workers: rl.load.Workers})
+	if ps := s.policies.Load(); ps != nil {
+		for _, policy := range *ps {
+			policy.ReportLoad(rl.at, j, rl.load)
+		}
+	}
 }

@@ -102,6 +102,47 @@ func TestOOBReportsReachPolicy(t *testing.T) {
 	}
 }
 
+// TestOOBReportsReachPolicyBetweenPicks: a report reaches the policy of a call picked before
+// as it arrives, not at the client's next pick. After one call, the backend's workers fill
+// and a request queues behind them (from a plain client of their own), and the policy sees the
+// queue while this client makes no call at all. Fed only at picks, it would still see the
+// idle backend of the last one.
+func TestOOBReportsReachPolicyBetweenPicks(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	be := func(int) *backend {
+		return &backend{check: func(ctx context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if req.Service == "block" {
+				<-release
+			}
+			return serving(), nil
+		}}
+	}
+	bs, qs := startOOBBackends(t, []int{2}, be, nil)
+	var blockers sync.WaitGroup
+	t.Cleanup(func() { close(release); blockers.Wait() })
+	hi := newInterceptor(t, Config{Policy: hedge.Config{Trigger: hedge.AtQuantile(0.95)}, LoadReportInterval: oobInterval})
+	client := healthpb.NewHealthClient(dial(t, hi, bs))
+	if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	p := hi.Policy(checkMethod)
+	if !waitFor(10*time.Second, func() bool { _, w, ok := p.ServerQueue(time.Now()); return ok && w == 2 }) {
+		t.Fatal("the policy never saw a report of the backend's 2 workers")
+	}
+	if q, _, _ := p.ServerQueue(time.Now()); q != 0 {
+		t.Fatalf("ServerQueue reports %d queued at an idle backend", q)
+	}
+	block(t, bs[0].addr, 3, &blockers)
+	if !waitFor(10*time.Second, func() bool { s := qs[0].Stats(); return s.Running == 2 && s.Queued == 1 }) {
+		t.Fatalf("the backend never filled: %+v", qs[0].Stats())
+	}
+	if !waitFor(10*time.Second, func() bool { q, _, ok := p.ServerQueue(time.Now()); return ok && q == 1 }) {
+		q, w, ok := p.ServerQueue(time.Now())
+		t.Fatalf("with no call since, the policy still reads %d queued of %d workers (%v), where the backend has reported 1 queued", q, w, ok)
+	}
+}
+
 // TestOOBSteersHedges: three backends, one of which (busy) has both its workers held and two
 // calls queued. Its reports say so, and with out-of-band reports on no hedge goes to it: each
 // goes to the other backend its call has not used. Without them (the control: the same
@@ -317,6 +358,62 @@ func TestFeedOOB(t *testing.T) {
 	}
 	if newPicker([]readyBackend{{addr: "a"}}, nil).oob {
 		t.Fatal("a picker without listening backends feeds reports")
+	}
+}
+
+// TestDeliverReachesWatchedPolicies: a report, as it arrives, reaches the installed picker's
+// replicas and every policy a pick has made the balancer watch, fed the latest reports when
+// first seen; past maxWatched policies, watch declines (the pick then feeds the policy itself)
+// and deliver does not reach the one declined.
+func TestDeliverReachesWatchedPolicies(t *testing.T) {
+	now := time.Now()
+	pool, err := replica.NewPool([]string{"a", "b"}, replica.Config{Balancer: replica.P2C})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s oobState
+	bl := &backendLoad{addr: "b", state: &s}
+	bl.oob.Store(&receivedLoad{at: now, load: hedge.Load{Queued: 3, Busy: 4, Workers: 4}})
+	p := newPicker([]readyBackend{{addr: "a"}, {addr: "b", load: bl}}, pool)
+	s.install(p)
+	if l, ok := pool.Set().Load(now, 1); !ok || l.Queued != 3 {
+		t.Fatalf("installed picker's replica b: Load = %+v, %v; want the latest report (3 queued)", l, ok)
+	}
+	policies := make([]*hedge.Policy, maxWatched+1)
+	for i := range policies {
+		if policies[i], err = hedge.New(hedge.Config{Trigger: hedge.AtQuantile(0.95)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, policy := range policies[:maxWatched] {
+		if !s.watch(now, p, policy) || !s.watch(now, p, policy) {
+			t.Fatalf("policy %d: not watched", i)
+		}
+		if q, _, ok := policy.ServerQueue(now); !ok || q != 3 {
+			t.Fatalf("policy %d first seen: ServerQueue = %d, %v; want the latest report (3 queued)", i, q, ok)
+		}
+	}
+	extra := policies[maxWatched]
+	if s.watch(now, p, extra) {
+		t.Fatalf("watch took a policy past maxWatched (%d)", maxWatched)
+	}
+	later := now.Add(10 * time.Millisecond)
+	bl.state.deliver(bl, &receivedLoad{at: later, load: hedge.Load{Queued: 0, Busy: 1, Workers: 4}})
+	for i, policy := range policies[:maxWatched] {
+		if q, _, ok := policy.ServerQueue(later); !ok || q != 0 {
+			t.Fatalf("policy %d after delivery: ServerQueue = %d, %v; want the new report (0 queued)", i, q, ok)
+		}
+	}
+	if _, _, ok := extra.ServerQueue(later); ok {
+		t.Fatal("deliver reached a policy the balancer declined to watch")
+	}
+	if l, ok := pool.Set().Load(later, 1); !ok || l.Queued != 0 {
+		t.Fatalf("replica b after delivery: Load = %+v, %v; want the new report", l, ok)
+	}
+	s.install(nil)
+	bl.state.deliver(bl, &receivedLoad{at: later.Add(time.Millisecond), load: hedge.Load{Queued: 7, Busy: 4, Workers: 4}})
+	if q, _, _ := policies[0].ServerQueue(later); q != 0 {
+		t.Fatalf("with no picker installed, a report still reached a policy (%d queued)", q)
 	}
 }
 
