@@ -33,11 +33,11 @@ var idleLoad = []string{FormatLoad(workqueue.Load{Busy: 1, Workers: 64})}
 // for one such header, the floor of any report sent on every response:
 //
 //	go test -c -o /tmp/hh.test ./hedgehttp
-//	for i in $(seq 8); do for m in off on typed-off typed-on stream typed-stream const typed-const h2-off h2-on h2-typed-off h2-typed-on; do
+//	for i in $(seq 8); do for m in off on typed-off typed-on stream typed-stream const typed-const h2-off h2-on h2-typed-off h2-typed-on h2-const h2-typed-const; do
 //	  /tmp/hh.test -test.run '^$' -test.bench "BenchmarkLoadReport/^$m\$" -test.benchtime 20000x | grep Benchmark
 //	done; done > /tmp/lr.txt
 func BenchmarkLoadReport(b *testing.B) {
-	for _, mode := range []string{"off", "on", "typed-off", "typed-on", "stream", "typed-stream", "const", "typed-const", "h2-off", "h2-on", "h2-typed-off", "h2-typed-on"} {
+	for _, mode := range []string{"off", "on", "typed-off", "typed-on", "stream", "typed-stream", "const", "typed-const", "h2-off", "h2-on", "h2-typed-off", "h2-typed-on", "h2-const", "h2-typed-const"} {
 		b.Run(mode, func(b *testing.B) {
 			h2 := strings.HasPrefix(mode, "h2-")
 			mode := strings.TrimPrefix(mode, "h2-")
