@@ -20,8 +20,8 @@ func (s *sim) scheduleReports() {
 }
 
 // reportOOB hands client c every replica's load as it stands now, an out-of-band report
-// (no request's wait in it), to its replica choice and to its policy, as hedgegrpc's
-// balancer feeds them before a pick. A replica that refuses connections or swallows
+// (no request's wait in it), to its replica choice and to its policy, as hedgehttp's load
+// streams and hedgegrpc's balancer hand each report on as it arrives. A replica that refuses connections or swallows
 // requests (Params.Failures), or is in a stop-the-world pause, sends nothing: its stream is
 // as dead as its calls.
 func (s *sim) reportOOB(c int32) {
