@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -90,5 +91,36 @@ func BenchmarkORCAOOB(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkOOBDeliver is what one out-of-band report costs the client as it arrives
+// (oobState.deliver): the replica choice's and one watched policy's ReportLoad, for a picker
+// of four backends. A fleet's client receives one report per backend per interval.
+func BenchmarkOOBDeliver(b *testing.B) {
+	addrs := []string{"a:1", "b:1", "c:1", "d:1"}
+	pool, err := replica.NewPool(addrs, replica.Config{Balancer: replica.P2C})
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy, err := hedge.New(hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s oobState
+	ready := make([]readyBackend, len(addrs))
+	for i, a := range addrs {
+		ready[i] = readyBackend{addr: a, load: &backendLoad{addr: a, state: &s}}
+	}
+	p := newPicker(ready, pool)
+	s.install(p)
+	s.watch(time.Now(), p, policy)
+	rl := &receivedLoad{at: time.Now(), load: hedge.Load{Queued: 1, Busy: 4, Workers: 4}}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.deliver(ready[i%len(ready)].load, rl)
+	}
+	if q, _, ok := policy.ServerQueue(rl.at); !ok || q != 1 {
+		b.Fatalf("the policy reads %d queued (%v), want the delivered report's 1", q, ok)
 	}
 }
