@@ -90,10 +90,11 @@ type Config struct {
 	// LoadReportInterval, when positive, has the hedging balancer ([Interceptor.DialOptions])
 	// open an ORCA out-of-band stream to every backend and ask for a load report this often
 	// (gRFC A51; the server half is [Queue.RegisterOOB], which grants at most one every
-	// [DefaultOOBMinInterval] by default). Each report reaches the replica choice and the
-	// policies of the methods called through the connection as it arrives, as a per-call
-	// report does, with the time it was received, so that first attempts (power
-	// of two choices: fewer attempts outstanding, then the lighter report) and hedges weigh
+	// [DefaultOOBMinInterval] by default). Each report reaches the replica choice, and the
+	// policies of the methods called through the connection in the last minute, as it
+	// arrives, as a per-call report does, with the time it was received, so that first
+	// attempts (power of two choices: fewer attempts outstanding, then the lighter report)
+	// and hedges weigh
 	// every backend's load, not only that of the backends this client's calls reached (in a
 	// fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds). Keep the interval well
 	// below [hedge.LoadMaxAge] (50–100ms), or the reports age out between two, and below

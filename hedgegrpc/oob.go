@@ -3,7 +3,6 @@ package hedgegrpc
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -308,10 +307,17 @@ type oobState struct {
 	subs  map[*oobSub]struct{}
 
 	// Where a report goes as it arrives (deliver): the replicas of the picker in use, and
-	// the policy of every call picked so far (watch), up to maxWatched of them.
+	// the policy of every call picked lately (watch), up to maxWatched of them.
 	cur      atomic.Pointer[picker] // nil while no backend is READY
 	watchMu  sync.Mutex
-	policies atomic.Pointer[[]*hedge.Policy] // copied on write, under watchMu
+	policies atomic.Pointer[[]*watched] // copied on write, under watchMu
+}
+
+// watched is a policy the balancer hands reports to as they arrive, and when a pick last
+// found it (unix nanoseconds, brought up to date at most once per watchTick).
+type watched struct {
+	policy *hedge.Policy
+	seen   atomic.Int64
 }
 
 // maxWatched bounds the policies a balancer hands reports to as they arrive: a client has
@@ -319,6 +325,16 @@ type oobState struct {
 // clients share one connection one after another, a call's policy is fed at its picks
 // (feedOOB) instead.
 const maxWatched = 64
+
+// watchIdle is how long a watched policy goes without a pick before reports stop going to
+// it and it gives up its place: the policy a Reconfigure replaced never picks again. A policy
+// that picks after so long is fed the latest reports at that pick, as when first seen. It is
+// the minute after which hedgehttp closes an unused host's load streams.
+const watchIdle = time.Minute
+
+// watchTick is how often a pick brings its policy's watched.seen up to date, so that most
+// picks only read it.
+const watchTick = time.Second
 
 // install makes p the picker whose replicas receive reports as they arrive, and hands them
 // the latest reports (a new picker may come with a new replica set). p is nil while no
@@ -334,31 +350,52 @@ func (s *oobState) install(p *picker) {
 }
 
 // watch makes sure that policy receives every backend's reports as they arrive; the first
-// time, it hands policy the latest ones (what it would have been fed at this pick). It
-// reports false when the balancer watches maxWatched policies already: feed policy at the
-// pick instead.
+// time (or the first after watchIdle without a pick), it hands policy the latest ones (what
+// it would have been fed at this pick). It drops the policies idle for watchIdle, and reports
+// false when the balancer still watches maxWatched others: feed policy at the pick instead.
 func (s *oobState) watch(now time.Time, p *picker, policy *hedge.Policy) bool {
-	if ps := s.policies.Load(); ps != nil && slices.Contains(*ps, policy) {
-		return true
+	t := now.UnixNano()
+	if ws := s.policies.Load(); ws != nil {
+		for _, w := range *ws {
+			if w.policy != policy {
+				continue
+			}
+			if seen := w.seen.Load(); t-seen >= int64(watchTick) {
+				w.seen.Store(t)
+				if t-seen >= int64(watchIdle) {
+					p.feedOOB(now, p.pool.Set(), policy) // reports skipped it meanwhile
+				}
+			}
+			return true
+		}
 	}
 	s.watchMu.Lock()
-	var ps []*hedge.Policy
-	if old := s.policies.Load(); old != nil {
-		ps = *old
+	var old []*watched
+	if ws := s.policies.Load(); ws != nil {
+		old = *ws
 	}
-	switch {
-	case slices.Contains(ps, policy): // added meanwhile, and fed
-		s.watchMu.Unlock()
-		return true
-	case len(ps) >= maxWatched:
-		s.watchMu.Unlock()
-		return false
+	kept := make([]*watched, 0, len(old)+1)
+	for _, w := range old {
+		if w.policy == policy { // added meanwhile, and fed
+			s.watchMu.Unlock()
+			return true
+		}
+		if t-w.seen.Load() < int64(watchIdle) {
+			kept = append(kept, w)
+		}
 	}
-	ps = append(slices.Clip(ps), policy)
-	s.policies.Store(&ps)
+	ok := len(kept) < maxWatched
+	if ok {
+		w := &watched{policy: policy}
+		w.seen.Store(t)
+		kept = append(kept, w)
+	}
+	s.policies.Store(&kept)
 	s.watchMu.Unlock()
-	p.feedOOB(now, p.pool.Set(), policy)
-	return true
+	if ok {
+		p.feedOOB(now, p.pool.Set(), policy)
+	}
+	return ok
 }
 
 // deliver hands b's report rl, as it arrives, to the replica set of the picker in use and
@@ -376,9 +413,12 @@ func (s *oobState) deliver(b *backendLoad, rl *receivedLoad) {
 		return // not one of the picker's backends
 	}
 	p.pool.Set().ReportLoad(rl.at, j, replica.Load{Queued: rl.load.Queued, Busy: rl.load.Busy, Workers: rl.load.Workers})
-	if ps := s.policies.Load(); ps != nil {
-		for _, policy := range *ps {
-			policy.ReportLoad(rl.at, j, rl.load)
+	if ws := s.policies.Load(); ws != nil {
+		t := rl.at.UnixNano()
+		for _, w := range *ws {
+			if t-w.seen.Load() < int64(watchIdle) {
+				w.policy.ReportLoad(rl.at, j, rl.load)
+			}
 		}
 	}
 }

@@ -364,7 +364,8 @@ func TestFeedOOB(t *testing.T) {
 // TestDeliverReachesWatchedPolicies: a report, as it arrives, reaches the installed picker's
 // replicas and every policy a pick has made the balancer watch, fed the latest reports when
 // first seen; past maxWatched policies, watch declines (the pick then feeds the policy itself)
-// and deliver does not reach the one declined.
+// and deliver does not reach the one declined. A policy without a pick for watchIdle (one a
+// Reconfigure replaced) gives up its place and receives no more reports until it picks again.
 func TestDeliverReachesWatchedPolicies(t *testing.T) {
 	now := time.Now()
 	pool, err := replica.NewPool([]string{"a", "b"}, replica.Config{Balancer: replica.P2C})
@@ -410,9 +411,35 @@ func TestDeliverReachesWatchedPolicies(t *testing.T) {
 	if l, ok := pool.Set().Load(later, 1); !ok || l.Queued != 0 {
 		t.Fatalf("replica b after delivery: Load = %+v, %v; want the new report", l, ok)
 	}
+
+	// watchIdle on, the watched policies have not picked since: extra takes a place, the
+	// idle ones give theirs up, and reports reach extra alone, until one of them picks again.
+	idle := now.Add(watchIdle)
+	if !s.watch(idle, p, extra) {
+		t.Fatal("watch declined a policy while every watched one had gone watchIdle without a pick")
+	}
+	if n := len(*s.policies.Load()); n != 1 {
+		t.Fatalf("%d policies watched once the others went idle, want 1", n)
+	}
+	rl := &receivedLoad{at: idle, load: hedge.Load{Queued: 5, Busy: 4, Workers: 4}}
+	bl.oob.Store(rl) // as OnLoadReport keeps it
+	bl.state.deliver(bl, rl)
+	if q, _, ok := extra.ServerQueue(idle); !ok || q != 5 {
+		t.Fatalf("extra after delivery: ServerQueue = %d, %v; want the new report (5 queued)", q, ok)
+	}
+	if q, _, ok := policies[1].ServerQueue(idle); ok && q == 5 {
+		t.Fatal("a report reached a policy idle for watchIdle")
+	}
+	if !s.watch(idle, p, policies[1]) {
+		t.Fatal("a policy back from idle was not watched again")
+	}
+	if q, _, ok := policies[1].ServerQueue(idle); !ok || q != 5 {
+		t.Fatalf("a policy back from idle: ServerQueue = %d, %v; want the latest report at its pick (5 queued)", q, ok)
+	}
+
 	s.install(nil)
-	bl.state.deliver(bl, &receivedLoad{at: later.Add(time.Millisecond), load: hedge.Load{Queued: 7, Busy: 4, Workers: 4}})
-	if q, _, _ := policies[0].ServerQueue(later); q != 0 {
+	bl.state.deliver(bl, &receivedLoad{at: idle.Add(time.Millisecond), load: hedge.Load{Queued: 7, Busy: 4, Workers: 4}})
+	if q, _, _ := extra.ServerQueue(idle); q != 5 {
 		t.Fatalf("with no picker installed, a report still reached a policy (%d queued)", q)
 	}
 }
