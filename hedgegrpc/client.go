@@ -94,13 +94,12 @@ type Config struct {
 	// policies of the methods called through the connection in the last minute, as it
 	// arrives, as a per-call report does, with the time it was received, so that first
 	// attempts (power of two choices: fewer attempts outstanding, then the lighter report)
-	// and hedges weigh
-	// every backend's load, not only that of the backends this client's calls reached (in a
-	// fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds). Keep the interval well
-	// below [hedge.LoadMaxAge] (50–100ms), or the reports age out between two, and below
-	// replica.RouteMaxAge for first attempts. 0 (the default)
-	// opens no stream: the client reads the per-call reports a [Queue.ServerOptions] server
-	// sends, which it always does. Negative is an error.
+	// and hedges weigh every backend's load, not only that of the backends this client's
+	// calls reached (in a fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds). Keep
+	// the interval well below [hedge.LoadMaxAge] (50–100ms), or the reports age out between
+	// two, and below replica.RouteMaxAge for first attempts. 0 (the default) opens no stream:
+	// the client reads the per-call reports a [Queue.ServerOptions] server sends, which it
+	// always does. Negative is an error.
 	LoadReportInterval time.Duration
 
 	// a6 holds what ConfigFromServiceConfig read beyond the exported fields: the retry
