@@ -62,6 +62,19 @@ func startOOBBackends(t *testing.T, workers []int, b func(i int) *backend, befor
 	return bs, qs
 }
 
+// holdingBackend makes backends that answer at once, but for calls to the "block" service,
+// which each hold a worker until release is closed (see block).
+func holdingBackend(release <-chan struct{}) func(int) *backend {
+	return func(int) *backend {
+		return &backend{check: func(_ context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+			if req.Service == "block" {
+				<-release
+			}
+			return serving(), nil
+		}}
+	}
+}
+
 // onOOB installs f as the oobReceived hook for the rest of the test.
 func onOOB(t *testing.T, f func(addr string, l hedge.Load)) {
 	oobReceived.Store(&f)
@@ -110,14 +123,7 @@ func TestOOBReportsReachPolicy(t *testing.T) {
 func TestOOBReportsReachPolicyBetweenPicks(t *testing.T) {
 	checkLeaks(t)
 	release := make(chan struct{})
-	be := func(int) *backend {
-		return &backend{check: func(ctx context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-			if req.Service == "block" {
-				<-release
-			}
-			return serving(), nil
-		}}
-	}
+	be := holdingBackend(release)
 	bs, qs := startOOBBackends(t, []int{2}, be, nil)
 	var blockers sync.WaitGroup
 	t.Cleanup(func() { close(release); blockers.Wait() })
@@ -252,14 +258,7 @@ func TestOOBSteersHedges(t *testing.T) {
 func TestWeightedRoundRobinReadsOOBReports(t *testing.T) {
 	checkLeaks(t)
 	release := make(chan struct{})
-	be := func(int) *backend {
-		return &backend{check: func(_ context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-			if req.Service == "block" {
-				<-release
-			}
-			return serving(), nil
-		}}
-	}
+	be := holdingBackend(release)
 	bs, qs := startOOBBackends(t, []int{2, 16}, be, nil)
 	var blockers sync.WaitGroup
 	t.Cleanup(func() { close(release); blockers.Wait() })
@@ -502,14 +501,7 @@ func TestOOBRoutesFirstAttempts(t *testing.T) {
 	checkLeaks(t)
 	release := make(chan struct{})
 	var callsAt [2]atomic.Int32
-	be := func(int) *backend {
-		return &backend{check: func(ctx context.Context, _ *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-			if req.Service == "block" {
-				<-release
-			}
-			return serving(), nil
-		}}
-	}
+	be := holdingBackend(release)
 	count := func(i int) grpc.UnaryServerInterceptor {
 		return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 			if req.(*healthpb.HealthCheckRequest).Service != "block" {
