@@ -419,9 +419,14 @@ func TestQuietMedianLooksPastARescuedStraggler(t *testing.T) {
 // warmWithStragglers feeds p 200 sequential calls from start, one every 20ms, of 5ms but every
 // tenth of 30ms (its p95 then), and returns when the next one would start.
 func warmWithStragglers(p *hedge.Policy, start time.Time) time.Time {
+	return warmOn(p, start, 5*time.Millisecond)
+}
+
+// warmOn is warmWithStragglers with calls of base instead of 5ms.
+func warmOn(p *hedge.Policy, start time.Time, base time.Duration) time.Time {
 	now := start
 	for i := range 200 {
-		d := 5 * time.Millisecond
+		d := base
 		if i%10 == 9 {
 			d = 30 * time.Millisecond
 		}
@@ -440,11 +445,45 @@ func warmWithStragglers(p *hedge.Policy, start time.Time) time.Time {
 // whose first attempt waits on a replica that has answered nothing since it was sent (while
 // another answered) is not held by answers from the replicas that do answer: it is hedged
 // once lost.
+//
+// An answer is slow for this only when it rose by a quarter of MinimumDelay or more, as the
+// median must: calls that take a millisecond, most of it the client's own, rise by as much
+// whenever the client is busy, and a queue that short cannot cost a copy its race against a
+// straggler anyway.
 func TestBacklogGateSeesSlowAnswers(t *testing.T) {
 	run := func(t *testing.T, slowTail int, silent bool) (string, []hedge.Reason) {
+		return slowAnswersGate(t, 5*time.Millisecond, 25*time.Millisecond, slowTail, silent)
+	}
+	// b's quick answer is the newest of the eight: the slow ones are the seven before it.
+	if got, r := run(t, 3, false); got != "start 1 hedge" || len(r) != 0 {
+		t.Errorf("3 of the last 8 answers slow: actions %q, suppressions %v; want the hedge", got, r)
+	}
+	if got, r := run(t, 4, false); got != "" || len(r) != 1 || r[0] != hedge.ReasonBacklog {
+		t.Errorf("4 of the last 8 answers slow: actions %q, suppressions %v; want none, [backlog]", got, r)
+	}
+	if got, r := run(t, 4, true); got != "start 1 hedge" || len(r) != 0 {
+		t.Errorf("4 of the last 8 slow, first attempt on a silent replica: actions %q, suppressions %v; want the hedge", got, r)
+	}
+	// Calls of 1ms (the threshold is MinimumDelay's 10ms): 7 of the last 8 answers rose by
+	// 2ms, more than twice the lowest median, and by 3ms.
+	if got, r := slowAnswersGate(t, time.Millisecond, 3*time.Millisecond, 7, false); got != "start 1 hedge" || len(r) != 0 {
+		t.Errorf("calls of 1ms, 7 of the last 8 answers 2ms slower: actions %q, suppressions %v; want the hedge", got, r)
+	}
+	if got, r := slowAnswersGate(t, time.Millisecond, 4*time.Millisecond, 4, false); got != "" || len(r) != 1 || r[0] != hedge.ReasonBacklog {
+		t.Errorf("calls of 1ms, 4 of the last 8 answers 3ms slower: actions %q, suppressions %v; want none, [backlog]", got, r)
+	}
+}
+
+// slowAnswersGate warms a policy with calls of fast (one in ten of 30ms, its p95), answers
+// eight more, the last slowTail of them taking slow, then starts call a and a later call that
+// overtakes it, and returns a's actions at its threshold (30ms) and the suppressions. silent:
+// the later call went to another replica, and a's has answered nothing since a was sent.
+func slowAnswersGate(t *testing.T, fast, slow time.Duration, slowTail int, silent bool) (string, []hedge.Reason) {
+	t.Helper()
+	{
 		var s suppressions
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95), Budget: noBudget, Observer: s.observe})
-		now := warmWithStragglers(p, t0.Add(-5*time.Second))
+		now := warmOn(p, t0.Add(-5*time.Second), fast)
 		answer := func(d time.Duration) {
 			c := p.NewCall(hedge.CallOptions{})
 			c.Start(now)
@@ -452,9 +491,9 @@ func TestBacklogGateSeesSlowAnswers(t *testing.T) {
 			now = now.Add(20 * time.Millisecond)
 		}
 		for i := range 8 {
-			d := 5 * time.Millisecond
+			d := fast
 			if i >= 8-slowTail {
-				d = 25 * time.Millisecond // slow, and under the threshold: no hedge was due
+				d = slow // slow, and under the threshold: no hedge was due
 			}
 			answer(d)
 		}
@@ -490,16 +529,6 @@ func TestBacklogGateSeesSlowAnswers(t *testing.T) {
 			got = actions(a.TimerFired(lost))
 		}
 		return got, s.reasons
-	}
-	// b's quick answer is the newest of the eight: the slow ones are the seven before it.
-	if got, r := run(t, 3, false); got != "start 1 hedge" || len(r) != 0 {
-		t.Errorf("3 of the last 8 answers slow: actions %q, suppressions %v; want the hedge", got, r)
-	}
-	if got, r := run(t, 4, false); got != "" || len(r) != 1 || r[0] != hedge.ReasonBacklog {
-		t.Errorf("4 of the last 8 answers slow: actions %q, suppressions %v; want none, [backlog]", got, r)
-	}
-	if got, r := run(t, 4, true); got != "start 1 hedge" || len(r) != 0 {
-		t.Errorf("4 of the last 8 slow, first attempt on a silent replica: actions %q, suppressions %v; want the hedge", got, r)
 	}
 }
 

@@ -42,7 +42,7 @@ type Policy struct {
 	lag           atomic.Int64  // nanoseconds: how late timers fire, a moving average (backlog gate)
 	stallAt       atomic.Int64  // unix nanoseconds: when a timer last fired late by a stall (see noteLateness)
 	stall         atomic.Int64  // nanoseconds: how late that timer fired
-	lastSlow      atomic.Uint32 // one bit per recent answer, newest lowest: it was slow (see quiet)
+	lastSlow      atomic.Uint32 // two bits per recent answer, newest lowest: it was slow (see noteAnswer)
 	lastSlowAt    atomic.Int64  // unix nanoseconds: when the latest slow answer was noted
 	loads         loadBoard     // the servers' latest load reports (serverload.go)
 
@@ -196,6 +196,15 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration, answer bool) (slo
 // straggler); a queue makes most of them slow at once, long before the median of a client
 // with a thin share of the traffic, which follows a change only over a few hundred answers,
 // moves.
+//
+// The backlog gate (slowAnswers) counts an answer only if it also rose by MinimumDelay/
+// backlogRiseDivisor, as the median must (Policy.backlogged); quiet counts the smaller rises
+// too. Calls that take a millisecond or two, most of it the client's own, rise by a
+// millisecond whenever a busy client's goroutines wait for a CPU, in bursts its timers do not
+// always show: in a closed loop of 64 callers over 32 or 64 clients, the gate refused up to 86
+// hedges of 100ms stragglers in 128,000 calls on such bursts, and a median of 3 to 5 with this
+// rule (BENCHMARKS.md, "A client's own drift is no backlog"). A queue that short cannot cost a
+// copy its race anyway, while it is reason enough to doubt that nothing queues.
 func (p *Policy) noteAnswer(now time.Time, d time.Duration) bool {
 	f := p.blog.floor()
 	if f <= 0 {
@@ -204,18 +213,28 @@ func (p *Policy) noteAnswer(now time.Time, d time.Duration) bool {
 	r := d - f - p.selfDelay() - p.stalledDuring(now, d)
 	slow := uint32(0)
 	if r > f && r >= p.cfg.MinimumDelay/quietRiseDivisor {
-		slow = 1
+		slow = slowForQuiet
+		if r >= p.cfg.MinimumDelay/backlogRiseDivisor {
+			slow |= slowForBacklog
+		}
 	}
-	if slow == 1 {
+	if slow != 0 {
 		p.lastSlowAt.Store(now.UnixNano())
 	}
 	for {
 		v := p.lastSlow.Load()
-		if p.lastSlow.CompareAndSwap(v, v<<1|slow) {
-			return slow == 1
+		if p.lastSlow.CompareAndSwap(v, v<<1&^slowForBacklog|slow) {
+			return slow != 0
 		}
 	}
 }
+
+// lastSlow holds two records of the latest answers, one bit each, the newest lowest:
+// slowForQuiet's in its low 16 bits, slowForBacklog's in the high 16 (see noteAnswer).
+const (
+	slowForQuiet   = 1
+	slowForBacklog = 1 << 16
+)
 
 // quietSlowAnswers is how many of the policy's last quietAnswers answers may be slow while its
 // median still counts as quiet. None: one slow answer in eight already turns the quiet-median
@@ -265,15 +284,16 @@ func (p *Policy) backlogged(now time.Time) bool {
 // fifty slow (the families' 2 to 5 %), so half of eight is a queue, not bad luck.
 const slowAnswersBacklog = quietAnswers / 2
 
-// slowAnswers reports whether half or more of the policy's latest answers were slow: the
-// dependency is queueing now, whatever the recent median says. A client with a thin share of
-// a fleet's traffic moves its median only over hundreds of answers, minutes of them, and
-// fills a crossing block only every ten seconds or more, so neither shows a queue that builds
-// up in seconds; its last eight answers do. Under a steady queue near full, such a client's
+// slowAnswers reports whether half or more of the policy's latest answers were slow, by a rise
+// of MinimumDelay/backlogRiseDivisor or more (see noteAnswer): the dependency is queueing now,
+// whatever the recent median says. A client with a thin share of a fleet's traffic moves its
+// median only over hundreds of answers, minutes of them, and fills a crossing block only
+// every ten seconds or more, so neither shows a queue that builds up in seconds; its last
+// eight answers do. Under a steady queue near full, such a client's
 // calls are overtaken (in service) or look quiet as often as ever, and their copies join the
 // back of the queue, adding load where a little more of it costs everyone most.
 func (p *Policy) slowAnswers() bool {
-	return p.recent != nil && bits.OnesCount32(p.lastSlow.Load()&(1<<quietAnswers-1)) >= slowAnswersBacklog
+	return p.recent != nil && bits.OnesCount32(p.lastSlow.Load()/slowForBacklog&(1<<quietAnswers-1)) >= slowAnswersBacklog
 }
 
 // rise is what the recent median shows against its lowest.
