@@ -41,10 +41,10 @@ var transient = hedge.Outcome{Class: hedge.Retriable, Err: errors.New("transient
 
 // failCall runs a call whose every attempt fails fast (its retry too).
 func failCall(c *hedge.Call, at time.Time) {
-	acts := c.Start(at)
+	c.Start(at)
 	for !c.Done() {
 		now := at.Add(time.Millisecond)
-		acts = c.AttemptDone(now, c.Attempts()-1, transient)
+		acts := c.AttemptDone(now, c.Attempts()-1, transient)
 		for _, a := range acts {
 			if a.Kind == hedge.ArmTimer {
 				c.TimerFired(a.At)

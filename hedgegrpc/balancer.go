@@ -326,16 +326,6 @@ func (r *route) unsent(k int) bool {
 	return false
 }
 
-// usedByOther reports whether an attempt other than k went to addr.
-func (r *route) usedByOther(k int, addr string) bool {
-	for _, e := range r.used {
-		if e.attempt != k && e.addr == addr {
-			return true
-		}
-	}
-	return false
-}
-
 // use records that attempt k goes to addr (a new pick for the same attempt replaces the old).
 func (r *route) use(k int, addr string) {
 	for i := range r.used {

@@ -386,8 +386,11 @@ func TestDeliverReachesWatchedPolicies(t *testing.T) {
 		}
 	}
 	for i, policy := range policies[:maxWatched] {
-		if !s.watch(now, p, policy) || !s.watch(now, p, policy) {
+		if !s.watch(now, p, policy) {
 			t.Fatalf("policy %d: not watched", i)
+		}
+		if !s.watch(now, p, policy) {
+			t.Fatalf("policy %d: not watched at its second pick", i)
 		}
 		if q, _, ok := policy.ServerQueue(now); !ok || q != 3 {
 			t.Fatalf("policy %d first seen: ServerQueue = %d, %v; want the latest report (3 queued)", i, q, ok)

@@ -48,10 +48,10 @@ func attrs(s attribute.Set) string {
 	var parts []string
 	for _, kv := range s.ToSlice() {
 		if kv.Key == hedgeotel.KeyOperation {
-			first = string(kv.Key) + "=" + kv.Value.Emit()
+			first = string(kv.Key) + "=" + kv.Value.String()
 			continue
 		}
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	slices.Sort(parts)
 	return strings.Join(append([]string{first}, parts...), ",")

@@ -9,11 +9,6 @@ import (
 	"github.com/hedgekit/hedge/sim"
 )
 
-// jsonDecimals is how many decimals report.json keeps. Latencies in milliseconds and percentages
-// need far fewer; rates kept as fractions (hedge_rate) keep a resolution of 0.01 %. Rounding makes
-// the file readable and stops the last bits of a float sum from showing up in diffs.
-const jsonDecimals = 4
-
 // WriteJSON writes r as indented JSON: report.json, the file scripts read. The field names are
 // the stable ones of [sim.Report]. Output is deterministic: points keep their order, the
 // suppressed-reason maps are written with sorted keys (encoding/json sorts map keys), floats are
@@ -82,12 +77,15 @@ func normalizeStruct(v reflect.Value) {
 	}
 }
 
-// round rounds x to jsonDecimals decimals; NaN and infinities become 0 (see WriteJSON).
+// round rounds x to the 4 decimals report.json keeps; NaN and infinities become 0 (see
+// WriteJSON). Latencies in milliseconds and percentages need far fewer; rates kept as fractions
+// (hedge_rate) keep a resolution of 0.01 %. Rounding makes the file readable and stops the last
+// bits of a float sum from showing up in diffs.
 func round(x float64) float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return 0
 	}
-	const scale = 1e4 // 10^jsonDecimals
+	const scale = 1e4 // 4 decimals
 	if math.Abs(x) >= 1e15 {
 		return x // has no fractional digits left to round, and x*scale could overflow
 	}

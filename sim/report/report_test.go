@@ -351,7 +351,6 @@ func TestRoundJSON(t *testing.T) {
 
 var (
 	reSeries  = regexp.MustCompile(`<path class="series" `)
-	reSVG     = regexp.MustCompile(`<svg `)
 	reSetupG  = regexp.MustCompile(`<g class="setup" data-setup="([^"]*)">`)
 	reCollapX = regexp.MustCompile(`<title>[^<]*: collapse</title>`)
 )
