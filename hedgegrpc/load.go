@@ -204,7 +204,9 @@ func appendEntry(b []byte, num protowire.Number, key string, v float64) []byte {
 }
 
 // loadOf reads a [Queue]'s figures from an ORCA load report (balancer.DoneInfo.ServerLoad),
-// and false when it is not one or carries none of them.
+// and false when it is not one, carries none of them, or one of them is not a number (NaN):
+// a report that cannot be read is no report, not an idle server. A negative figure reads as
+// 0, and one too large for the core to hold as its largest (maxFigure, maxWaitMs).
 func loadOf(sl any) (hedge.Load, bool) {
 	r, ok := sl.(*v3orcapb.OrcaLoadReport)
 	if !ok || r == nil {
@@ -215,13 +217,25 @@ func loadOf(sl any) (hedge.Load, bool) {
 	if !ok {
 		return hedge.Load{}, false
 	}
+	b, w, ms := m[MetricBusy], m[MetricWorkers], m[MetricWaitMs]
+	if math.IsNaN(q) || math.IsNaN(b) || math.IsNaN(w) || math.IsNaN(ms) {
+		return hedge.Load{}, false
+	}
 	return hedge.Load{
-		Queued:  int(max(q, 0)),
-		Busy:    int(max(m[MetricBusy], 0)),
-		Workers: int(max(m[MetricWorkers], 0)),
-		Wait:    time.Duration(max(m[MetricWaitMs], 0) * float64(time.Millisecond)),
+		Queued:  int(min(max(q, 0), maxFigure)),
+		Busy:    int(min(max(b, 0), maxFigure)),
+		Workers: int(min(max(w, 0), maxFigure)),
+		Wait:    time.Duration(min(max(ms, 0), maxWaitMs) * float64(time.Millisecond)),
 	}, true
 }
+
+// maxFigure and maxWaitMs bound what loadOf reads, so that no float converts out of range
+// (which Go leaves to the machine: on amd64 a huge queue would read as a negative one, then
+// as idle). They are far beyond any queue's figures, and the core clamps counts further.
+const (
+	maxFigure = 1 << 31
+	maxWaitMs = 1e9
+)
 
 // noteLoad hands an attempt's load report to the core: to the replicas the balancer picks
 // from (where a copy goes) and to the call's policy, when the call has one (the backlog

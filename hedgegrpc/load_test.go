@@ -2,6 +2,7 @@ package hedgegrpc
 
 import (
 	"context"
+	"math"
 	"net"
 	"reflect"
 	"testing"
@@ -80,6 +81,36 @@ func TestQueueORCAReport(t *testing.T) {
 	l, ok := loadOf(&r)
 	if !ok || l.Queued != 0 || l.Busy != 1 || l.Workers != 4 {
 		t.Fatalf("loadOf = %+v, %v", l, ok)
+	}
+}
+
+// TestLoadOfOddFigures: a report whose figures are not numbers is no report (it must not read
+// as an idle server); negative figures read as 0, and figures too large for an int (or infinite)
+// as the largest loadOf keeps, never as the negative number a float converted out of range
+// gives on some machines.
+func TestLoadOfOddFigures(t *testing.T) {
+	report := func(q, b, w, ms float64) *v3orcapb.OrcaLoadReport {
+		return &v3orcapb.OrcaLoadReport{NamedMetrics: map[string]float64{
+			MetricQueued: q, MetricBusy: b, MetricWorkers: w, MetricWaitMs: ms,
+		}}
+	}
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, r := range []*v3orcapb.OrcaLoadReport{report(nan, 1, 4, 0), report(0, nan, 4, 0), report(0, 1, nan, 0), report(0, 1, 4, nan)} {
+		if l, ok := loadOf(r); ok {
+			t.Errorf("loadOf(%v) = %+v, true; want no report", r.GetNamedMetrics(), l)
+		}
+	}
+	for _, tc := range []struct {
+		r    *v3orcapb.OrcaLoadReport
+		want hedge.Load
+	}{
+		{report(-3, -1, 4, -2), hedge.Load{Workers: 4}},
+		{report(1e30, inf, 4, inf), hedge.Load{Queued: maxFigure, Busy: maxFigure, Workers: 4, Wait: maxWaitMs * time.Millisecond}},
+		{report(inf, 2, 1e300, 1e300), hedge.Load{Queued: maxFigure, Busy: 2, Workers: maxFigure, Wait: maxWaitMs * time.Millisecond}},
+	} {
+		if l, ok := loadOf(tc.r); !ok || l != tc.want {
+			t.Errorf("loadOf(%v) = %+v, %v; want %+v, true", tc.r.GetNamedMetrics(), l, ok, tc.want)
+		}
 	}
 }
 

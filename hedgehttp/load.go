@@ -86,7 +86,7 @@ func ParseLoad(v string) (l hedge.Load, ok bool) {
 			n = &l.Workers
 		case "wait":
 			ms, err := strconv.ParseFloat(val, 64)
-			if err != nil || ms < 0 || ms > 1e9 {
+			if err != nil || !(ms >= 0 && ms <= 1e9) { // NaN too
 				return hedge.Load{}, false
 			}
 			l.Wait, ok = time.Duration(ms*float64(time.Millisecond)), true

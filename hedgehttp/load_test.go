@@ -57,6 +57,8 @@ func TestParseLoad(t *testing.T) {
 		{"queued=x", hedge.Load{}, false},
 		{"busy=1, wait=-3", hedge.Load{}, false},
 		{"wait=1e300", hedge.Load{}, false},
+		{"busy=1, wait=NaN", hedge.Load{}, false},
+		{"queued=99999999999999999999", hedge.Load{}, false},
 	} {
 		got, ok := ParseLoad(tc.v)
 		if got != tc.want || ok != tc.ok {
