@@ -202,9 +202,10 @@ func (p *Policy) recordLatency(now time.Time, d time.Duration, answer bool) (slo
 // too. Calls that take a millisecond or two, most of it the client's own, rise by a
 // millisecond whenever a busy client's goroutines wait for a CPU, in bursts its timers do not
 // always show: in a closed loop of 64 callers over 32 or 64 clients, the gate refused up to 86
-// hedges of 100ms stragglers in 128,000 calls on such bursts, and a median of 3 to 5 with this
-// rule (BENCHMARKS.md, "A client's own drift is no backlog"). A queue that short cannot cost a
-// copy its race anyway, while it is reason enough to doubt that nothing queues.
+// hedges of 100ms stragglers in 128,000 calls on such bursts (a median of 9 to 24 a run, real
+// or simulated), and a median of 3 to 6 with this rule (BENCHMARKS.md, "A client's own drift
+// is no backlog"). A queue that short cannot cost a copy its race anyway; for quiet, which
+// asks that nothing queues, it is reason enough to doubt.
 func (p *Policy) noteAnswer(now time.Time, d time.Duration) bool {
 	f := p.blog.floor()
 	if f <= 0 {
@@ -289,9 +290,9 @@ const slowAnswersBacklog = quietAnswers / 2
 // whatever the recent median says. A client with a thin share of a fleet's traffic moves its
 // median only over hundreds of answers, minutes of them, and fills a crossing block only
 // every ten seconds or more, so neither shows a queue that builds up in seconds; its last
-// eight answers do. Under a steady queue near full, such a client's
-// calls are overtaken (in service) or look quiet as often as ever, and their copies join the
-// back of the queue, adding load where a little more of it costs everyone most.
+// eight answers do. Under a steady queue near full, such a client's calls are overtaken (in
+// service) or look quiet as often as ever, and their copies join the back of the queue,
+// adding load where a little more of it costs everyone most.
 func (p *Policy) slowAnswers() bool {
 	return p.recent != nil && bits.OnesCount32(p.lastSlow.Load()/slowForBacklog&(1<<quietAnswers-1)) >= slowAnswersBacklog
 }

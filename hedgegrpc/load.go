@@ -206,7 +206,7 @@ func appendEntry(b []byte, num protowire.Number, key string, v float64) []byte {
 // loadOf reads a [Queue]'s figures from an ORCA load report (balancer.DoneInfo.ServerLoad),
 // and false when it is not one, carries none of them, or one of them is not a number (NaN):
 // a report that cannot be read is no report, not an idle server. A negative figure reads as
-// 0, and one too large for the core to hold as its largest (maxFigure, maxWaitMs).
+// 0, and one above maxFigure (a wait above maxWaitMs) as that bound.
 func loadOf(sl any) (hedge.Load, bool) {
 	r, ok := sl.(*v3orcapb.OrcaLoadReport)
 	if !ok || r == nil {
