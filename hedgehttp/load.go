@@ -108,7 +108,7 @@ func ParseLoad(v string) (l hedge.Load, ok bool) {
 // underneath.
 type loadWriter struct {
 	http.ResponseWriter
-	core     *workqueue.Queue
+	q        *Queue
 	wait     time.Duration
 	reported bool
 	value    [1]string // the header's value, in the same allocation
@@ -118,7 +118,7 @@ type loadWriter struct {
 func (w *loadWriter) report() {
 	if !w.reported {
 		w.reported = true
-		w.value[0] = FormatLoad(w.core.Load(w.wait))
+		w.value[0] = w.q.reportValue(w.q.core.Counts(w.wait))
 		w.ResponseWriter.Header()[LoadHeader] = w.value[:]
 	}
 }
@@ -154,10 +154,32 @@ func (w *loadWriter) Flush() {
 
 func (w *loadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// reportValue returns l as a [LoadHeader] value. A response whose request waited for no
+// worker, from a queue where nobody waits, shows only how many workers are busy: its value is
+// one of a few strings, each made once and shared by every such response. Formatting and
+// allocating the value was the larger part of what the report cost a quick handler
+// (BenchmarkQueueLoadReport), and a queue that is not full answers most requests so.
+func (q *Queue) reportValue(l workqueue.Load) string {
+	if l.Queued != 0 || l.Wait >= time.Microsecond || uint(l.Busy) >= uint(len(q.steady)) {
+		return FormatLoad(l)
+	}
+	p := &q.steady[l.Busy]
+	if s := p.Load(); s != nil {
+		return *s
+	}
+	s := FormatLoad(l)
+	p.Store(&s)
+	return s
+}
+
+// maxSteadyReports bounds the steady reports a Queue keeps (see reportValue): one a busy
+// worker, for the first maxSteadyReports of them; past that, each response formats its own.
+const maxSteadyReports = 256
+
 // serveReporting runs the handler with its response carrying the queue's load, and reports
 // it on return for a handler that wrote nothing (net/http then writes the header itself).
 func (q *Queue) serveReporting(w http.ResponseWriter, r *http.Request, wait time.Duration) {
-	lw := &loadWriter{ResponseWriter: w, core: q.core, wait: wait}
+	lw := &loadWriter{ResponseWriter: w, q: q, wait: wait}
 	q.next.ServeHTTP(lw, r)
 	lw.report()
 }

@@ -10,11 +10,42 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/replica"
 	"github.com/hedgekit/hedge/workqueue"
 )
+
+// TestReportValueSharesSteadyReports: a response with nobody queued and no wait of its own
+// carries one shared string for its count of busy workers, the one FormatLoad makes; any
+// other response, or a busy count past maxSteadyReports, is formatted on its own.
+func TestReportValueSharesSteadyReports(t *testing.T) {
+	for _, workers := range []int{4, maxSteadyReports + 2} {
+		q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []workqueue.Load{
+			{Busy: 0, Workers: workers},
+			{Busy: 3, Workers: workers},
+			{Busy: workers, Workers: workers},
+			{Queued: 2, Busy: workers, Workers: workers},
+			{Busy: 1, Workers: workers, Wait: 2 * time.Millisecond},
+			{Busy: 1, Workers: workers, Wait: time.Microsecond},
+			{Busy: 1, Workers: workers, Wait: 999 * time.Nanosecond}, // FormatLoad shows µs: no wait
+		} {
+			first, again := q.reportValue(l), q.reportValue(l)
+			if want := FormatLoad(l); first != want || again != want {
+				t.Fatalf("workers %d, %+v: reportValue = %q, then %q; want FormatLoad's %q", workers, l, first, again, want)
+			}
+			steady := l.Queued == 0 && l.Wait < time.Microsecond && l.Busy <= maxSteadyReports
+			if shared := unsafe.StringData(first) == unsafe.StringData(again); shared != steady {
+				t.Errorf("workers %d, %+v: the same string twice = %v, want %v", workers, l, shared, steady)
+			}
+		}
+	}
+}
 
 func TestFormatParseLoad(t *testing.T) {
 	for _, tc := range []struct {

@@ -117,7 +117,7 @@ func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer t.Stop()
 	line := make([]byte, 0, 64)
 	for {
-		line = append(append(line[:0], FormatLoad(s.q.core.Load(0))...), '\n')
+		line = append(append(line[:0], s.q.reportValue(s.q.core.Counts(0))...), '\n')
 		if _, err := w.Write(line); err != nil {
 			return
 		}

@@ -41,6 +41,15 @@ const rateEvery = time.Second
 // send again as it is (hedgegrpc keeps its encoding, HTTP/2's header compression indexes it).
 const earlyEvery = rateEvery / 10
 
+// Counts is Load without the admission rate (QPS 0), for a report that does not carry one
+// (hedgehttp's): it takes the queue's lock once and reads no clock.
+func (q *Queue) Counts(wait time.Duration) Load {
+	q.mu.Lock()
+	l := Load{Queued: q.first.n + q.hedged.n, Busy: q.running, Workers: q.workers, Wait: wait}
+	q.mu.Unlock()
+	return l
+}
+
 // Load returns the queue's state now, for a request that waited wait: the report its response
 // carries. It takes the queue's lock once and reads the clock once.
 func (q *Queue) Load(wait time.Duration) Load {

@@ -64,6 +64,32 @@ func TestLoad(t *testing.T) {
 	})
 }
 
+// TestCounts: Counts reads what Load reads but the rate, and leaves the rate's window alone:
+// a Load after Counts still starts it.
+func TestCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := mustNew(t, Config{Workers: 2, Queue: 4})
+		ctx := context.Background()
+		release := make(chan struct{})
+		acquireAsync(ctx, q, false, release)
+		acquireAsync(ctx, q, false, release)
+		acquireAsync(ctx, q, false, release) // waits
+		if l := q.Counts(3 * time.Millisecond); l != (Load{Queued: 1, Busy: 2, Workers: 2, Wait: 3 * time.Millisecond}) {
+			t.Fatalf("Counts = %+v, want 1 queued, 2 of 2 busy, wait 3ms, no rate", l)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if l := q.Load(0); l.QPS != 0 {
+			t.Fatalf("QPS = %v at the first Load, want 0 (Counts started no window)", l.QPS)
+		}
+		close(release)
+		synctest.Wait()
+		time.Sleep(250 * time.Millisecond)
+		if l := q.Load(0); math.Abs(l.QPS-1/0.25) > 1e-9 {
+			t.Fatalf("QPS = %v, want 1 admission over the 0.25s since the first Load", l.QPS)
+		}
+	})
+}
+
 func TestUtilizationWithoutWorkers(t *testing.T) {
 	if u := (Load{Busy: 3}).Utilization(); u != 0 {
 		t.Fatalf("Utilization with no workers = %v, want 0", u)
