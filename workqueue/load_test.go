@@ -8,14 +8,21 @@ import (
 	"time"
 )
 
+// twoRunningOneWaiting returns a queue of 2 workers, both running a request, with a third
+// waiting; closing release ends all three.
+func twoRunningOneWaiting(t *testing.T) (*Queue, chan struct{}) {
+	q := mustNew(t, Config{Workers: 2, Queue: 4})
+	ctx := context.Background()
+	release := make(chan struct{})
+	acquireAsync(ctx, q, false, release)
+	acquireAsync(ctx, q, false, release)
+	acquireAsync(ctx, q, false, release) // waits
+	return q, release
+}
+
 func TestLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := mustNew(t, Config{Workers: 2, Queue: 4})
-		ctx := context.Background()
-		release := make(chan struct{})
-		acquireAsync(ctx, q, false, release)
-		acquireAsync(ctx, q, false, release)
-		acquireAsync(ctx, q, false, release) // waits
+		q, release := twoRunningOneWaiting(t)
 
 		l := q.Load(3 * time.Millisecond)
 		if l.Queued != 1 || l.Busy != 2 || l.Workers != 2 || l.Wait != 3*time.Millisecond {
@@ -40,7 +47,7 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("QPS = %v, want 1 admission over 0.75s", l.QPS)
 		}
 		for range 9 {
-			q.Acquire(ctx, false)
+			q.Acquire(context.Background(), false)
 			q.Release(false)
 		}
 		// Within the first window the estimate is renewed only every earlyEvery: a report
@@ -68,12 +75,7 @@ func TestLoad(t *testing.T) {
 // a Load after Counts still starts it.
 func TestCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := mustNew(t, Config{Workers: 2, Queue: 4})
-		ctx := context.Background()
-		release := make(chan struct{})
-		acquireAsync(ctx, q, false, release)
-		acquireAsync(ctx, q, false, release)
-		acquireAsync(ctx, q, false, release) // waits
+		q, release := twoRunningOneWaiting(t)
 		if l := q.Counts(3 * time.Millisecond); l != (Load{Queued: 1, Busy: 2, Workers: 2, Wait: 3 * time.Millisecond}) {
 			t.Fatalf("Counts = %+v, want 1 queued, 2 of 2 busy, wait 3ms, no rate", l)
 		}
