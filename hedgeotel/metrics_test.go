@@ -345,6 +345,12 @@ func TestNilProvider(t *testing.T) {
 	if err != nil || p == nil {
 		t.Fatal(p, err)
 	}
+	if raceEnabled {
+		// Under the race detector sync.Pool drops what it is given at random, so a call's
+		// allocations vary from run to run (the pooled driver); the count is checked in the
+		// run without it.
+		return
+	}
 	plain := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Millisecond)})
 	do := func(p *hedge.Policy) func() {
 		return func() {

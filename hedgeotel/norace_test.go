@@ -1,0 +1,5 @@
+//go:build !race
+
+package hedgeotel_test
+
+const raceEnabled = false
