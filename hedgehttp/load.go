@@ -172,8 +172,8 @@ func (q *Queue) reportValue(l workqueue.Load) string {
 	return s
 }
 
-// maxSteadyReports bounds the steady reports a Queue keeps (see reportValue): one a busy
-// worker, for the first maxSteadyReports of them; past that, each response formats its own.
+// maxSteadyReports bounds the steady reports a Queue keeps (see reportValue): one for each
+// count of busy workers up to it; past that, each response formats its own.
 const maxSteadyReports = 256
 
 // serveReporting runs the handler with its response carrying the queue's load, and reports

@@ -19,10 +19,12 @@ import (
 
 // TestReportValueSharesSteadyReports: a response with nobody queued and no wait of its own
 // carries one shared string for its count of busy workers, the one FormatLoad makes; any
-// other response, or a busy count past maxSteadyReports, is formatted on its own.
+// other response, or a busy count past maxSteadyReports, is formatted on its own. A queue
+// without the per-response report shares them too, for its load stream's lines.
 func TestReportValueSharesSteadyReports(t *testing.T) {
-	for _, workers := range []int{4, maxSteadyReports + 2} {
-		q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: workers})
+	for _, cfg := range []QueueConfig{{Workers: 4}, {Workers: maxSteadyReports + 2}, {Workers: 4, NoLoadReport: true}} {
+		workers := cfg.Workers
+		q, err := NewQueue(http.NotFoundHandler(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -193,8 +193,8 @@ type Queue struct {
 	report     bool // add LoadHeader to responses
 	observer   func(QueueEvent)
 	core       *workqueue.Queue
-	// steady[b] is the report of a response with b workers busy, nobody queued and no wait
-	// of its own (see reportValue), once one has been made; up to maxSteadyReports of them.
+	// steady[b] is the report of b workers busy, nobody queued and no wait of the request's
+	// own (see reportValue), once one has been made; up to maxSteadyReports of them.
 	steady []atomic.Pointer[string]
 }
 
@@ -216,9 +216,8 @@ func NewQueue(next http.Handler, cfg QueueConfig) (*Queue, error) {
 		return nil, fmt.Errorf("%w: %w", ErrQueueConfig, err)
 	}
 	q := &Queue{next: next, signal: !cfg.NoStartSignal, report: !cfg.NoLoadReport, observer: cfg.Observer, core: core}
-	if q.report {
-		q.steady = make([]atomic.Pointer[string], min(core.Stats().Workers, maxSteadyReports)+1)
-	}
+	// The load stream uses them too, with or without the per-response report.
+	q.steady = make([]atomic.Pointer[string], min(core.Stats().Workers, maxSteadyReports)+1)
 	ra := cfg.RetryAfter
 	if ra == 0 {
 		ra = time.Second

@@ -45,9 +45,14 @@ const earlyEvery = rateEvery / 10
 // (hedgehttp's): it takes the queue's lock once and reads no clock.
 func (q *Queue) Counts(wait time.Duration) Load {
 	q.mu.Lock()
-	l := Load{Queued: q.first.n + q.hedged.n, Busy: q.running, Workers: q.workers, Wait: wait}
+	l := q.countsLocked(wait)
 	q.mu.Unlock()
 	return l
+}
+
+// countsLocked is Counts with q.mu held.
+func (q *Queue) countsLocked(wait time.Duration) Load {
+	return Load{Queued: q.first.n + q.hedged.n, Busy: q.running, Workers: q.workers, Wait: wait}
 }
 
 // Load returns the queue's state now, for a request that waited wait: the report its response
@@ -55,7 +60,7 @@ func (q *Queue) Counts(wait time.Duration) Load {
 func (q *Queue) Load(wait time.Duration) Load {
 	now := time.Now()
 	q.mu.Lock()
-	l := Load{Queued: q.first.n + q.hedged.n, Busy: q.running, Workers: q.workers, Wait: wait}
+	l := q.countsLocked(wait)
 	switch el := now.Sub(q.rateAt); {
 	case q.rateAt.IsZero():
 		q.rateAt, q.rateN = now, q.stats.Admitted
