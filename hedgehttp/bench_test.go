@@ -44,20 +44,27 @@ func hedgedRT(b *testing.B, base http.RoundTripper) http.RoundTripper {
 
 // get makes one request and reads its body to the end, as a client would.
 func get(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte) {
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
+	if err := roundTrip(rt, req, buf); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// roundTrip sends req through rt and reads its response's body to the end, with buf.
+func roundTrip(rt http.RoundTripper, req *http.Request, buf []byte) error {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
 	for {
 		_, err := resp.Body.Read(buf)
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 	}
-	resp.Body.Close()
 }
 
 func benchSerial(b *testing.B, hedged bool) {

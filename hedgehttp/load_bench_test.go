@@ -4,7 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,5 +154,175 @@ func BenchmarkParseLoad(b *testing.B) {
 		if _, ok := ParseLoad(v); !ok {
 			b.Fatal("no report")
 		}
+	}
+}
+
+// BenchmarkLoadReportPaired measures what BenchmarkLoadReport measures with the two servers
+// taking turns, call by call, from one goroutine (its name keeps it out of -bench
+// BenchmarkLoadReport): off is a Queue without the report, on one with it, each in front of
+// the same handler, which sets its Content-Type as most handlers do, each on a loopback
+// server of its own, so that both see the same machine at the same moments. In report, on
+// is the Queue's report; in fixed-header, a Queue without it whose handler sets a fixed
+// header of the report's name and an idle queue's value: what net/http charges for one such
+// header, the floor under any report sent on every response. The h2- ones are the same over
+// HTTP/2 in clear text. The calls come from one goroutine, or (parallel-) from GOMAXPROCS
+// goroutines at once, which keep the machine's CPUs busy: there the wall time of a block is
+// the inverse of the server's throughput. Each iteration is a block of 25 calls from each
+// goroutine to each server. It reports the median time of a call to each (p50-off-ns,
+// p50-ns), the overhead of the median (overhead-%), of the blocks' wall time
+// (wall-overhead-%: what the report costs the throughput) and of the process's CPU time,
+// client and server together (cpu-overhead-%, where getrusage is available).
+//
+//	go test -c -o /tmp/hh.test ./hedgehttp
+//	for i in $(seq 8); do /tmp/hh.test -test.run '^$' -test.bench 'BenchmarkLoadReportPaired' -test.benchtime 800x | grep Benchmark; done
+func BenchmarkLoadReportPaired(b *testing.B) {
+	typed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = textPlain
+		io.WriteString(w, "ok")
+	})
+	fixed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()[LoadHeader] = idleLoad
+		typed(w, r)
+	})
+	for _, tc := range []struct {
+		name   string
+		h2     bool
+		report bool         // on is a Queue with the report
+		on     http.Handler // the handler behind on's Queue
+	}{
+		{"report", false, true, typed},
+		{"fixed-header", false, false, fixed},
+		{"h2-report", true, true, typed},
+		{"h2-fixed-header", true, false, fixed},
+	} {
+		for _, par := range []int{1, runtime.GOMAXPROCS(0)} {
+			name := tc.name
+			if par > 1 {
+				name = "parallel-" + name
+			}
+			b.Run(name, func(b *testing.B) {
+				off := pairedServer(b, typed, false, tc.h2)
+				on := pairedServer(b, tc.on, tc.report, tc.h2)
+				benchPairedGets(b, off, on, par)
+			})
+		}
+	}
+}
+
+// pairedSide is one server of BenchmarkLoadReportPaired and the client that calls it.
+type pairedSide struct {
+	rt  *http.Transport
+	req *http.Request
+	buf []byte
+}
+
+// pairedServer serves h behind a Queue of 64 workers, with the load report or without it, over
+// HTTP/1.1 or HTTP/2 in clear text, and returns a client of its own for it.
+func pairedServer(b *testing.B, h http.Handler, report, h2 bool) *pairedSide {
+	q, err := NewQueue(h, QueueConfig{Workers: 64, NoLoadReport: !report})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(q)
+	rt := &http.Transport{MaxIdleConnsPerHost: 4}
+	if h2 {
+		srv.Config.Protocols = new(http.Protocols)
+		srv.Config.Protocols.SetUnencryptedHTTP2(true)
+		rt.Protocols = new(http.Protocols)
+		rt.Protocols.SetUnencryptedHTTP2(true)
+	}
+	srv.Start()
+	b.Cleanup(func() {
+		rt.CloseIdleConnections()
+		srv.Close()
+	})
+	req, err := http.NewRequest("GET", srv.URL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &pairedSide{rt: rt, req: req, buf: make([]byte, 512)}
+}
+
+// benchPairedGets alternates blocks of calls to off and on (see BenchmarkLoadReportPaired),
+// from par goroutines at once, after checking that on's responses carry the header and off's
+// do not.
+func benchPairedGets(b *testing.B, off, on *pairedSide, par int) {
+	for _, s := range []struct {
+		side *pairedSide
+		want bool
+	}{{off, false}, {on, true}} {
+		resp, err := s.side.rt.RoundTrip(s.side.req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if has := resp.Header.Get(LoadHeader) != ""; has != s.want {
+			b.Fatalf("a response with %s %q, want one: %v", LoadHeader, resp.Header.Get(LoadHeader), s.want)
+		}
+	}
+	// A block is 25 calls from each of par goroutines, each call timed, and the block's wall
+	// and CPU time: the process's CPU time per call is too fine for the clock getrusage reads.
+	const block = 25
+	lat := [2][][]time.Duration{make([][]time.Duration, par), make([][]time.Duration, par)}
+	var wall, cpu [2]time.Duration
+	bufs := make([][]byte, par)
+	for g := range bufs {
+		bufs[g] = make([]byte, 512)
+	}
+	run := func(i int, s *pairedSide, timed bool) {
+		c0, t0 := cpuTime(), time.Now()
+		var wg sync.WaitGroup
+		for g := range par {
+			wg.Go(func() {
+				for range block {
+					start := time.Now()
+					if err := roundTrip(s.rt, s.req, bufs[g]); err != nil {
+						b.Error(err) // not Fatal: this is not the benchmark's goroutine
+						return
+					}
+					if timed {
+						lat[i][g] = append(lat[i][g], time.Since(start))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if b.Failed() {
+			b.FailNow()
+		}
+		if timed {
+			wall[i] += time.Since(t0)
+			cpu[i] += cpuTime() - c0
+		}
+	}
+	for range 40 { // connections open, pools warm
+		run(0, off, false)
+		run(1, on, false)
+	}
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if n%2 == 0 {
+			run(0, off, true)
+			run(1, on, true)
+		} else {
+			run(1, on, true)
+			run(0, off, true)
+		}
+		n++
+	}
+	b.StopTimer()
+	median := func(ls [][]time.Duration) time.Duration {
+		all := slices.Concat(ls...)
+		slices.Sort(all)
+		return all[len(all)/2]
+	}
+	moff, mon := median(lat[0]), median(lat[1])
+	b.ReportMetric(float64(moff), "p50-off-ns")
+	b.ReportMetric(float64(mon), "p50-ns")
+	b.ReportMetric(100*(float64(mon)/float64(moff)-1), "overhead-%")
+	b.ReportMetric(100*(float64(wall[1])/float64(wall[0])-1), "wall-overhead-%")
+	if cpu[0] > 0 {
+		b.ReportMetric(100*(float64(cpu[1])/float64(cpu[0])-1), "cpu-overhead-%")
 	}
 }
