@@ -80,12 +80,7 @@ func BenchmarkLoadReport(b *testing.B) {
 			srv := httptest.NewUnstartedServer(handler)
 			base := &http.Transport{MaxIdleConnsPerHost: 256}
 			if h2 {
-				// HTTP/2 in clear text (h2c) on both sides: one connection, the requests
-				// multiplexed on it.
-				srv.Config.Protocols = new(http.Protocols)
-				srv.Config.Protocols.SetUnencryptedHTTP2(true)
-				base.Protocols = new(http.Protocols)
-				base.Protocols.SetUnencryptedHTTP2(true)
+				useH2C(srv, base)
 			}
 			srv.Start()
 			if resp, err := base.RoundTrip(httptest.NewRequest("GET", srv.URL, nil)); err != nil {
@@ -209,6 +204,15 @@ func BenchmarkLoadReportPaired(b *testing.B) {
 	}
 }
 
+// useH2C has an unstarted server and a client speak HTTP/2 in clear text (h2c) to each other:
+// one connection, the requests multiplexed on it.
+func useH2C(srv *httptest.Server, rt *http.Transport) {
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	rt.Protocols = new(http.Protocols)
+	rt.Protocols.SetUnencryptedHTTP2(true)
+}
+
 // pairedSide is one server of BenchmarkLoadReportPaired and the client that calls it.
 type pairedSide struct {
 	rt  *http.Transport
@@ -226,10 +230,7 @@ func pairedServer(b *testing.B, h http.Handler, report, h2 bool) *pairedSide {
 	srv := httptest.NewUnstartedServer(q)
 	rt := &http.Transport{MaxIdleConnsPerHost: 4}
 	if h2 {
-		srv.Config.Protocols = new(http.Protocols)
-		srv.Config.Protocols.SetUnencryptedHTTP2(true)
-		rt.Protocols = new(http.Protocols)
-		rt.Protocols.SetUnencryptedHTTP2(true)
+		useH2C(srv, rt)
 	}
 	srv.Start()
 	b.Cleanup(func() {

@@ -2,9 +2,7 @@ package sim
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,11 +68,7 @@ func TestReportRoutingBound(t *testing.T) {
 // TestRoutingBoundSweep prints the bound for the models and loads in HEDGE_ROUTING_BOUND
 // ("replicas,clients,load;..."), seeds 1-6, for the record; without it, it is skipped.
 func TestRoutingBoundSweep(t *testing.T) {
-	spec := os.Getenv("HEDGE_ROUTING_BOUND")
-	if spec == "" {
-		t.Skip("set HEDGE_ROUTING_BOUND to print the routing bounds")
-	}
-	for _, one := range strings.Split(spec, ";") {
+	for _, one := range sweepRuns(t, "HEDGE_ROUTING_BOUND", "the routing bounds") {
 		var reps, clients, load int
 		if _, err := fmt.Sscanf(one, "%d,%d,%d", &reps, &clients, &load); err != nil {
 			t.Fatalf("%q: %v", one, err)

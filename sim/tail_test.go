@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,11 +215,7 @@ func TestTailComposition(t *testing.T) {
 //	HEDGE_TAIL="4,70,1,server-assisted;1,85,6,server-assisted;4,95,3,server-assisted,0.999" \
 //	  go test ./sim -run TestTailCompositionSweep -v
 func TestTailCompositionSweep(t *testing.T) {
-	spec := os.Getenv("HEDGE_TAIL")
-	if spec == "" {
-		t.Skip("set HEDGE_TAIL to print tail compositions")
-	}
-	for _, one := range strings.Split(spec, ";") {
+	for _, one := range sweepRuns(t, "HEDGE_TAIL", "tail compositions") {
 		f := strings.Split(one, ",")
 		if len(f) < 4 {
 			t.Fatalf("%q: want replicas,load,seed,setup[,quantile]", one)

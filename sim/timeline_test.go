@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,11 +151,7 @@ func TestTimeline(t *testing.T) {
 //
 //	HEDGE_TIMELINE="fleet-large,95,8,recommended" go test ./sim -run TestTimelineSweep -v
 func TestTimelineSweep(t *testing.T) {
-	spec := os.Getenv("HEDGE_TIMELINE")
-	if spec == "" {
-		t.Skip("set HEDGE_TIMELINE to print timelines")
-	}
-	for _, one := range strings.Split(spec, ";") {
+	for _, one := range sweepRuns(t, "HEDGE_TIMELINE", "timelines") {
 		f := strings.Split(one, ",")
 		if len(f) < 4 {
 			t.Fatalf("%q: want family,load,seed,setup[,mode]", one)
