@@ -40,6 +40,7 @@ type config struct {
 	tieDelay   time.Duration
 	deadline   time.Duration // every call's deadline after its arrival (0 = the family's, none in the reference model)
 	scorecard  bool          // run the safety scorecard instead of a report
+	timeline   bool          // write each setup's run second by second instead of a report
 	families   []string      // the scorecard's families (nil = every family)
 	setupSet   bool          // -setups was given
 	workersSet bool          // -workers was given (else the family's, or 16)
@@ -88,6 +89,8 @@ Examples:
   hedgesim -replicas 4 -workers 4 -balancer all  # 4 replicas with their own queues, every balancer
   hedgesim -scorecard                            # the safety scorecard of recommended
   hedgesim -scorecard -setups "recommended, adaptive limit" -families reference,bursty
+  hedgesim -timeline -family fleet-large -setups "no hedge;recommended" -loads 95 -seeds 8 -cancellation ignored
+                                                 # each run second by second: when hedges fire, when the gates refuse
   hedgesim -config policy.yaml -operation api.example.com -service empirical:latencies.txt
                                                  # the policy a service loads, beside no hedge
 
@@ -137,6 +140,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	deadline := fs.Duration("deadline", 0, "every call's deadline after its arrival, e.g. 50ms: a call still running then fails (failed_pct),\nand deadline-aware setups hedge by it (default: the family's; none in the reference model)")
 	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md, scorecard.html and scorecard.json into -out")
 	families := fs.String("families", "all", "the scorecard's scenario families, comma-separated, or all")
+	timeline := fs.Bool("timeline", false, "follow one run of each setup second by second (calls, slow calls, p99, hedges sent and won,\nrefusals by reason): give one -loads, one -seeds and -cancellation ignored or reaches; writes\ntimeline.md and timeline.json into -out")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -162,6 +166,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		tieDelay:   *tieDelay,
 		deadline:   *deadline,
 		scorecard:  *scorecard,
+		timeline:   *timeline,
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -249,6 +254,14 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	}
 	if cfg.modes, err = parseCancellation(*cancel); err != nil {
 		return config{}, err
+	}
+	if cfg.timeline {
+		switch {
+		case cfg.scorecard || cfg.tablesOnly || cfg.from != "":
+			return config{}, usagef("-timeline runs on its own: not with -scorecard, -tables-only or -from")
+		case len(cfg.loads) != 1 || len(cfg.seeds) != 1 || len(cfg.modes) != 1:
+			return config{}, usagef("-timeline follows one run of each setup: give one -loads, one -seeds and -cancellation ignored or reaches")
+		}
 	}
 	if cfg.service, err = sim.ParseService(*svc); err != nil {
 		return config{}, usagef("-service %v", err)

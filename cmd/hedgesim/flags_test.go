@@ -96,6 +96,10 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-service", "empirical:"}, "empirical:FILE needs a file"},
 		{[]string{"-service", "empirical:/does/not/exist"}, "no such file"},
 		{[]string{"-out", ""}, "-out must name a directory"},
+		{[]string{"-timeline"}, "-timeline follows one run of each setup: give one -loads, one -seeds and -cancellation"},
+		{[]string{"-timeline", "-loads", "70", "-seeds", "1"}, "-timeline follows one run"}, // both modes
+		{[]string{"-timeline", "-loads", "70,95", "-seeds", "1", "-cancellation", "ignored"}, "-timeline follows one run"},
+		{[]string{"-timeline", "-scorecard", "-loads", "70", "-seeds", "1", "-cancellation", "ignored"}, "-timeline runs on its own"},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseArgs(c.args, testNames, testFamilies, &stderr)

@@ -54,6 +54,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgr
 	if cfg.scorecard {
 		return runScorecard(ctx, cfg, stdout, stderr, showProgress)
 	}
+	if cfg.timeline {
+		return runTimeline(ctx, cfg, stdout, stderr)
+	}
 	var rep sim.Report
 	if cfg.from != "" {
 		rep, err = readReport(cfg.from)
@@ -142,10 +145,6 @@ func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, sho
 		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
 		return 1
 	}
-	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
-		return 1
-	}
 	var md, js bytes.Buffer
 	if err := report.WriteScorecardMarkdown(&md, res); err != nil {
 		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
@@ -160,11 +159,9 @@ func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, sho
 		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
 		return 1
 	}
-	for name, b := range map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes(), "scorecard.html": page.Bytes()} {
-		if err := os.WriteFile(filepath.Join(cfg.out, name), b, 0o644); err != nil {
-			fmt.Fprintf(stderr, "hedgesim: %v\n", err)
-			return 1
-		}
+	if err := writeFiles(cfg.out, map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes(), "scorecard.html": page.Bytes()}); err != nil {
+		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		return 1
 	}
 	held, total := res.Held()
 	paid, checked := res.Paid()
@@ -234,6 +231,19 @@ func writeReport(dir string, rep sim.Report) error {
 			return fmt.Errorf("%s: %v", f.name, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFiles writes each file of files into dir, creating dir if needed.
+func writeFiles(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}
 	}

@@ -203,3 +203,42 @@ func TestRunFamily(t *testing.T) {
 		t.Errorf("report.json of -family few-workers:\n%s", js)
 	}
 }
+
+func TestRunTimeline(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-timeline", "-calls", "5000", "-seeds", "1", "-loads", "70", "-cancellation", "ignored",
+		"-setups", "no hedge;recommended", "-clients", "32", "-out", dir}
+	if code := run(context.Background(), args, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, filepath.Join(dir, "timeline.md")) || !strings.Contains(out, "no hedge: p99 ") ||
+		!strings.Contains(out, "recommended: p99 ") || !strings.Contains(out, "most hedges in a second: ") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "timeline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tls []sim.Timeline
+	if err := json.Unmarshal(js, &tls); err != nil {
+		t.Fatalf("timeline.json does not parse: %v", err)
+	}
+	if len(tls) != 2 || tls[0].Setup != "no hedge" || tls[1].Setup != "recommended" || tls[1].LoadPct != 70 ||
+		tls[1].Cancellation != "ignored" || tls[1].Seed != 1 || len(tls[1].Seconds) < 3 {
+		t.Fatalf("timeline.json: %s", js)
+	}
+	calls, hedges := 0, 0
+	for _, s := range tls[1].Seconds {
+		calls += s.Calls
+		hedges += s.Hedges
+	}
+	if calls < 5000 || hedges == 0 {
+		t.Errorf("recommended's timeline: %d calls, %d hedges", calls, hedges)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "timeline.md"))
+	if err != nil || !strings.Contains(string(md), "## recommended") || !strings.Contains(string(md), "| second | calls | over 200 ms |") {
+		t.Errorf("timeline.md: %v\n%s", err, md)
+	}
+}

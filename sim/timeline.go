@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hedgekit/hedge"
+)
+
+// Second is one second of a run's virtual time, as its policies' events tell it. A p99 that
+// misses is often made by one episode: a burst of hedges at a backlog's onset shows as a second
+// with many more hedges than its neighbours and few of them won, followed by seconds full of
+// slow calls. Every call counts, the warm-up's too: an episode does not respect it.
+type Second struct {
+	// Calls is how many calls ended in the second, Slow how many of them took longer than the
+	// timeline's SlowAfter, and P99Ms the 99th percentile of their latencies (0 without calls).
+	Calls  int     `json:"calls"`
+	Slow   int     `json:"slow"`
+	P99Ms  float64 `json:"p99_ms"`
+	Hedges int     `json:"hedges"` // hedges sent in the second
+	Won    int     `json:"won"`    // hedges that answered first in the second
+	// Refused counts the hedges the gates refused in the second, by reason (hedge.Reason's
+	// names, as report.json's "suppressed" spells them).
+	Refused map[string]int `json:"refused,omitempty"`
+}
+
+// Timeline is one run second by second: a setup under a balancer at one load, cancellation
+// mode and seed. P99Ms is the run's p99 as its Point reports it.
+type Timeline struct {
+	Setup        string   `json:"setup"`
+	Balancer     string   `json:"balancer,omitempty"`
+	LoadPct      float64  `json:"load_pct"`
+	Cancellation string   `json:"cancellation"`
+	Seed         uint64   `json:"seed"`
+	SlowAfterMs  float64  `json:"slow_after_ms"`
+	P99Ms        float64  `json:"p99_ms"`
+	Seconds      []Second `json:"seconds"`
+}
+
+// ErrTimelinePoint is returned by Timelines for a SweepConfig of more than one load, seed or
+// cancellation mode: a timeline follows one run of each setup.
+var ErrTimelinePoint = errors.New("sim: a timeline needs exactly one load, one seed and one cancellation mode")
+
+// Timelines runs every setup (and balancer) cfg asks for, at its one load, seed and
+// cancellation mode, and returns each run second by second, in the order of a Sweep's report.
+// slowAfter is what counts as a slow call; 0 = 200 ms.
+func Timelines(ctx context.Context, cfg SweepConfig, slowAfter time.Duration) ([]Timeline, error) {
+	if len(cfg.Loads) != 1 || len(cfg.Seeds) != 1 || len(cfg.Modes) != 1 || cfg.Modes[0] == "both" {
+		return nil, ErrTimelinePoint
+	}
+	if slowAfter < 0 {
+		return nil, errors.New("sim: a timeline's slow calls take longer than a duration >= 0 (0 = 200ms)")
+	}
+	if slowAfter == 0 {
+		slowAfter = 200 * time.Millisecond
+	}
+	pl, err := cfg.plan()
+	if err != nil {
+		return nil, err
+	}
+	load, mode, seed := pl.loads[0], pl.modes[0], pl.seeds[0]
+	out := make([]Timeline, len(pl.runs))
+	par := cfg.Parallelism
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	_, err = runAll(ctx, par, len(pl.runs), func(ctx context.Context, r *runner, i int) (Point, error) {
+		run := pl.runs[i]
+		p := pl.params
+		p.Balancer = run.balancer
+		rec := newSeconds(slowAfter)
+		setup := run.setup
+		user := setup.Config.Observer
+		setup.Config.Observer = func(e hedge.Event) {
+			if user != nil {
+				user(e)
+			}
+			rec.note(e)
+		}
+		pt, err := r.run(ctx, p, setup, load, mode, seed)
+		if err != nil {
+			return pt, err
+		}
+		out[i] = Timeline{
+			Setup: run.setup.Name, Balancer: p.balancerName(), LoadPct: load, Cancellation: mode, Seed: seed,
+			SlowAfterMs: float64(slowAfter) / float64(time.Millisecond), P99Ms: pt.P99Ms, Seconds: rec.seconds(),
+		}
+		return pt, nil
+	}, nil)
+	if errors.Is(err, errStopped) {
+		return nil, errors.New("sim: timelines stopped before every run finished")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// secondsRecorder buckets one run's events by second of virtual time. The policies of a
+// run's clients share it; the simulator calls their observers from one goroutine, and the
+// lock keeps it safe for a user's observer that does not.
+type secondsRecorder struct {
+	mu        sync.Mutex
+	slowAfter time.Duration
+	first     int64 // the first event's second; valid once any is recorded
+	secs      []second
+}
+
+// second is a Second being recorded, with its calls' latencies.
+type second struct {
+	Second
+	latencies []time.Duration
+}
+
+func newSeconds(slowAfter time.Duration) *secondsRecorder {
+	return &secondsRecorder{slowAfter: slowAfter}
+}
+
+func (r *secondsRecorder) note(e hedge.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := e.Time.UnixNano() / int64(time.Second)
+	if len(r.secs) == 0 {
+		r.first = k
+	}
+	i := int(k - r.first)
+	if i < 0 {
+		return // virtual time does not go back; an event before the first is none of the run's
+	}
+	for len(r.secs) <= i {
+		r.secs = append(r.secs, second{})
+	}
+	s := &r.secs[i]
+	switch e.Kind {
+	case hedge.HedgeStarted:
+		s.Hedges++
+	case hedge.HedgeWon:
+		s.Won++
+	case hedge.HedgeSuppressed:
+		if s.Refused == nil {
+			s.Refused = map[string]int{}
+		}
+		s.Refused[e.Reason.String()]++
+	case hedge.CallFinished:
+		s.Calls++
+		if e.Duration > r.slowAfter {
+			s.Slow++
+		}
+		s.latencies = append(s.latencies, e.Duration)
+	}
+}
+
+// seconds returns what was recorded, each second's p99 worked out.
+func (r *secondsRecorder) seconds() []Second {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Second, len(r.secs))
+	for i := range r.secs {
+		s := &r.secs[i]
+		if n := len(s.latencies); n > 0 {
+			slices.Sort(s.latencies)
+			s.P99Ms = float64(s.latencies[n*99/100]) / float64(time.Millisecond)
+		}
+		out[i] = s.Second
+	}
+	return out
+}
