@@ -12,6 +12,8 @@
 // the server (TieDelay), bursty or stepped arrivals, slowdowns, stop-the-world pauses, replica
 // failures and callers' deadlines. [Families] names the scenario families built from them, and
 // [Scorecard] judges a setup against "no hedge" on every family with [Judge]'s hold rule.
+// [Timelines] follows one run of each setup second by second (hedges sent and won, refusals,
+// slow calls), to find the episode that makes a p99.
 //
 // # One brain
 //

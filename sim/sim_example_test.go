@@ -94,3 +94,29 @@ func ExampleJudge() {
 	// true
 	// false p99 failed > 1.05 × no hedge's 200.0 ms + 1 ms; p99.9 failed > 1.05 × no hedge's 300.0 ms + 1 ms; failed calls 2.000 % > no hedge's 0.000 %
 }
+
+// Follow one run second by second: at 70 % load with cancellation ignored, recommended's
+// hedges and the gates' refusals land in the seconds they happened in.
+func ExampleTimelines() {
+	tls, err := sim.Timelines(context.Background(), sim.SweepConfig{
+		Calls:  10_000,
+		Seeds:  []uint64{1},
+		Loads:  []float64{70},
+		Setups: []string{sim.SetupNoHedge, sim.SetupRecommended},
+		Modes:  []string{sim.Ignored},
+	}, 100*time.Millisecond)
+	if err != nil {
+		panic(err)
+	}
+	for _, tl := range tls {
+		calls, hedges := 0, 0
+		for _, s := range tl.Seconds {
+			calls += s.Calls
+			hedges += s.Hedges
+		}
+		fmt.Printf("%s: %d seconds, every call: %v, hedges sent: %v\n", tl.Setup, len(tl.Seconds), calls >= 10_000, hedges > 0)
+	}
+	// Output:
+	// no hedge: 13 seconds, every call: true, hedges sent: false
+	// recommended: 13 seconds, every call: true, hedges sent: true
+}

@@ -100,9 +100,9 @@ func Timelines(ctx context.Context, cfg SweepConfig, slowAfter time.Duration) ([
 	return out, nil
 }
 
-// secondsRecorder buckets one run's events by second of virtual time. The policies of a
-// run's clients share it; the simulator calls their observers from one goroutine, and the
-// lock keeps it safe for a user's observer that does not.
+// secondsRecorder buckets one run's events by second of virtual time, for every policy of
+// the run's clients. The simulator calls them from the run's one goroutine; the lock, which
+// costs that goroutine little, keeps the recorder right whoever calls it.
 type secondsRecorder struct {
 	mu        sync.Mutex
 	slowAfter time.Duration
