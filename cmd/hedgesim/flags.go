@@ -140,7 +140,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	deadline := fs.Duration("deadline", 0, "every call's deadline after its arrival, e.g. 50ms: a call still running then fails (failed_pct),\nand deadline-aware setups hedge by it (default: the family's; none in the reference model)")
 	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md, scorecard.html and scorecard.json into -out")
 	families := fs.String("families", "all", "the scorecard's scenario families, comma-separated, or all")
-	timeline := fs.Bool("timeline", false, "follow one run of each setup second by second (calls, slow calls, p99, hedges sent and won,\nrefusals by reason): give one -loads, one -seeds and -cancellation ignored or reaches; writes\ntimeline.md and timeline.json into -out")
+	timeline := fs.Bool("timeline", false, "follow one run of each setup second by second (calls, slow calls, p99, hedges sent and won,\nrefusals by reason): give one -loads, one -seeds and -cancellation ignored or reaches; writes\ntimeline.html, timeline.md and timeline.json into -out")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -241,4 +241,8 @@ func TestRunTimeline(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "## recommended") || !strings.Contains(string(md), "| second | calls | over 200 ms |") {
 		t.Errorf("timeline.md: %v\n%s", err, md)
 	}
+	page, err := os.ReadFile(filepath.Join(dir, "timeline.html"))
+	if err != nil || bytes.Count(page, []byte("<svg ")) != 2 {
+		t.Errorf("timeline.html: %v, %d charts", err, bytes.Count(page, []byte("<svg ")))
+	}
 }

@@ -11,6 +11,13 @@ import (
 	"github.com/hedgekit/hedge/sim"
 )
 
+// writePageHead writes the head of a self-contained page (scorecard.html, timeline.html): its
+// title and its style sheet, css, then opens the body.
+func writePageHead(bw *bufio.Writer, title, css string) {
+	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n<style>\n%s</style></head><body>\n",
+		html.EscapeString(title), css)
+}
+
 // WriteScorecardHTML writes scorecard.html: the scorecard as a picture a person takes in at a
 // glance. One grid: families (rows) × loads, for each cancellation mode side by side
 // (columns); each cell
@@ -26,10 +33,7 @@ func WriteScorecardHTML(w io.Writer, r sim.ScorecardResult) error {
 	paid, checked := r.Paid()
 	fams, modes, loads, seeds := scorecardAxes(r)
 	title := fmt.Sprintf("Safety scorecard: %s against no hedge", r.Setup)
-	fmt.Fprintf(bw, `<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>%s</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
+	writePageHead(bw, title, `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}
 p.lead{margin:0 0 12px;color:#444}
 .gap{width:14px;padding:0}
@@ -44,8 +48,7 @@ td.none{background:#f4f4f4}
 .legend{display:flex;gap:6px;align-items:center;margin:8px 0 16px;flex-wrap:wrap;font-size:12px}
 .sw{display:inline-block;width:34px;height:16px;border-radius:3px;vertical-align:middle}
 ul.why{font-size:12px;color:#333}
-</style></head><body>
-`, html.EscapeString(title))
+`)
 	fmt.Fprintf(bw, "<h1>%s</h1>\n", html.EscapeString(title))
 	fmt.Fprintf(bw, `<p class="lead"><b>Holds on %d of %d points</b>`, held, total)
 	if checked > 0 {
