@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"slices"
@@ -16,29 +17,87 @@ import (
 // with many more hedges than its neighbours and few of them won, followed by seconds full of
 // slow calls. Every call counts, the warm-up's too: an episode does not respect it.
 type Second struct {
-	// Calls is how many calls ended in the second, Slow how many of them took longer than the
-	// timeline's SlowAfter, and P99Ms the 99th percentile of their latencies (0 without calls).
-	Calls  int     `json:"calls"`
-	Slow   int     `json:"slow"`
-	P99Ms  float64 `json:"p99_ms"`
-	Hedges int     `json:"hedges"` // hedges sent in the second
-	Won    int     `json:"won"`    // hedges that answered first in the second
+	// Calls is how many calls ended in the second and Failed how many of them failed. Slow
+	// is how many took longer than the timeline's SlowAfter, failed calls among them, and
+	// P99Ms the 99th percentile of their latencies (0 without calls): as in a Point, a failed
+	// call is slower than any success, and a percentile that lands on one is [Failed] (null
+	// in JSON).
+	Calls  int
+	Failed int
+	Slow   int
+	P99Ms  float64
+	Hedges int // hedges sent in the second
+	Won    int // hedges that answered first in the second
 	// Refused counts the hedges the gates refused in the second, by reason (hedge.Reason's
 	// names, as report.json's "suppressed" spells them).
+	Refused map[string]int
+}
+
+// secondJSON is a Second as timeline.json holds it.
+type secondJSON struct {
+	Calls   int            `json:"calls"`
+	Failed  int            `json:"failed"`
+	Slow    int            `json:"slow"`
+	P99Ms   *float64       `json:"p99_ms"`
+	Hedges  int            `json:"hedges"`
+	Won     int            `json:"won"`
 	Refused map[string]int `json:"refused,omitempty"`
 }
 
+// MarshalJSON writes s with a Failed percentile as null.
+func (s Second) MarshalJSON() ([]byte, error) {
+	return json.Marshal(secondJSON{s.Calls, s.Failed, s.Slow, msOut(s.P99Ms), s.Hedges, s.Won, s.Refused})
+}
+
+// UnmarshalJSON reads s, a null percentile as Failed.
+func (s *Second) UnmarshalJSON(b []byte) error {
+	w := secondJSON{P99Ms: new(float64)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Second{w.Calls, w.Failed, w.Slow, msIn(w.P99Ms), w.Hedges, w.Won, w.Refused}
+	return nil
+}
+
 // Timeline is one run second by second: a setup under a balancer at one load, cancellation
-// mode and seed. P99Ms is the run's p99 as its Point reports it.
+// mode and seed. P99Ms is the run's p99 as its Point reports it ([Failed], null in JSON, when
+// it lands on a failed call).
 type Timeline struct {
+	Setup        string
+	Balancer     string
+	LoadPct      float64
+	Cancellation string
+	Seed         uint64
+	SlowAfterMs  float64
+	P99Ms        float64
+	Seconds      []Second
+}
+
+// timelineJSON is a Timeline as timeline.json holds it.
+type timelineJSON struct {
 	Setup        string   `json:"setup"`
 	Balancer     string   `json:"balancer,omitempty"`
 	LoadPct      float64  `json:"load_pct"`
 	Cancellation string   `json:"cancellation"`
 	Seed         uint64   `json:"seed"`
 	SlowAfterMs  float64  `json:"slow_after_ms"`
-	P99Ms        float64  `json:"p99_ms"`
+	P99Ms        *float64 `json:"p99_ms"`
 	Seconds      []Second `json:"seconds"`
+}
+
+// MarshalJSON writes t with a Failed percentile as null.
+func (t Timeline) MarshalJSON() ([]byte, error) {
+	return json.Marshal(timelineJSON{t.Setup, t.Balancer, t.LoadPct, t.Cancellation, t.Seed, t.SlowAfterMs, msOut(t.P99Ms), t.Seconds})
+}
+
+// UnmarshalJSON reads t, a null percentile as Failed.
+func (t *Timeline) UnmarshalJSON(b []byte) error {
+	w := timelineJSON{P99Ms: new(float64)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*t = Timeline{w.Setup, w.Balancer, w.LoadPct, w.Cancellation, w.Seed, w.SlowAfterMs, msIn(w.P99Ms), w.Seconds}
+	return nil
 }
 
 // ErrTimelinePoint is returned by Timelines for a SweepConfig of more than one load, seed or
@@ -110,7 +169,7 @@ type secondsRecorder struct {
 	secs      []second
 }
 
-// second is a Second being recorded, with its calls' latencies.
+// second is a Second being recorded, with the latencies of its successful calls.
 type second struct {
 	Second
 	latencies []time.Duration
@@ -147,10 +206,16 @@ func (r *secondsRecorder) note(e hedge.Event) {
 		s.Refused[e.Reason.String()]++
 	case hedge.CallFinished:
 		s.Calls++
-		if e.Duration > r.slowAfter {
+		switch {
+		case e.Err != nil:
+			s.Failed++
+			s.Slow++ // slower than any success
+		case e.Duration > r.slowAfter:
 			s.Slow++
+			fallthrough
+		default:
+			s.latencies = append(s.latencies, e.Duration)
 		}
-		s.latencies = append(s.latencies, e.Duration)
 	}
 }
 
@@ -161,9 +226,14 @@ func (r *secondsRecorder) seconds() []Second {
 	out := make([]Second, len(r.secs))
 	for i := range r.secs {
 		s := &r.secs[i]
-		if n := len(s.latencies); n > 0 {
+		if s.Calls > 0 {
+			// The failed calls sort after every success.
 			slices.Sort(s.latencies)
-			s.P99Ms = float64(s.latencies[n*99/100]) / float64(time.Millisecond)
+			if k := s.Calls * 99 / 100; k < len(s.latencies) {
+				s.P99Ms = float64(s.latencies[k]) / float64(time.Millisecond)
+			} else {
+				s.P99Ms = Failed
+			}
 		}
 		out[i] = s.Second
 	}

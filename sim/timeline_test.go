@@ -2,8 +2,10 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +73,38 @@ func TestTimelines(t *testing.T) {
 	}
 	if measured := pt.HedgeRate * float64(pt.Calls) * 0.9; float64(rec.hedges) < measured-0.5 {
 		t.Errorf("recommended: %d hedges in the timeline, %.0f in the point", rec.hedges, measured)
+	}
+
+	// A failed call is slower than any success: where a second's p99 or the run's lands on
+	// one, it reads Failed, and timeline.json writes it as null and reads it back.
+	dl, err := Timelines(context.Background(), SweepConfig{Family: FamilyDeadline, Calls: scaled(20_000), Setups: []string{SetupNoHedge},
+		Loads: []float64{95}, Modes: []string{Ignored}, Seeds: []uint64{1}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, failedSeconds := 0, 0
+	for _, sec := range dl[0].Seconds {
+		failed += sec.Failed
+		if sec.Failed > sec.Slow || sec.Failed > sec.Calls {
+			t.Errorf("deadline: a second of %d calls, %d failed, %d slow", sec.Calls, sec.Failed, sec.Slow)
+		}
+		if IsFailed(sec.P99Ms) {
+			failedSeconds++
+		}
+	}
+	if failed == 0 || failedSeconds == 0 || !IsFailed(dl[0].P99Ms) {
+		t.Errorf("deadline at 95 %%: %d failed calls, %d seconds with a failed p99, the run's p99 %v", failed, failedSeconds, dl[0].P99Ms)
+	}
+	js, err := json.Marshal(dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []Timeline
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, dl) {
+		t.Errorf("timeline.json does not read back as written:\n%s", js)
 	}
 
 	for _, bad := range []SweepConfig{

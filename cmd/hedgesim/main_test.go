@@ -238,11 +238,25 @@ func TestRunTimeline(t *testing.T) {
 		t.Errorf("recommended's timeline: %d calls, %d hedges", calls, hedges)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "timeline.md"))
-	if err != nil || !strings.Contains(string(md), "## recommended") || !strings.Contains(string(md), "| second | calls | over 200 ms |") {
+	if err != nil || !strings.Contains(string(md), "## recommended") || !strings.Contains(string(md), "| second | calls | failed | over 200 ms ") {
 		t.Errorf("timeline.md: %v\n%s", err, md)
 	}
+	// Where calls fail (every call of the deadline family fails 50 ms after it arrives), the
+	// p99 reads failed, everywhere.
+	stdout.Reset()
+	fail := []string{"-timeline", "-family", "deadline", "-calls", "5000", "-seeds", "1", "-loads", "95", "-cancellation", "ignored",
+		"-setups", "no hedge", "-out", dir}
+	if code := run(context.Background(), fail, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("deadline: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "no hedge: p99 failed") {
+		t.Errorf("deadline: stdout:\n%s", stdout.String())
+	}
+	if js, err := os.ReadFile(filepath.Join(dir, "timeline.json")); err != nil || !strings.Contains(string(js), `"p99_ms": null`) {
+		t.Errorf("deadline: timeline.json: %v\n%.400s", err, js)
+	}
 	page, err := os.ReadFile(filepath.Join(dir, "timeline.html"))
-	if err != nil || bytes.Count(page, []byte("<svg ")) != 2 {
-		t.Errorf("timeline.html: %v, %d charts", err, bytes.Count(page, []byte("<svg ")))
+	if err != nil || bytes.Count(page, []byte("<svg ")) != 1 || !bytes.Contains(page, []byte("p99 failed")) {
+		t.Errorf("deadline: timeline.html: %v, %d charts", err, bytes.Count(page, []byte("<svg ")))
 	}
 }

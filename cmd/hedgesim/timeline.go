@@ -45,7 +45,11 @@ func runTimeline(ctx context.Context, cfg config, stdout, stderr io.Writer) int 
 				busiest, at = s.Hedges, i
 			}
 		}
-		fmt.Fprintf(stdout, "%s: p99 %.1f ms", report.TimelineName(tl), tl.P99Ms)
+		p99 := fmt.Sprintf("%.1f ms", tl.P99Ms)
+		if sim.IsFailed(tl.P99Ms) {
+			p99 = "failed" // it lands on a failed call
+		}
+		fmt.Fprintf(stdout, "%s: p99 %s", report.TimelineName(tl), p99)
 		if at >= 0 {
 			fmt.Fprintf(stdout, "; most hedges in a second: %d (second %d, %d won)", busiest, at, tl.Seconds[at].Won)
 		}

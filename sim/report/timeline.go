@@ -15,13 +15,13 @@ import (
 
 // Colours of the timeline's series, from the Okabe–Ito palette the report's charts use.
 const (
-	colourSlow   = "#D55E00" // calls over the slow mark
+	colourSlow   = "#D55E00" // calls over the slow mark, or failed
 	colourHedges = "#0072B2" // hedges sent
 	colourWon    = "#009E73" // hedges won
 )
 
 // WriteTimelineHTML writes timeline.html: for each timeline, one chart of its seconds, with the
-// calls slower than the timeline's mark, the hedges sent and the hedges won in each, on one
+// calls slower than the timeline's mark or failed, the hedges sent and the hedges won in each, on one
 // logarithmic scale, every chart with the same time axis, so that a burst of hedges lines up with the slow
 // seconds it starts (or does not). Each chart's points carry their second's figures as a
 // tooltip, the gates' refusals among them. The page is self-contained: no script, no external
@@ -52,11 +52,11 @@ svg text{font-size:11px;fill:#444}
 		slowMark = strconv.FormatFloat(tls[0].SlowAfterMs, 'f', -1, 64) + " ms"
 	}
 	fmt.Fprintf(bw, `<p class="lead">Each second of virtual time, every call counted (the warm-up's too). `+
-		`<span class="key"><span style="background:%s"></span>calls over %s<span style="background:%s"></span>hedges sent`+
+		`<span class="key"><span style="background:%s"></span>calls over %s or failed<span style="background:%s"></span>hedges sent`+
 		`<span style="background:%s"></span>hedges won</span>. Hover a point for its second's calls, p99 and refusals.</p>`+"\n",
 		colourSlow, html.EscapeString(slowMark), colourHedges, colourWon)
 	for _, t := range tls {
-		fmt.Fprintf(bw, "<h2>%s</h2>\n<p class=\"lead\">p99 %s ms</p>\n", html.EscapeString(TimelineName(t)), f1(t.P99Ms))
+		fmt.Fprintf(bw, "<h2>%s</h2>\n<p class=\"lead\">p99 %s</p>\n", html.EscapeString(TimelineName(t)), msText(t.P99Ms))
 		writeTimelineChart(bw, t, seconds, top)
 	}
 	bw.WriteString("</body></html>\n")
@@ -108,7 +108,7 @@ func writeTimelineChart(bw *bufio.Writer, t sim.Timeline, seconds, top int) {
 // secondTooltip is one second's figures in words.
 func secondTooltip(i int, s sim.Second) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "second %d: %d calls, %d slow, p99 %s ms; %d hedges sent, %d won", i, s.Calls, s.Slow, f1(s.P99Ms), s.Hedges, s.Won)
+	fmt.Fprintf(&b, "second %d: %d calls, %d failed, %d slow, p99 %s; %d hedges sent, %d won", i, s.Calls, s.Failed, s.Slow, msText(s.P99Ms), s.Hedges, s.Won)
 	if len(s.Refused) > 0 {
 		b.WriteString("; refused: " + refusals(s))
 	}
@@ -130,11 +130,11 @@ func WriteTimelineMarkdown(w io.Writer, tls []sim.Timeline) error {
 		if i > 0 {
 			fmt.Fprintln(bw)
 		}
-		fmt.Fprintf(bw, "## %s\n\n%g %% load, cancellation %s, seed %d: p99 %s ms\n\n", mdEscape(TimelineName(tl)), tl.LoadPct, tl.Cancellation, tl.Seed, f1(tl.P99Ms))
-		fmt.Fprintf(bw, "| second | calls | over %g ms | p99 (ms) | hedges | won | refused |\n", tl.SlowAfterMs)
-		fmt.Fprintln(bw, "| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		fmt.Fprintf(bw, "## %s\n\n%g %% load, cancellation %s, seed %d: p99 %s\n\n", mdEscape(TimelineName(tl)), tl.LoadPct, tl.Cancellation, tl.Seed, msText(tl.P99Ms))
+		fmt.Fprintf(bw, "| second | calls | failed | over %g ms (failed among them) | p99 (ms) | hedges | won | refused |\n", tl.SlowAfterMs)
+		fmt.Fprintln(bw, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 		for k, s := range tl.Seconds {
-			fmt.Fprintf(bw, "| %d | %d | %d | %s | %d | %d | %s |\n", k, s.Calls, s.Slow, f1(s.P99Ms), s.Hedges, s.Won, refusals(s))
+			fmt.Fprintf(bw, "| %d | %d | %d | %d | %s | %d | %d | %s |\n", k, s.Calls, s.Failed, s.Slow, fmtMs(s.P99Ms), s.Hedges, s.Won, refusals(s))
 		}
 	}
 	return bw.Flush()
@@ -148,4 +148,12 @@ func refusals(s sim.Second) string {
 	}
 	slices.Sort(reasons)
 	return strings.Join(reasons, ", ")
+}
+
+// msText is a latency figure in words: "12.3 ms", or "failed".
+func msText(ms float64) string {
+	if sim.IsFailed(ms) {
+		return failedText
+	}
+	return fmtMs(ms) + " ms"
 }

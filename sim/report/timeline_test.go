@@ -16,7 +16,7 @@ func sampleTimelines() []sim.Timeline {
 			Seconds: []sim.Second{
 				{Calls: 1000, Slow: 3, P99Ms: 167.9, Hedges: 99, Won: 16, Refused: map[string]int{"no_evidence": 172, "backlog": 1}},
 				{Calls: 1000, Slow: 87, P99Ms: 358.3, Hedges: 48},
-				{Calls: 1080, Slow: 1051, P99Ms: 500.7, Refused: map[string]int{"backlog": 13}},
+				{Calls: 1080, Failed: 20, Slow: 1051, P99Ms: sim.Failed, Refused: map[string]int{"backlog": 13}},
 			}},
 	}
 }
@@ -30,9 +30,9 @@ func TestTimelineMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"## no hedge\n\n95 % load, cancellation ignored, seed 8: p99 235.9 ms\n",
 		"## <mine> · p2c\n",
-		"| second | calls | over 200 ms | p99 (ms) | hedges | won | refused |\n",
-		"| 0 | 1000 | 3 | 167.9 | 99 | 16 | backlog 1, no_evidence 172 |\n", // refusals in the order of their names
-		"| 2 | 1080 | 1051 | 500.7 | 0 | 0 | backlog 13 |\n",
+		"| second | calls | failed | over 200 ms (failed among them) | p99 (ms) | hedges | won | refused |\n",
+		"| 0 | 1000 | 0 | 3 | 167.9 | 99 | 16 | backlog 1, no_evidence 172 |\n", // refusals in the order of their names
+		"| 2 | 1080 | 20 | 1051 | failed | 0 | 0 | backlog 13 |\n",              // a p99 on a failed call
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("timeline.md lacks %q:\n%s", want, md)
@@ -68,7 +68,8 @@ func TestTimelineHTML(t *testing.T) {
 	for _, want := range []string{
 		"<title>Timeline: 95 % load, cancellation ignored, seed 8</title>",
 		"<h2>&lt;mine&gt; · p2c</h2>", // names escaped
-		"<title>second 0: 1000 calls, 3 slow, p99 167.9 ms; 99 hedges sent, 16 won; refused: backlog 1, no_evidence 172</title>",
+		"<title>second 0: 1000 calls, 0 failed, 3 slow, p99 167.9 ms; 99 hedges sent, 16 won; refused: backlog 1, no_evidence 172</title>",
+		"<title>second 2: 1080 calls, 20 failed, 1051 slow, p99 failed; 0 hedges sent, 0 won; refused: backlog 13</title>",
 		">1000<", // the scale reaches the largest count
 	} {
 		if !strings.Contains(page, want) {
