@@ -3,6 +3,7 @@ package hedgegrpc
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +18,15 @@ import (
 // whose template is the same, and refuses an invalid configuration without changing anything.
 func TestReconfigure(t *testing.T) {
 	checkLeaks(t)
+	// Attempts that reached a server, by the call's service name: a loser cancelled while its
+	// request was still on its way never reaches one, so the counts say only what arrived, and
+	// the policies say what was sent.
+	var mu sync.Mutex
+	arrived := map[string]int{}
 	stuck := func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		mu.Lock()
+		arrived[req.Service]++
+		mu.Unlock()
 		if attemptOf(ctx) == 0 {
 			<-ctx.Done() // the primary answers only by losing
 			return nil, ctx.Err()
@@ -28,13 +37,17 @@ func TestReconfigure(t *testing.T) {
 	idem := []string{checkMethod}
 	hi := newInterceptor(t, Config{Idempotent: idem})
 	client := healthpb.NewHealthClient(dial(t, hi, bs))
-	calls := func() int32 { return bs[0].calls.Load() + bs[1].calls.Load() }
+	calls := func(service string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return arrived[service]
+	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: "a"})
 	cancel()
-	if status.Code(err) != codes.DeadlineExceeded || calls() != 1 {
-		t.Fatalf("without a trigger: %v after %d attempts, want the deadline after 1", err, calls())
+	if m := hi.Policy(checkMethod).Measured(); status.Code(err) != codes.DeadlineExceeded || m.HedgesStarted != 0 || calls("a") != 1 {
+		t.Fatalf("without a trigger: %v after %d hedges, %d attempts arrived; want the deadline, no hedge, 1", err, m.HedgesStarted, calls("a"))
 	}
 	first := hi.Policy(checkMethod)
 
@@ -45,8 +58,13 @@ func TestReconfigure(t *testing.T) {
 	if hedging == first {
 		t.Fatal("Reconfigure kept the policy of a method whose template changed")
 	}
-	if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{Service: "b"}); err != nil || calls() != 3 {
-		t.Errorf("after Reconfigure: %v after %d attempts in all, want the hedge's answer (3)", err, calls())
+	// The primary answers only by losing: an answer is the hedge's. (The primary itself may
+	// not have reached its server when the hedge, 1 ms later, won.)
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second) // without a hedge the call never ends
+	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{Service: "b"})
+	cancel()
+	if err != nil || hedging.Measured().HedgesWon != 1 || calls("b") < 1 {
+		t.Errorf("after Reconfigure: %v, %d hedges won, %d attempts arrived; want the hedge's answer", err, hedging.Measured().HedgesWon, calls("b"))
 	}
 	if err := hi.Reconfigure(hedgeNow(), map[string]hedge.Config{"/other.Service/": {}}, idem); err != nil || hi.Policy(checkMethod) != hedging {
 		t.Errorf("Reconfigure without a change to the method: %v, policy kept %v", err, hi.Policy(checkMethod) == hedging)
@@ -67,11 +85,15 @@ func TestReconfigure(t *testing.T) {
 	if err := hi.Reconfigure(hedgeNow(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	before := hi.Policy(checkMethod).Measured() // the policy of "b" when the template is the same: its counts go on
 	ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
 	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{Service: "c"})
 	cancel()
-	if status.Code(err) != codes.DeadlineExceeded || calls() != 4 {
-		t.Errorf("no longer idempotent: %v after %d attempts in all, want the deadline after 4", err, calls())
+	m := hi.Policy(checkMethod).Measured()
+	hedges, refused := m.HedgesStarted-before.HedgesStarted, m.Suppressed[hedge.ReasonNotRepeatable]-before.Suppressed[hedge.ReasonNotRepeatable]
+	if status.Code(err) != codes.DeadlineExceeded || hedges != 0 || refused != 1 || calls("c") != 1 {
+		t.Errorf("no longer idempotent: %v, %d hedges, %d refused as not repeatable, %d attempts arrived; want the deadline, no hedge, 1, 1",
+			err, hedges, refused, calls("c"))
 	}
 }
 
