@@ -225,7 +225,7 @@ func loadOf(sl any) (hedge.Load, bool) {
 		Queued:  int(min(max(q, 0), maxFigure)),
 		Busy:    int(min(max(b, 0), maxFigure)),
 		Workers: int(min(max(w, 0), maxFigure)),
-		Wait:    time.Duration(min(max(ms, 0), maxWaitMs) * float64(time.Millisecond)),
+		Wait:    time.Duration(math.Round(min(max(ms, 0), maxWaitMs) * float64(time.Millisecond))), // rounded: 1.001 ms is a shade under 1,001,000 ns in float64
 	}, true
 }
 

@@ -272,6 +272,32 @@ func TestReportEncoding(t *testing.T) {
 	}
 }
 
+// FuzzReportEncoding: any queue's figures, encoded as the queue's ORCA trailer and decoded
+// with the standard message, read back as they were, the wait to the nanosecond (a wait is
+// sent in milliseconds, as a float).
+func FuzzReportEncoding(f *testing.F) {
+	f.Add(uint32(3), uint16(4), uint16(4), int64(2500*time.Microsecond))
+	f.Add(uint32(0), uint16(1), uint16(8), int64(1001*time.Microsecond))
+	f.Add(uint32(1<<31), uint16(0), uint16(0), int64(time.Hour))
+	f.Fuzz(func(t *testing.T, queued uint32, busy, workers uint16, waitNs int64) {
+		l := workqueue.Load{Queued: int(min(queued, maxFigure)), Busy: int(busy), Workers: int(workers),
+			Wait: time.Duration(min(max(waitNs, 0), int64(maxWaitMs*float64(time.Millisecond))))}
+		var c reportCache
+		v := c.trailer(l).Get(orcaTrailer)
+		if len(v) != 1 {
+			t.Fatalf("%+v: %d trailer values", l, len(v))
+		}
+		var r v3orcapb.OrcaLoadReport
+		if err := proto.Unmarshal([]byte(v[0]), &r); err != nil {
+			t.Fatalf("%+v: %v", l, err)
+		}
+		got, ok := loadOf(&r)
+		if want := (hedge.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers, Wait: l.Wait}); !ok || got != want {
+			t.Fatalf("loadOf = %+v, %v; want %+v", got, ok, want)
+		}
+	})
+}
+
 // wrrShiftsToSecond dials two backends through a plain grpc-go client with service config sc
 // (a weighted_round_robin balancer) and fails the test unless, within 20 s, the second backend
 // (named by who) gets at least 80 % of a 200-call window: the weights followed its reports.

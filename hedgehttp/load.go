@@ -2,6 +2,7 @@ package hedgehttp
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -89,7 +90,9 @@ func ParseLoad(v string) (l hedge.Load, ok bool) {
 			if err != nil || !(ms >= 0 && ms <= 1e9) { // NaN too
 				return hedge.Load{}, false
 			}
-			l.Wait, ok = time.Duration(ms*float64(time.Millisecond)), true
+			// Rounded: 1.001 ms in float64 is a shade under 1,001,000 ns, which a conversion
+			// alone would truncate to 1,000,999.
+			l.Wait, ok = time.Duration(math.Round(ms*float64(time.Millisecond))), true
 			continue
 		default:
 			continue

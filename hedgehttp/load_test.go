@@ -84,6 +84,8 @@ func TestParseLoad(t *testing.T) {
 		{"queued=2", hedge.Load{Queued: 2}, true},
 		{" workers=8 ,queued=1;x=1, future=?1 ", hedge.Load{Queued: 1, Workers: 8}, true},
 		{"wait=1.5", hedge.Load{Wait: 1500 * time.Microsecond}, true},
+		{"wait=1.001", hedge.Load{Wait: 1001 * time.Microsecond}, true}, // not a nanosecond short
+		{"wait=0.0000004", hedge.Load{}, true},                          // 0.4 ns: 0, a wait of none
 		{"", hedge.Load{}, false},
 		{"other=1", hedge.Load{}, false},
 		{"queued=-1", hedge.Load{}, false},
@@ -98,6 +100,32 @@ func TestParseLoad(t *testing.T) {
 			t.Errorf("ParseLoad(%q) = %+v, %v, want %+v, %v", tc.v, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// FuzzParseLoad: ParseLoad reads any value without panicking, and what it accepts is a load
+// the core can use (no negative figure, a wait within bounds); FormatLoad's value for any load
+// reads back as that load, its wait to the microsecond FormatLoad writes.
+func FuzzParseLoad(f *testing.F) {
+	f.Add("queued=3, busy=16, workers=16, wait=12.5", uint32(3), uint16(16), uint16(16), int64(12500))
+	f.Add(" workers=8 ,queued=1;x=1, future=?1 ", uint32(0), uint16(1), uint16(4), int64(1001))
+	f.Add("wait=1e300, busy=x", uint32(1<<31), uint16(0), uint16(0), int64(-5))
+	f.Fuzz(func(t *testing.T, v string, queued uint32, busy, workers uint16, waitUs int64) {
+		if l, ok := ParseLoad(v); ok {
+			if l.Queued < 0 || l.Busy < 0 || l.Workers < 0 || l.Wait < 0 || l.Wait > 1e9*time.Millisecond {
+				t.Fatalf("ParseLoad(%q) accepted %+v", v, l)
+			}
+		} else if l != (hedge.Load{}) {
+			t.Fatalf("ParseLoad(%q) refused it but returned %+v", v, l)
+		}
+		in := workqueue.Load{Queued: int(queued), Busy: int(busy), Workers: int(workers),
+			Wait: time.Duration(min(max(waitUs, 0), 1e12)) * time.Microsecond}
+		s := FormatLoad(in)
+		back, ok := ParseLoad(s)
+		want := hedge.Load{Queued: in.Queued, Busy: in.Busy, Workers: in.Workers, Wait: in.Wait}
+		if !ok || back != want {
+			t.Fatalf("FormatLoad(%+v) = %q, read back as %+v, %v", in, s, back, ok)
+		}
+	})
 }
 
 // TestQueueNetLoadHeader checks, over real connections, that every response of a request the

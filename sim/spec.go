@@ -191,7 +191,7 @@ func ReadDurations(r io.Reader, name string) ([]time.Duration, error) {
 			if err2 != nil || math.IsNaN(ms) || math.IsInf(ms, 0) || math.Abs(ms) > maxBareMillis {
 				return nil, fmt.Errorf("%s:%d: %q is not a duration (e.g. 12ms) or a number of ms", name, line, t)
 			}
-			d = time.Duration(ms * float64(time.Millisecond))
+			d = time.Duration(math.Round(ms * float64(time.Millisecond))) // 1.001 is a shade under 1,001,000 ns
 		}
 		if d < 0 {
 			return nil, fmt.Errorf("%s:%d: a service time must be >= 0, got %v", name, line, d)

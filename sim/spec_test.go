@@ -169,6 +169,7 @@ func TestReadDurations(t *testing.T) {
 	}{
 		{"# measured\n12ms\n\n 3.5ms # fast\n1.5s\n7\n0\n", []time.Duration{12 * time.Millisecond, 3500 * time.Microsecond, 1500 * time.Millisecond, 7 * time.Millisecond, 0}, ""},
 		{"2.5\r\n1e3\n", []time.Duration{2500 * time.Microsecond, time.Second}, ""},
+		{"1.001\n4.35\n", []time.Duration{1001 * time.Microsecond, 4350 * time.Microsecond}, ""}, // not a nanosecond short
 		{"12ms\nabc\n", nil, `f.txt:2: "abc" is not a duration (e.g. 12ms) or a number of ms`},
 		{"NaN\n", nil, `f.txt:1: "NaN" is not a duration`},
 		{"1e13\n", nil, `f.txt:1: "1e13" is not a duration`},
