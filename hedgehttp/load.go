@@ -107,8 +107,8 @@ func ParseLoad(v string) (l hedge.Load, ok bool) {
 }
 
 // loadWriter adds the queue's load report to a response when its header is written. It
-// passes Flush, ReadFrom and WriteString through, and Unwrap gives http.ResponseController the writer
-// underneath.
+// passes Flush (with its error), ReadFrom and WriteString through, and Unwrap gives
+// http.ResponseController the writer underneath for the rest.
 type loadWriter struct {
 	http.ResponseWriter
 	q        *Queue
@@ -148,11 +148,14 @@ func (w *loadWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(w.ResponseWriter, r) // the writer's own ReadFrom, when it has one
 }
 
-func (w *loadWriter) Flush() {
+func (w *loadWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is what http.ResponseController.Flush calls: the flush of the writer underneath,
+// found through its Unwrap when it has no Flush of its own (a middleware's writer of the Go
+// 1.20 kind), and its error, which a streaming handler needs to see that its client has gone.
+func (w *loadWriter) FlushError() error {
 	w.report()
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *loadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

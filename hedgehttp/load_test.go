@@ -1,6 +1,9 @@
 package hedgehttp
 
 import (
+	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -397,5 +400,87 @@ func TestTransportRoutesFirstAttemptsByLoad(t *testing.T) {
 	t.Logf("%d calls while replica A's report was fresh, %d to A", fresh, toA)
 	if toA > 0 {
 		t.Fatalf("%d of %d first attempts went to the replica that reported all its workers busy", toA, fresh)
+	}
+}
+
+// unwrapOnly is a middleware's writer of the Go 1.20 kind: no Flush of its own, only Unwrap.
+type unwrapOnly struct{ http.ResponseWriter }
+
+func (u *unwrapOnly) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// A streaming handler behind a Queue flushes through http.ResponseController, with or without
+// the load report: the flush reaches the client through a middleware's writer that has only
+// Unwrap, and once the client has gone a flush says so.
+func TestQueueFlushes(t *testing.T) {
+	for _, report := range []bool{true, false} {
+		t.Run(fmt.Sprintf("report=%v", report), func(t *testing.T) {
+			checkGoroutines(t)
+			release := make(chan struct{})
+			flushed := make(chan error, 1)
+			gone := make(chan struct{})
+			lastErr := make(chan error, 1)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rc := http.NewResponseController(w)
+				io.WriteString(w, "first\n")
+				flushed <- rc.Flush()
+				<-release
+				if r.URL.Path != "/gone" {
+					return
+				}
+				<-gone
+				var err error
+				for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); {
+					if _, err = io.WriteString(w, "more\n"); err == nil {
+						err = rc.Flush()
+					}
+					time.Sleep(time.Millisecond)
+				}
+				lastErr <- rc.Flush() // the write may fail first; the flush after it must too
+			})
+			q, err := NewQueue(h, QueueConfig{Workers: 2, NoLoadReport: !report})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, tr := startServer(t, "HTTP/1.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				q.ServeHTTP(&unwrapOnly{w}, r)
+			}))
+			for _, path := range []string{"/", "/gone"} {
+				// Bounded: without the flush, the response header stays in the server's buffer.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					close(release)
+					t.Fatalf("%s: no response header within 5 s of a flush (%v)", path, err)
+				}
+				if err := <-flushed; err != nil {
+					t.Fatalf("%s: a flush through an Unwrap-only writer: %v", path, err)
+				}
+				if got := resp.Header.Get(LoadHeader) != ""; got != report {
+					t.Errorf("%s: load header present = %v, want %v", path, got, report)
+				}
+				line, err := bufio.NewReader(resp.Body).ReadString('\n')
+				if line != "first\n" {
+					t.Fatalf("%s: read %q (%v) while the handler waits: the flush did not reach the client", path, line, err)
+				}
+				if path == "/gone" {
+					resp.Body.Close()
+					tr.CloseIdleConnections()
+					close(release)
+					close(gone)
+					if err := <-lastErr; err == nil {
+						t.Fatal("flushes to a client that has gone all succeeded")
+					}
+				} else {
+					release <- struct{}{}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		})
 	}
 }

@@ -59,9 +59,10 @@ var ErrLoadStreamClosed = errors.New("hedgehttp: load stream closed")
 // handler clears the write deadline of each stream's connection (http.Server.WriteTimeout
 // would otherwise end it). Safe for concurrent use.
 type LoadStream struct {
-	q    *Queue
-	min  time.Duration
-	mu   sync.Mutex
+	q        *Queue
+	min      time.Duration
+	writeMin time.Duration // loadStreamWriteMin; shorter in tests
+	mu       sync.Mutex
 	done chan struct{} // closed by Close
 	open sync.WaitGroup
 }
@@ -81,7 +82,7 @@ func (q *Queue) LoadStream(minInterval time.Duration) (*LoadStream, error) {
 	if minInterval == 0 {
 		minInterval = DefaultLoadStreamMinInterval
 	}
-	return &LoadStream{q: q, min: minInterval, done: make(chan struct{})}, nil
+	return &LoadStream{q: q, min: minInterval, writeMin: loadStreamWriteMin, done: make(chan struct{})}, nil
 }
 
 // ServeHTTP streams the queue's load until the client goes away or Close is called.
@@ -107,7 +108,11 @@ func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.open.Done()
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // not supported by every writer; nothing to clear then
+	// Each line gets a write deadline of its own: the server's WriteTimeout would end the
+	// stream, and no deadline at all would let a client that stops reading (its buffers, or
+	// HTTP/2's flow-control window, full) hold this handler, and Close, for good. A client
+	// takes its stream for stalled after loadStreamStallReports intervals anyway.
+	writeTimeout := max(loadStreamStallReports*interval, s.writeMin)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -118,6 +123,7 @@ func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	line := make([]byte, 0, 64)
 	for {
 		line = append(append(line[:0], s.q.reportValue(s.q.core.Counts(0))...), '\n')
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) // not supported by every writer: none then
 		if _, err := w.Write(line); err != nil {
 			return
 		}
@@ -179,6 +185,9 @@ const (
 	loadStreamStallMin     = time.Second
 	loadStreamIdle         = time.Minute
 	loadStreamMaxLine      = 1024
+	// loadStreamWriteMin is the least time a server gives one line of a stream to be written
+	// before it ends the stream (see LoadStream.ServeHTTP).
+	loadStreamWriteMin = 10 * time.Second
 )
 
 // loadStreams is a Transport's load streams: one per server (replica address, or the request's
@@ -269,7 +278,12 @@ func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
 		}
 	} else {
 		want[req.URL.Host] = true
+		own := req.URL.Host
+		h.streamOwn.Store(&own)
 	}
+	// Where a report goes, before any stream is joined or left: a stream shared with another
+	// host may deliver at any moment, and must find the host's replicas as they are now.
+	h.streamPool.Store(pool)
 	for addr, ss := range hs.byAddr {
 		if !want[addr] || ss.key != (serverKey{req.URL.Scheme, addr, hostHeader}) {
 			s.leave(h, ss)
@@ -282,7 +296,6 @@ func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
 		}
 	}
 	h.used.Store(true)
-	h.streamPool.Store(pool)
 	h.streaming.Store(true)
 }
 
@@ -355,7 +368,8 @@ func (s *loadStreams) close() {
 func (s *loadStreams) run(ctx context.Context, ss *serverStream) {
 	defer s.wg.Done()
 	k := ss.key
-	u := &url.URL{Scheme: k.scheme, Host: k.addr, Path: s.path, RawQuery: "interval=" + s.interval.String()}
+	// Encoded: an interval under a millisecond is written with a µ, which a request line must not carry raw.
+	u := &url.URL{Scheme: k.scheme, Host: k.addr, Path: s.path, RawQuery: url.Values{"interval": {s.interval.String()}}.Encode()}
 	var wait, gap time.Duration
 	for {
 		var got, absent bool
@@ -394,20 +408,8 @@ func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, ga
 		return false, true, gap // an address no request can be made to: nothing to retry soon
 	}
 	req.Host = ss.key.hostHeader
-	resp, err := s.t.next.RoundTrip(req)
-	if err != nil {
-		return false, false, gap
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
-		switch resp.StatusCode {
-		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-			return false, true, gap
-		}
-		return false, false, gap
-	}
-	// The watchdog: a server may grant a longer interval than asked; the gap between its
+	// The watchdog, from the request on (a server that never sends the response header has
+	// stalled too): a server may grant a longer interval than asked; the gap between its
 	// reports then sets how long a silence is a stall.
 	stall := func() time.Duration {
 		return max(loadStreamStallReports*max(s.interval, gap), s.stallMin)
@@ -418,6 +420,22 @@ func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, ga
 		cancel()
 	})
 	defer watchdog.Stop()
+	resp, err := s.t.next.RoundTrip(req)
+	if err != nil {
+		return false, false, gap
+	}
+	defer resp.Body.Close()
+	// The context ends the body's reads too when Next does not tie them to it
+	// (Config.NextHonoursContext false): a stall, an idle host or Close closes the body.
+	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		switch resp.StatusCode {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+			return false, true, gap
+		}
+		return false, false, gap
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 128), loadStreamMaxLine)
 	var last time.Time
@@ -453,9 +471,11 @@ func (s *loadStreams) deliver(now time.Time, ss *serverStream, l hedge.Load) {
 		i := 0
 		if p := h.streamPool.Load(); p != nil {
 			if i = p.Index(addr); i < 0 {
-				continue // a replica no longer in h's pool: h leaves the stream at its next call
+				continue // a replica no longer in h's pool: h is leaving the stream
 			}
 			p.Set().ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers})
+		} else if own := h.streamOwn.Load(); own == nil || *own != addr {
+			continue // a replica of the pool h had: h is leaving the stream
 		}
 		h.Policy().ReportLoad(now, i, l)
 	}

@@ -2,6 +2,7 @@ package hedgehttp
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -461,8 +462,8 @@ func TestTransportLoadStreamStall(t *testing.T) {
 	}
 }
 
-// A server's WriteTimeout does not end a stream: the handler clears its connection's write
-// deadline.
+// A server's WriteTimeout does not end a stream: the handler gives each line a write deadline
+// of its own.
 func TestLoadStreamOutlivesWriteTimeout(t *testing.T) {
 	checkGoroutines(t)
 	ls := newLoadStream(t, 5*time.Millisecond)
@@ -517,4 +518,185 @@ func newLoadStream(t *testing.T, min time.Duration) *LoadStream {
 		t.Fatal(err)
 	}
 	return ls
+}
+
+// A stream whose server takes the request and never sends the response header (a hung
+// handler, a proxy holding the request) has stalled as much as one that goes silent after a
+// report: it is opened again, and the next one reports.
+func TestTransportLoadStreamNoHeader(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			checkGoroutines(t)
+			var asked atomic.Int32
+			release := make(chan struct{})
+			ls := newLoadStream(t, time.Millisecond)
+			mux := http.NewServeMux()
+			mux.Handle(LoadStreamPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if asked.Add(1) == 1 {
+					select { // the first stream never answers
+					case <-r.Context().Done():
+					case <-release:
+					}
+					return
+				}
+				ls.ServeHTTP(w, r)
+			}))
+			mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+			srv, base := startServer(t, proto, mux)
+			t.Cleanup(func() { ls.Close(); close(release) }) // before the server closes (registered after it)
+			u, err := url.Parse(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := watchReports(t)
+			tr, err := NewTransport(Config{Next: base, LoadReportInterval: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			tr.streams.stallMin = 50 * time.Millisecond
+			getOK(t, &http.Client{Transport: tr}, srv.URL)
+			if !waitFor(5*time.Second, func() bool { _, n := seen.get(u.Host); return n > 0 }) {
+				t.Fatalf("no report within 5 s (100 stall limits): the stream was asked for %d times", asked.Load())
+			}
+			if n := asked.Load(); n < 2 {
+				t.Fatalf("reports came on the stream that never answered (asked %d times)", n)
+			}
+		})
+	}
+}
+
+// A Next that does not tie a response body's reads to its request's context
+// (Config.NextHonoursContext false) still lets the streams stop: a stall opens the stream
+// again, and Close returns.
+func TestTransportLoadStreamNextIgnoresContext(t *testing.T) {
+	checkGoroutines(t)
+	var asked atomic.Int32
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.Handle(LoadStreamPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		io.WriteString(w, "workers=1\n") // one report, then silence
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	srv, base := startServer(t, "HTTP/1.1", mux)
+	t.Cleanup(func() { close(release) })
+	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return base.RoundTrip(r.WithContext(context.Background())) // the request's context dropped
+	})
+	tr, err := NewTransport(Config{Next: next, LoadReportInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.streams.stallMin = 50 * time.Millisecond
+	getOK(t, &http.Client{Transport: tr}, srv.URL)
+	if !waitFor(5*time.Second, func() bool { return asked.Load() >= 3 }) {
+		t.Errorf("a silent stream was opened %d times in 5 s with a 50 ms stall limit, want 3", asked.Load())
+	}
+	closed := make(chan struct{})
+	go func() { tr.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Transport.Close has not returned within 5 s")
+	}
+}
+
+// A client that keeps its stream open but stops reading fills the connection's buffers (or
+// HTTP/2's flow-control window), and the handler's next write blocks: its write deadline ends
+// the stream, and LoadStream.Close returns.
+func TestLoadStreamClientStopsReading(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			ls := newLoadStream(t, time.Nanosecond) // as fast as it can write: the buffers fill at once
+			ls.writeMin = 100 * time.Millisecond
+			var lines atomic.Int64
+			srv, tr := startServer(t, proto, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ls.ServeHTTP(&countingWriter{ResponseWriter: w, n: &lines}, r)
+			}))
+			// A small flow-control window for HTTP/2 (4 MiB by default): the test fills it sooner.
+			tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerConnection: 64 << 10, MaxReceiveBufferPerStream: 64 << 10}
+			req, err := http.NewRequest(http.MethodGet, srv.URL+LoadStreamPath+"?interval=1ns", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close() // never read
+			checkProto(t, proto, resp)
+			// Until the handler stops writing: blocked, or ended by its deadline.
+			last := int64(-1)
+			for i := 0; i < 100 && lines.Load() != last; i++ {
+				last = lines.Load()
+				time.Sleep(200 * time.Millisecond)
+			}
+			if lines.Load() != last {
+				t.Fatalf("the handler still writes after 20 s (%d lines) to a client that reads nothing", lines.Load())
+			}
+			closed := make(chan struct{})
+			go func() { ls.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				resp.Body.Close() // let the handler go, so that the test can end
+				<-closed
+				t.Fatalf("LoadStream.Close took over 5 s: its handler was held in a write after %d lines", last)
+			}
+		})
+	}
+}
+
+// countingWriter counts the handler's writes.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return c.ResponseWriter.Write(p)
+}
+
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// A report from a stream a host is leaving (a replica of the pool it had, or of none now)
+// reaches no replica of the host's policy: it would be read as the load of whichever replica
+// has that number now.
+func TestLoadStreamReportLeavingHost(t *testing.T) {
+	tr, err := NewTransport(Config{LoadReportInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	req, err := http.NewRequest(http.MethodGet, "http://own.example:8080/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := tr.hostFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := "own.example:8080"
+	h.streamOwn.Store(&own) // no pool: the host hears from its own server only
+	stream := func(addr string) *serverStream {
+		ss := &serverStream{key: serverKey{"http", addr, addr}}
+		ss.hosts.Store(&[]*host{h})
+		return ss
+	}
+	now := time.Now()
+	tr.streams.deliver(now, stream("replica.example:8080"), hedge.Load{Queued: 9, Busy: 4, Workers: 4})
+	if q, w, ok := h.Policy().ServerQueue(now); ok {
+		t.Fatalf("a report from a server the host no longer calls reached its policy: queue %d of %d workers", q, w)
+	}
+	tr.streams.deliver(now, stream(own), hedge.Load{Queued: 2, Busy: 4, Workers: 4})
+	if q, w, ok := h.Policy().ServerQueue(now); !ok || q != 2 || w != 4 {
+		t.Fatalf("its own server's report: queue %d of %d workers (%v), want 2 of 4", q, w, ok)
+	}
 }

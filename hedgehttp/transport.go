@@ -250,10 +250,12 @@ type host struct {
 	proto atomic.Int32                 // the major HTTP version it speaks, as last seen; 0 unknown
 
 	// With load streams (Config.LoadReportInterval): streaming says the host's streams
-	// follow streamPool (nil: the request's own host), used that it called since the last
-	// idle check (loadStreams.checkIdle).
+	// follow streamPool (nil: the request's own host, streamOwn), used that it called since
+	// the last idle check (loadStreams.checkIdle). A report is placed by these, which follow
+	// sets before it joins or leaves a stream: a stream the host is leaving reports nothing to it.
 	streaming  atomic.Bool
 	streamPool atomic.Pointer[replica.Pool]
+	streamOwn  atomic.Pointer[string]
 	used       atomic.Bool
 }
 
