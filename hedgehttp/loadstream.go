@@ -63,8 +63,8 @@ type LoadStream struct {
 	min      time.Duration
 	writeMin time.Duration // loadStreamWriteMin; shorter in tests
 	mu       sync.Mutex
-	done chan struct{} // closed by Close
-	open sync.WaitGroup
+	done     chan struct{} // closed by Close
+	open     sync.WaitGroup
 }
 
 // LoadStream returns the handler of the queue's load stream, which never reports more often
