@@ -21,7 +21,7 @@ func TestConfigErrorsNameTheFieldAndTheRule(t *testing.T) {
 	}{
 		{hedge.Config{Attempts: -1}, "Attempts must be in [0, 10]"},
 		{hedge.Config{Attempts: hedge.MaxAttempts + 1}, "Attempts must be in [0, 10]"},
-		{hedge.Config{Attempts: 1 << 40}, "Attempts must be in [0, 10]"},
+		{hedge.Config{Attempts: math.MaxInt32}, "Attempts must be in [0, 10]"},
 		{hedge.Config{Attempts: math.MaxInt}, "Attempts must be in [0, 10]"},
 		{hedge.Config{Trigger: hedge.After(time.Millisecond), Attempts: 1}, "Attempts must be >= 2 to hedge"},
 		{hedge.Config{Trigger: hedge.AtQuantile(0.3)}, "AtQuantile(q) needs q in [0.5, 1)"},

@@ -50,7 +50,8 @@ type loadSlot struct {
 	idle atomic.Int64  // unix nanoseconds of the latest report with a worker idle; 0 = none
 }
 
-func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
+// clampBits is v held to 0 … 2^bits − 1, in 64 bits: an int of 32 would overflow at 1 << 32.
+func clampBits(v, bits int) uint64 { return uint64(min(max(int64(v), 0), int64(1)<<bits-1)) }
 
 // ReportLoad records the load that replica reported on a response received at now. replica
 // is the transport's number for the server (replica.Set's index; 0 when there is one server).

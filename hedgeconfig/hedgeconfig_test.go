@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,9 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// intBits is the size of an int, which an int field's error names: 64 bits, or 32 on a 32-bit platform.
+var intBits = strconv.Itoa(strconv.IntSize)
+
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, want string
@@ -181,11 +185,11 @@ func TestErrors(t *testing.T) {
 		{"-Inf", "operations:\n  a.example:\n    trigger: quantile 0.95 backlog_ratio=-inf\n",
 			`policy.yaml:3:14: operations["a.example"].trigger: hedge: invalid config: trigger "quantile 0.95 backlog_ratio=-inf": backlog_ratio: want a number, or off, got "-inf"`},
 		{"integer over 64 bits", "defaults:\n  attempts: 99999999999999999999\n",
-			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in 64 bits, got 99999999999999999999"},
+			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in " + intBits + " bits, got 99999999999999999999"},
 		{"integer just over int64", "defaults:\n  attempts: 9223372036854775808\n",
-			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in 64 bits, got 9223372036854775808"},
+			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in " + intBits + " bits, got 9223372036854775808"},
 		{"negative integer over 64 bits", "defaults:\n  attempts: -99999999999999999999\n",
-			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in 64 bits, got -99999999999999999999"},
+			"policy.yaml:2:13: defaults.attempts: must be a whole number that fits in " + intBits + " bits, got -99999999999999999999"},
 		{"invalid UTF-8", "defaults:\n  attempts: 2\n  trigger: \"after \xff\"\n",
 			"policy.yaml:3:19: invalid leading UTF-8 octet"},
 		{"invalid UTF-8 in a comment", "defaults:\n  attempts: 2 # \xc3\n",

@@ -77,7 +77,7 @@ func (b *hedgeBalancer) UpdateClientConnState(s balancer.ClientConnState) error 
 	if c, ok := s.BalancerConfig.(*lbConfig); ok {
 		// SubConns created from now on listen at this interval (oob.go); those that exist
 		// keep theirs.
-		b.w.oob = c.oob
+		b.w.oobInterval.Store(int64(c.oob))
 	}
 	// Health checks, when the service config asks for them, reach the pick_first children
 	// this way (as in round_robin).
@@ -103,7 +103,7 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		}
 		g, has := groupOf(c.Endpoint)
 		addr := c.Endpoint.Addresses[0].Addr
-		ready = append(ready, readyBackend{addr: addr, picker: c.State.Picker, group: g, hasGroup: has, load: w.loadFor(addr)})
+		ready = append(ready, readyBackend{addr: addr, picker: c.State.Picker, group: g, hasGroup: has, load: w.loadFor(c.Endpoint.Addresses)})
 	}
 	if len(ready) == 0 {
 		// Nothing ready: endpointsharding's picker queues or fails picks.

@@ -233,7 +233,7 @@ func loadOf(sl any) (hedge.Load, bool) {
 // (which Go leaves to the machine: on amd64 a huge queue would read as a negative one, then
 // as idle). They are far beyond any queue's figures, and the core clamps counts further.
 const (
-	maxFigure = 1 << 31
+	maxFigure = math.MaxInt32 // an int on every platform: 1 << 31 would overflow a 32-bit one
 	maxWaitMs = 1e9
 )
 

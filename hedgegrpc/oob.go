@@ -161,6 +161,7 @@ type backendLoad struct {
 	oob    atomic.Pointer[receivedLoad]
 	callAt atomic.Int64 // unix nanoseconds of the latest per-call report; 0 = none
 	refs   int          // SubConns that listen for it (ccWrapper.mu)
+	ready  int          // of which READY (ccWrapper.mu)
 }
 
 // receivedLoad is a report and the moment it was received.
@@ -197,7 +198,7 @@ type oobSub struct {
 // NewSubConn creates the SubConns of the pick_first children; with out-of-band reports on,
 // each one listens for its backend's reports while it is READY.
 func (w *ccWrapper) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
-	if w.oob <= 0 || len(addrs) == 0 {
+	if w.oobInterval.Load() <= 0 || len(addrs) == 0 {
 		return w.ClientConn.NewSubConn(addrs, opts)
 	}
 	w.mu.Lock()
@@ -215,15 +216,21 @@ func (w *ccWrapper) NewSubConn(addrs []resolver.Address, opts balancer.NewSubCon
 	sub := &oobSub{addr: addr, load: bl}
 	w.subs[sub] = struct{}{}
 	w.mu.Unlock()
-	interval := w.oob
+	interval := time.Duration(w.oobInterval.Load())
 	var sc balancer.SubConn
 	next := opts.StateListener
 	opts.StateListener = func(s balancer.SubConnState) {
 		// gRPC calls the listener from the balancer's serializer, one call at a time.
 		switch {
 		case s.ConnectivityState == connectivity.Ready && sub.stop == nil:
+			w.mu.Lock()
+			bl.ready++
+			w.mu.Unlock()
 			sub.stop = orca.RegisterOOBListener(sc, bl, orca.OOBListenerOptions{ReportInterval: interval})
 		case s.ConnectivityState != connectivity.Ready && sub.stop != nil:
+			w.mu.Lock()
+			bl.ready--
+			w.mu.Unlock()
 			sub.stop()
 			sub.stop = nil
 		}
@@ -254,11 +261,17 @@ func (w *ccWrapper) forget(sub *oobSub) {
 	}
 }
 
-// loadFor returns the reports of the backend at addr, nil when none are asked for.
-func (w *ccWrapper) loadFor(addr string) *backendLoad {
+// loadFor returns the reports of the endpoint's backend: those of the address pick_first is
+// connected to, else the first address's; nil when none are asked for.
+func (w *ccWrapper) loadFor(addrs []resolver.Address) *backendLoad {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.loads[addr]
+	for _, a := range addrs {
+		if bl := w.loads[a.Addr]; bl != nil && bl.ready > 0 {
+			return bl
+		}
+	}
+	return w.loads[addrs[0].Addr]
 }
 
 // stopOOB stops every listener, as the balancer closes.
@@ -301,10 +314,10 @@ func (p *picker) feedOOB(now time.Time, set *replica.Set, policy *hedge.Policy) 
 
 // oobState is the part of ccWrapper that out-of-band reports need.
 type oobState struct {
-	oob   time.Duration // the interval to ask for; 0 = no out-of-band reports
-	mu    sync.Mutex
-	loads map[string]*backendLoad // by address
-	subs  map[*oobSub]struct{}
+	oobInterval atomic.Int64 // the interval to ask for, ns; 0 = no out-of-band reports. Atomic: NewSubConn also runs off the serializer (endpointsharding's ExitIdle goroutine)
+	mu          sync.Mutex
+	loads       map[string]*backendLoad // by address
+	subs        map[*oobSub]struct{}
 
 	// Where a report goes as it arrives (deliver): the replicas of the picker in use, and
 	// the policy of every call picked lately (watch), up to maxWatched of them.
@@ -408,8 +421,14 @@ func (s *oobState) deliver(b *backendLoad, rl *receivedLoad) {
 	if p == nil {
 		return
 	}
-	j := p.pool.Index(b.addr)
-	if j < 0 || p.ready[j].load != b {
+	j := -1
+	for i := range p.ready {
+		if p.ready[i].load == b {
+			j = i
+			break
+		}
+	}
+	if j < 0 {
 		return // not one of the picker's backends
 	}
 	p.pool.Set().ReportLoad(rl.at, j, replica.Load{Queued: rl.load.Queued, Busy: rl.load.Busy, Workers: rl.load.Workers})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -120,7 +121,7 @@ func FuzzParseLoad(f *testing.F) {
 		} else if l != (hedge.Load{}) {
 			t.Fatalf("ParseLoad(%q) refused it but returned %+v", v, l)
 		}
-		in := workqueue.Load{Queued: int(queued), Busy: int(busy), Workers: int(workers),
+		in := workqueue.Load{Queued: int(min(queued, math.MaxInt32)), Busy: int(busy), Workers: int(workers),
 			Wait: time.Duration(min(max(waitUs, 0), 1e12)) * time.Microsecond}
 		s := FormatLoad(in)
 		back, ok := ParseLoad(s)

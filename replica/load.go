@@ -31,7 +31,8 @@ type loadSlot struct {
 	wait atomic.Int64  // Wait, ns
 }
 
-func clampBits(v, bits int) uint64 { return uint64(min(max(v, 0), 1<<bits-1)) }
+// clampBits is v held to 0 … 2^bits − 1, in 64 bits: an int of 32 would overflow at 1 << 32.
+func clampBits(v, bits int) uint64 { return uint64(min(max(int64(v), 0), int64(1)<<bits-1)) }
 
 func (sl *loadSlot) load() (queued, busy, workers int) {
 	v := sl.v.Load()

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -215,4 +216,17 @@ func firstPicks(s *Set, now time.Time, n int) map[int]int {
 		s.Done(now, i, Success)
 	}
 	return seen
+}
+
+// clampBits holds a figure to what its bits can carry, on every platform (see the core's
+// TestClampBits).
+func TestClampBits(t *testing.T) {
+	for _, tc := range []struct {
+		v, bits int
+		want    uint64
+	}{{-5, 32, 0}, {7, 32, 7}, {math.MaxInt32, 32, math.MaxInt32}, {70000, 16, 1<<16 - 1}, {math.MaxInt, 32, uint64(min(math.MaxInt, 1<<32-1))}} {
+		if got := clampBits(tc.v, tc.bits); got != tc.want {
+			t.Errorf("clampBits(%d, %d) = %d, want %d", tc.v, tc.bits, got, tc.want)
+		}
+	}
 }
