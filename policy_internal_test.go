@@ -2,8 +2,11 @@ package hedge
 
 import (
 	"math"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hedgekit/hedge/replica"
 )
 
 func TestYieldIsLearntPerPolicy(t *testing.T) {
@@ -53,5 +56,35 @@ func TestClampBits(t *testing.T) {
 		if got := clampBits(tc.v, tc.bits); got != tc.want {
 			t.Errorf("clampBits(%d, %d) = %d, want %d", tc.v, tc.bits, got, tc.want)
 		}
+	}
+}
+
+// A Route routed again while the state machine reads it (a re-pick after the pool was rebuilt
+// with more replicas) is read as one To left it: never the new Set's index with the old Set,
+// which is out of its range.
+func TestRouteReadWhileRouted(t *testing.T) {
+	small, err := replica.New(2, replica.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := replica.New(8, replica.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 3000 {
+		var r Route
+		r.To(small, 1)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); r.To(big, 7) }()
+		go func() {
+			defer wg.Done()
+			r.troubled(now) // panics on (small, 7)
+			if set, i, ok := r.replica(); !ok || !(set == small && i == 1 || set == big && i == 7) {
+				t.Errorf("read (%p, %d, %v), want (small, 1) or (big, 7)", set, i, ok)
+			}
+		}()
+		wg.Wait()
 	}
 }

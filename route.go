@@ -2,6 +2,7 @@ package hedge
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -25,23 +26,28 @@ import (
 type Route struct {
 	set atomic.Pointer[replica.Set]
 	i   atomic.Int32
+	// ver is odd while To writes set and i: a reader takes the pair only as one To left it. A
+	// transport may route one attempt twice (hedgegrpc's picker, asked again after the pool
+	// was rebuilt), and the new Set's index read with the old Set can be out of its range.
+	ver atomic.Uint32
 }
 
 // To records that the attempt went to replica i of set.
 func (r *Route) To(set *replica.Set, i int) {
+	v := r.ver.Load()
+	for v&1 != 0 || !r.ver.CompareAndSwap(v, v+1) {
+		v = r.ver.Load()
+	}
 	r.i.Store(int32(i))
 	r.set.Store(set)
+	r.ver.Store(v + 2)
 }
 
 // troubled reports whether the attempt went to a replica whose trouble is its own at now: one
 // in trouble (replica.Set.Troubled) or one outlier detection has since ejected.
 func (r *Route) troubled(now time.Time) bool {
-	set := r.set.Load()
-	if set == nil {
-		return false
-	}
-	i := int(r.i.Load())
-	return set.Ejected(now, i) || set.Troubled(now, i)
+	set, i, ok := r.replica()
+	return ok && (set.Ejected(now, i) || set.Troubled(now, i))
 }
 
 // Routed records that ctx's attempt went to replica i of set: a transport that picks replicas
@@ -85,11 +91,8 @@ func (c *Call) firstOnTroubled(now time.Time) (inService, troubled bool) {
 // silentSince reports whether the attempt went to a replica that has answered nothing since
 // since, while another has.
 func (r *Route) silentSince(now, since time.Time) bool {
-	set := r.set.Load()
-	if set == nil {
-		return false
-	}
-	return set.SilentSince(now, since, int(r.i.Load()))
+	set, i, ok := r.replica()
+	return ok && set.SilentSince(now, since, i)
 }
 
 // firstSilent returns the start of the attempt a hedge would copy (the oldest one running that
@@ -132,8 +135,15 @@ func (r *Route) replica() (set *replica.Set, i int, ok bool) {
 	if r == nil {
 		return nil, 0, false
 	}
-	if set = r.set.Load(); set == nil {
-		return nil, 0, false
+	for {
+		v := r.ver.Load()
+		if v&1 != 0 {
+			runtime.Gosched() // To is writing: two stores away from done
+			continue
+		}
+		set, i = r.set.Load(), int(r.i.Load())
+		if r.ver.Load() == v {
+			return set, i, set != nil
+		}
 	}
-	return set, int(r.i.Load()), true
 }

@@ -141,7 +141,7 @@ func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 		if idle := s.idle.Load(); idle == 0 || now.UnixNano()-idle >= int64(spareMaxAge) {
 			v.spare = false
 		}
-		if !ok || q*max(v.workers, 1) < v.queued*max(w, 1) {
+		if !ok || int64(q)*int64(max(v.workers, 1)) < int64(v.queued)*int64(max(w, 1)) { // 64 bits: see clampBits
 			v.queued, v.workers, v.wait, ok = q, w, time.Duration(s.wait.Load()), true
 		}
 	}

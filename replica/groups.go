@@ -40,7 +40,8 @@ type Layout struct {
 // NewLayout returns the layout of n = len(groupOf) replicas: replica i is in group
 // groupOf[i] (groups are numbered from 0, in the order they are tried, none empty) and
 // weighs weights[i] (nil: every replica weighs 1). It returns an error wrapping
-// [ErrInvalidConfig] when a group is empty or a weight is not > 0 and finite.
+// [ErrInvalidConfig] when a group is empty or negative, a weight is not > 0 and finite, or the
+// weights sum to more than a float64 holds.
 func NewLayout(groupOf []int, weights []float64) (*Layout, error) {
 	n := len(groupOf)
 	if n == 0 {
@@ -49,12 +50,15 @@ func NewLayout(groupOf []int, weights []float64) (*Layout, error) {
 	if weights != nil && len(weights) != n {
 		return nil, fmt.Errorf("%w: %d weights for %d replicas", ErrInvalidConfig, len(weights), n)
 	}
-	groups := slices.Max(groupOf) + 1
-	l := &Layout{groupOf: slices.Clone(groupOf), weight: make([]float64, n), members: make([][]int, groups), equal: true}
-	for i, g := range groupOf {
+	for i, g := range groupOf { // before the groups are counted: a negative count would not make a slice
 		if g < 0 {
 			return nil, fmt.Errorf("%w: replica %d in group %d: groups are numbered from 0", ErrInvalidConfig, i, g)
 		}
+	}
+	groups := slices.Max(groupOf) + 1
+	l := &Layout{groupOf: slices.Clone(groupOf), weight: make([]float64, n), members: make([][]int, groups), equal: true}
+	var total float64
+	for i, g := range groupOf {
 		w := 1.0
 		if weights != nil {
 			w = weights[i]
@@ -65,6 +69,11 @@ func NewLayout(groupOf []int, weights []float64) (*Layout, error) {
 		l.weight[i] = w
 		l.equal = l.equal && w == l.weight[0]
 		l.members[g] = append(l.members[g], i)
+		if total += w; math.IsInf(total, 1) {
+			// Each finite, but a draw in proportion to them would sum to +Inf and always land
+			// on the last replica.
+			return nil, fmt.Errorf("%w: the weights sum to more than a float64 holds (replica %d weighs %v)", ErrInvalidConfig, i, w)
+		}
 	}
 	for g, m := range l.members {
 		if len(m) == 0 {
@@ -104,11 +113,13 @@ func (l *Layout) Pick(s *Set, now time.Time, used []int) int {
 		for _, m := range l.members {
 			if i := l.pickIn(s, m, tier, t, used); i >= 0 {
 				s.reps[i].outstanding.Add(1)
+				s.reps[i].unanswered.Add(1) // the silence evidence of Set.Troubled, as Set.Pick counts it
 				return i
 			}
 		}
 	}
 	s.reps[0].outstanding.Add(1) // unreachable: the last tier holds every replica
+	s.reps[0].unanswered.Add(1)
 	return 0
 }
 

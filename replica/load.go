@@ -137,7 +137,7 @@ func (s *Set) lighter(a, b int, t int64) bool {
 	}
 	la, wa, oka := (*ls)[a].routing(t, oa)
 	lb, wb, okb := (*ls)[b].routing(t, ob)
-	return oka && okb && lb*max(wa, 1) < la*max(wb, 1)
+	return oka && okb && int64(lb)*int64(max(wa, 1)) < int64(la)*int64(max(wb, 1)) // in 64 bits: a 32-bit int overflows at queues of tens of thousands
 }
 
 // waitRatio: of two replicas whose latest answered requests both waited for a worker, one
@@ -189,7 +189,7 @@ func (s *Set) leastQueued(tier int, t int64, used []int) (int, bool) {
 			continue
 		}
 		q, _, w := sl.load()
-		switch l, r := q*max(bw, 1), bq*max(w, 1); {
+		switch l, r := int64(q)*int64(max(bw, 1)), int64(bq)*int64(max(w, 1)); { // 64 bits, as in lighter
 		case best < 0, l < r:
 		case l == r && s.reps[i].outstanding.Load() < s.reps[best].outstanding.Load():
 		default:

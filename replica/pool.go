@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -77,9 +79,11 @@ func (p *Pool) Same(addrs []string) bool {
 }
 
 // With returns a Pool over addrs with p's configuration, in which every address that p also
-// has keeps its health (its runs of failures and of Slow results, its ejection and its ejection count), so a
-// change in the list of replicas does not give a failing replica a clean slate. Outstanding
-// counts start from zero: attempts picked from p end on p.
+// has keeps its health (its runs of failures and of Slow results, its ejection, its ejection
+// count and its trial), so a change in the list of replicas does not give a failing replica a
+// clean slate. A pool that shrank keeps no more ejections than its MaxEjectedPercent allows:
+// those that would end soonest end now. Outstanding counts start from zero: attempts picked
+// from p end on p.
 func (p *Pool) With(addrs []string) (*Pool, error) {
 	cfg := p.set.cfg
 	cfg.Seed = p.set.rand()
@@ -104,6 +108,26 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 		to.failing.Store(from.failing.Load())
 		to.failures, to.unreachable, to.ejections = from.failures, from.unreachable, from.ejections
 		to.slow, to.slowSince = from.slow, from.slowSince
+		if from.trial.Load() {
+			// Back from an ejection and not yet answered: still one attempt at a time.
+			to.trial.Store(true)
+			nw.trials.Add(1)
+		}
+	}
+	// A pool that shrank may hold more ejections than its Set allows at once (MaxEjectedPercent;
+	// none in a pool of one): the extra ones end now, those that would end soonest first, so
+	// that some replica is always in service. They stay on trial.
+	var ejected []int
+	for i := range nw.reps {
+		if nw.reps[i].until.Load() != never {
+			ejected = append(ejected, i)
+		}
+	}
+	if len(ejected) > nw.maxEj {
+		slices.SortFunc(ejected, func(a, b int) int { return cmp.Compare(nw.reps[b].until.Load(), nw.reps[a].until.Load()) })
+		for _, i := range ejected[nw.maxEj:] {
+			nw.reps[i].until.Store(never)
+		}
 	}
 	return q, nil
 }

@@ -443,6 +443,7 @@ func (s *Set) pick(now time.Time, used []int, z uint64) int {
 	k := count[best]
 	if i, ok := s.leastQueued(best, t, used); ok { // the servers' reports, for a copy (load.go)
 		s.reps[i].outstanding.Add(1)
+		s.reps[i].unanswered.Add(1) // a copy the reports sent counts toward silence as any pick does
 		return i
 	}
 	var i int
@@ -621,12 +622,16 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 		rep.ejections = max(rep.ejections-int((t-last)/base), 0)
 	}
 	rep.ejections++
-	d := min(time.Duration(rep.ejections)*s.cfg.BaseEjection, s.cfg.MaxEjection)
+	d := timesAtMost(rep.ejections, s.cfg.BaseEjection, s.cfg.MaxEjection)
 	if r == Slow {
-		d = min(time.Duration(rep.ejections)*slowEjection(s.cfg), d)
+		d = timesAtMost(rep.ejections, slowEjection(s.cfg), d)
 	}
-	rep.until.Store(t + int64(d))
-	s.noteEnd(t + int64(d))
+	until := t + int64(d)
+	if int64(d) > math.MaxInt64-t {
+		until = math.MaxInt64 // an ejection "for ever" (BaseEjection of MaxInt64) stays one
+	}
+	rep.until.Store(until)
+	s.noteEnd(until)
 	if !rep.trial.Swap(true) {
 		s.trials.Add(1)
 	}
@@ -643,7 +648,18 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 // share of the load onto the others for half a minute, more than a loaded fleet can carry.
 // One that has stopped answering is found again within SlowFor of coming back, and ejected
 // for longer each time.
-func slowEjection(c Config) time.Duration { return 4 * max(c.SlowFor, 250*time.Millisecond) }
+func slowEjection(c Config) time.Duration {
+	return timesAtMost(4, max(c.SlowFor, 250*time.Millisecond), math.MaxInt64)
+}
+
+// timesAtMost is min(n × d, limit) for n ≥ 0 and d ≥ 0, without the overflow of n × d: an
+// ejection of very long durations must not wrap round to one in the past.
+func timesAtMost(n int, d, limit time.Duration) time.Duration {
+	if n > 0 && d > limit/time.Duration(n) {
+		return limit
+	}
+	return min(time.Duration(n)*d, limit)
+}
 
 // noteEnd raises lastEnd to end.
 func (s *Set) noteEnd(end int64) {
