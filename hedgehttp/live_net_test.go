@@ -133,3 +133,46 @@ func TestRefresh(t *testing.T) {
 		t.Errorf("Refresh to an invalid configuration: %v, policy kept %v", err, tr.Policy(key) == kept)
 	}
 }
+
+// A caller's own Hedge-Attempt header (a proxy forwarding its client's headers) does not mark
+// the call's first attempt as a copy, over either protocol and whichever way the first
+// attempt is sent, and the caller's request keeps it.
+func TestCallersAttemptHeaderDropped(t *testing.T) {
+	for _, proto := range protos {
+		t.Run(proto, func(t *testing.T) {
+			checkGoroutines(t)
+			var seen sync.Map
+			srv, next := startServer(t, proto, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen.Store(r.Header.Get(AttemptHeader), true)
+				io.WriteString(w, "ok")
+			}))
+			tr, err := NewTransport(Config{Next: next, Policy: hedge.Config{Trigger: hedge.After(time.Hour)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			for i := range 3 { // the first call learns the protocol; the next go the short way over HTTP/1
+				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+				req.Header.Set(AttemptHeader, "1")
+				if i == 2 {
+					req.Header.Set(TriggerHeader, "after 1h") // both headers at once
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if req.Header.Get(AttemptHeader) != "1" {
+					t.Fatal("RoundTrip removed the header from the caller's request")
+				}
+			}
+			seen.Range(func(k, _ any) bool {
+				if k != "" {
+					t.Errorf("a first attempt reached the server with %s: %v", AttemptHeader, k)
+				}
+				return true
+			})
+		})
+	}
+}

@@ -521,6 +521,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	if _, ok := req.Header[AttemptHeader]; ok {
+		// The caller's own mark (a proxy that forwards its client's headers) is not this
+		// call's: its first attempt is no copy, and a Queue would serve it in the hedged lane.
+		if sent == req {
+			cp := *req
+			cp.Header = req.Header.Clone()
+			sent = &cp
+		}
+		delete(sent.Header, AttemptHeader)
+	}
 	var pool *replica.Pool
 	if t.cfg.Replicas != nil {
 		if addrs := t.cfg.Replicas(h.name); len(addrs) > 0 {
