@@ -36,7 +36,8 @@ type WatchConfig struct {
 
 // Watcher keeps a policy file's configuration up to date with the file: each time the file's
 // content changes, it is parsed and validated as [Load] does and, when valid, swapped in at
-// once for every reader, then each follower ([Watcher.Follow]) is told; when invalid, the
+// once for every reader, then each follower ([Watcher.Follow]) is told (a follower that
+// refuses it refuses it for all: the running file stays, as for an invalid one); when invalid, the
 // running configuration stays, and the error is reported (WatchConfig.OnReload,
 // [Watcher.Status]) until the file changes again. A file that cannot be read (removed,
 // mid-rename) counts as invalid: the running configuration stays.
@@ -60,9 +61,13 @@ type Watcher struct {
 	lastErr  string     // the read error last reported, when the file could not be read
 	follow   []func(*File) error
 	status   Status
-	stopped  bool
+	stopped  atomic.Bool // set once, by Stop; read by reload under mu
+	stopOnce sync.Once
 	stop     chan struct{}
 	finished chan struct{} // closed when the polling goroutine is gone; nil without one
+	// callbacks counts the OnReload calls and the followers running: Stop called from one of
+	// them cannot wait for the polling, which may be the very goroutine that runs it.
+	callbacks atomic.Int32
 }
 
 // Status is what a [Watcher] has done, for a health page or a metric.
@@ -125,12 +130,14 @@ func (w *Watcher) Status() Status {
 }
 
 // Reload reads the file now. It returns nil when the file is unchanged or its new content
-// now runs; otherwise the error (an [*Error] for invalid content, a read error, or the
-// followers' errors, joined), which OnReload also receives, and the running configuration
-// stays. After Stop it returns [ErrStopped].
+// now runs; otherwise the error (an [*Error] for invalid content, a read error, or the error
+// of the follower that refused the change), which OnReload also receives, and the running
+// configuration stays. After Stop it returns [ErrStopped].
 func (w *Watcher) Reload() error {
 	f, report, err := w.reload()
 	if report && w.cfg.OnReload != nil {
+		w.callbacks.Add(1)
+		defer w.callbacks.Add(-1)
 		w.cfg.OnReload(f, err) // outside the lock: it may read Status and File
 	}
 	return err
@@ -141,7 +148,7 @@ func (w *Watcher) Reload() error {
 func (w *Watcher) reload() (f *File, report bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopped {
+	if w.stopped.Load() {
 		return w.cur.Load(), false, ErrStopped
 	}
 	data, err := os.ReadFile(w.path)
@@ -161,20 +168,28 @@ func (w *Watcher) reload() (f *File, report bool, err error) {
 	if err != nil {
 		return w.refused(err)
 	}
+	// All or nothing: a change a follower refuses (a hedgegrpc interceptor that cannot run
+	// it) does not run anywhere. The followers told before it are told the running file
+	// again, and every reader goes on reading it.
+	old := w.cur.Load()
 	w.cur.Store(f)
-	w.status.Loaded, w.status.Err = time.Now(), nil
-	w.status.Reloads++
-	var errs []error
-	for _, fn := range w.follow {
+	w.callbacks.Add(1)
+	defer w.callbacks.Add(-1)
+	for i, fn := range w.follow {
 		if err := fn(f); err != nil {
-			errs = append(errs, err)
+			w.cur.Store(old)
+			errs := []error{err}
+			for _, back := range w.follow[:i] {
+				if err := back(old); err != nil {
+					errs = append(errs, fmt.Errorf("hedgeconfig: a follower refused the running file again: %w", err))
+				}
+			}
+			return w.refused(errors.Join(errs...))
 		}
 	}
-	err = errors.Join(errs...)
-	if err != nil {
-		w.status.Err = err
-	}
-	return f, true, err
+	w.status.Loaded, w.status.Err = time.Now(), nil
+	w.status.Reloads++
+	return f, true, nil
 }
 
 // refused records a change that does not run, for Reload to report.
@@ -193,8 +208,9 @@ func (w *Watcher) refused(err error) (*File, bool, error) {
 //		return interceptor.Reconfigure(g.Policy, g.Methods, g.Idempotent)
 //	})
 //
-// fn runs with reloads held off, and must not call Reload. Its error is reported as the
-// reload's.
+// fn runs with reloads held off, and must not call Reload. An error refuses the change: the
+// file that was running stays (for every reader, and for the followers told before fn, which
+// are told it again), and the error is reported as the reload's.
 func (w *Watcher) Follow(fn func(*File) error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -202,15 +218,15 @@ func (w *Watcher) Follow(fn func(*File) error) {
 }
 
 // Stop ends the polling and waits for it to end. Calls of Reload after it return
-// [ErrStopped]; the running configuration stays readable. Stop may be called more than once.
+// [ErrStopped]; the running configuration stays readable. Stop may be called more than once,
+// and from OnReload or a follower: while one runs it does not wait (the polling may be what
+// runs it), and the polling ends once the reload in progress is over.
 func (w *Watcher) Stop() {
-	w.mu.Lock()
-	if !w.stopped {
-		w.stopped = true
+	w.stopOnce.Do(func() {
+		w.stopped.Store(true)
 		close(w.stop)
-	}
-	w.mu.Unlock()
-	if w.finished != nil {
+	})
+	if w.finished != nil && w.callbacks.Load() == 0 {
 		<-w.finished
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -291,5 +292,80 @@ func TestWatchDrivesGRPC(t *testing.T) {
 	check()
 	if m := ic.Measured()[method]; m.Threshold != 25*time.Millisecond {
 		t.Errorf("after the reload: threshold %v, want 25ms", m.Threshold)
+	}
+}
+
+// A change one follower refuses runs nowhere: every reader keeps the running file, the
+// followers told before the refusal are told it again, the refusal counts as a failure, and an
+// unchanged file is not offered to the followers again.
+func TestWatchFollowerRefusesChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, "defaults:\n  attempts: 2\n")
+	w, err := hedgeconfig.Watch(path, hedgeconfig.WatchConfig{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var told []int
+	refusal := errors.New("this follower cannot run 3 attempts")
+	w.Follow(func(f *hedgeconfig.File) error { told = append(told, f.Defaults.Policy.Attempts); return nil })
+	w.Follow(func(f *hedgeconfig.File) error {
+		if f.Defaults.Policy.Attempts == 3 {
+			return refusal
+		}
+		return nil
+	})
+	writeFile(t, path, "defaults:\n  attempts: 3\n")
+	if err := w.Reload(); !errors.Is(err, refusal) {
+		t.Fatalf("Reload = %v, want the follower's refusal", err)
+	}
+	if a := w.File().Defaults.Policy.Attempts; a != 2 {
+		t.Fatalf("after the refusal the running file has attempts %d, want 2", a)
+	}
+	if !slices.Equal(told, []int{3, 2}) {
+		t.Fatalf("the first follower was told %v, want [3 2]: the change, then the running file again", told)
+	}
+	if st := w.Status(); st.Reloads != 0 || st.Failures != 1 || !errors.Is(st.Err, refusal) {
+		t.Fatalf("Status = %+v, want no reload, one failure, the refusal", st)
+	}
+	if err := w.Reload(); !errors.Is(err, refusal) || len(told) != 2 {
+		t.Fatalf("the same file again: %v, followers told %v", err, told)
+	}
+	writeFile(t, path, "defaults:\n  attempts: 4\n")
+	if err := w.Reload(); err != nil || w.File().Defaults.Policy.Attempts != 4 {
+		t.Fatalf("a change the followers take: %v, attempts %d", err, w.File().Defaults.Policy.Attempts)
+	}
+}
+
+// Stop may be called from OnReload, on the polling goroutine, and from a follower, under the
+// reload: it returns, and the polling ends (in a bubble: a Stop that waits for its own
+// goroutine is a deadlock that fails the test).
+func TestWatchStopFromCallbacks(t *testing.T) {
+	for _, from := range []string{"OnReload", "follower"} {
+		t.Run(from, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "policy.yaml")
+			writeFile(t, path, "defaults:\n  attempts: 2\n")
+			synctest.Test(t, func(t *testing.T) {
+				stopped := make(chan struct{})
+				var w *hedgeconfig.Watcher
+				cfg := hedgeconfig.WatchConfig{Interval: time.Second}
+				if from == "OnReload" {
+					cfg.OnReload = func(*hedgeconfig.File, error) { w.Stop(); close(stopped) }
+				}
+				w, err := hedgeconfig.Watch(path, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if from == "follower" {
+					w.Follow(func(*hedgeconfig.File) error { w.Stop(); close(stopped); return nil })
+				}
+				writeFile(t, path, "defaults:\n  attempts: 3\n") // the next poll finds the change
+				<-stopped
+				w.Stop() // from here, it waits for the polling to end
+				if err := w.Reload(); !errors.Is(err, hedgeconfig.ErrStopped) {
+					t.Fatalf("Reload after Stop: %v", err)
+				}
+			})
+		})
 	}
 }
