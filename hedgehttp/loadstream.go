@@ -497,5 +497,26 @@ func (t *Transport) Close() error {
 		t.streams.close()
 	}
 	t.CloseIdleConnections()
+	t.closeMu.Lock()
+	fns := t.onClose
+	t.onClose, t.closed = nil, true
+	t.closeMu.Unlock()
+	for _, f := range fns {
+		f()
+	}
 	return nil
+}
+
+// OnClose has f called once, when Close is first called (at once if it has been): how a layer
+// built around the Transport lets go of it, as hedgeotel stops reporting its gauges. f runs on
+// the goroutine that calls Close, after the streams have ended.
+func (t *Transport) OnClose(f func()) {
+	t.closeMu.Lock()
+	if !t.closed {
+		t.onClose = append(t.onClose, f)
+		t.closeMu.Unlock()
+		return
+	}
+	t.closeMu.Unlock()
+	f()
 }

@@ -229,6 +229,10 @@ type Transport struct {
 
 	// streams is the load streams of Config.LoadReportInterval; nil when it is 0.
 	streams *loadStreams
+
+	closeMu sync.Mutex
+	closed  bool
+	onClose []func() // OnClose's functions, until Close runs them
 }
 
 // urlKey is the default key before normalisation: looking it up allocates nothing.

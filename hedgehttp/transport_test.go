@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -513,4 +514,25 @@ func TestInlineLoserDoesNotDelayTheWinner(t *testing.T) {
 			t.Errorf("the call returned after %v; want 1ms, the moment the hedge answered", took)
 		}
 	})
+}
+
+// OnClose's functions run once, at the first Close, in order; one registered after Close runs
+// at once.
+func TestOnClose(t *testing.T) {
+	tr, err := NewTransport(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []int
+	tr.OnClose(func() { ran = append(ran, 1) })
+	tr.OnClose(func() { ran = append(ran, 2) })
+	if len(ran) != 0 {
+		t.Fatal("ran before Close")
+	}
+	tr.Close()
+	tr.Close()
+	tr.OnClose(func() { ran = append(ran, 3) })
+	if !slices.Equal(ran, []int{1, 2, 3}) {
+		t.Fatalf("ran %v, want [1 2 3]", ran)
+	}
 }

@@ -448,6 +448,10 @@ func (m *Metrics) NewPolicy(operation string, cfg hedge.Config) (p *hedge.Policy
 // NewTransport builds a [hedgehttp.Transport] whose per-host policies are recorded under
 // their host keys (see hedgehttp.Config.Key). cfg.Observer, when set, still receives every
 // event. On a nil *Metrics it is hedgehttp.NewTransport(cfg).
+//
+// The Transport's gauges are reported at every collection until its Close, and the Metrics
+// holds on to it until then: Close a Transport you drop, or its gauges go on reporting (and
+// a new Transport's figures for the same hosts would share their series).
 func (m *Metrics) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
 	if m == nil {
 		return hedgehttp.NewTransport(cfg)
@@ -457,9 +461,11 @@ func (m *Metrics) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.Watch(tr.Measured); err != nil {
+	stop, err := m.Watch(tr.Measured)
+	if err != nil {
 		return nil, err
 	}
+	tr.OnClose(stop)
 	return tr, nil
 }
 
@@ -482,13 +488,19 @@ func NewPolicy(mp metric.MeterProvider, operation string, cfg hedge.Config) (p *
 }
 
 // NewTransport is New(mp) followed by [Metrics.NewTransport]: one call for a hedging HTTP
-// client's transport. A nil mp builds it without metrics, at no cost.
+// client's transport. A nil mp builds it without metrics, at no cost. The Transport's Close
+// ends the reports of its gauges and unregisters their callback from mp.
 func NewTransport(mp metric.MeterProvider, cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
 	m, err := New(mp)
 	if err != nil {
 		return nil, err
 	}
-	return m.NewTransport(cfg)
+	tr, err := m.NewTransport(cfg)
+	if err != nil || m == nil {
+		return tr, err
+	}
+	tr.OnClose(m.unregister)
+	return tr, nil
 }
 
 func chain(a, b func(hedge.Event)) func(hedge.Event) {

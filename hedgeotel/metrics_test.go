@@ -473,3 +473,66 @@ func TestNewPolicyStop(t *testing.T) {
 		stop()
 	}
 }
+
+// A Transport's gauges end with its Close: a Transport that replaces a closed one on the
+// same Metrics reports its own figures for the host, alone; and the one-call NewTransport's
+// Close leaves no callback behind on the provider.
+func TestTransportGaugesEndWithClose(t *testing.T) {
+	checkGoroutines(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	m, err := hedgeotel.New(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withLimit := func(initial int) hedgehttp.Config {
+		return hedgehttp.Config{Policy: hedge.Config{Trigger: hedge.After(time.Hour),
+			Limit: &limit.Config{InitialLimit: initial, MinLimit: 1, MaxLimit: 1000}}}
+	}
+	call := func(tr *hedgehttp.Transport) {
+		resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	old, err := m.NewTransport(withLimit(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(old)
+	if g := gauges[int64](t, collect(t, reader), "hedge.concurrency.limit"); len(g) != 1 {
+		t.Fatalf("before Close: limit gauges %v, want the one host's", g)
+	}
+	old.Close()
+	if g := gauges[int64](t, collect(t, reader), "hedge.concurrency.limit"); len(g) != 0 {
+		t.Fatalf("after Close: limit gauges %v, want none", g)
+	}
+	now, err := m.NewTransport(withLimit(42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer now.Close()
+	call(now)
+	for range 10 {
+		for _, v := range gauges[int64](t, collect(t, reader), "hedge.concurrency.limit") {
+			if v != 42 {
+				t.Fatalf("the host's limit read %d, want the new Transport's 42", v)
+			}
+		}
+	}
+
+	one, err := hedgeotel.NewTransport(mp, withLimit(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(one)
+	one.Close()
+	for _, v := range gauges[int64](t, collect(t, reader), "hedge.concurrency.limit") {
+		if v == 9 {
+			t.Fatal("the one-call NewTransport's gauges report after its Close")
+		}
+	}
+}
