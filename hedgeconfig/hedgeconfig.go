@@ -54,6 +54,7 @@ import (
 	"net/http"
 	"os"
 	pathpkg "path"
+	"strconv"
 	"strings"
 
 	"github.com/hedgekit/hedge"
@@ -277,13 +278,22 @@ func parseName(name string) (matcher, error) {
 	host, port := hostport, ""
 	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
 		host, port = hostport[:i], hostport[i+1:]
-		if port == "" || strings.Trim(port, "0123456789") != "" {
-			return matcher{}, fmt.Errorf("operation name %q: the port must be a number", name)
+		n, err := strconv.Atoi(port)
+		if port == "" || strings.Trim(port, "0123456789") != "" || err != nil || n < 1 || n > 65535 {
+			return matcher{}, fmt.Errorf("operation name %q: the port must be a number from 1 to 65535", name)
 		}
+		port = strconv.Itoa(n) // one form: h:080 is h:80
 	}
+	bracketed := strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if host == "" || strings.ContainsAny(host, " \t?#@") {
-		return matcher{}, fmt.Errorf("operation name %q: want a host such as api.example.com[:port][/path]", name)
+	if host == "" || strings.ContainsAny(host, " \t?#@%[]") || strings.Contains(host, ":") && !bracketed {
+		// A colon in a host is an IPv6 address's, which a URL writes in brackets ([::1]:8080).
+		return matcher{}, fmt.Errorf("operation name %q: want a host such as api.example.com[:port][/path], an IPv6 address in brackets", name)
+	}
+	if strings.ContainsAny(path, "?#%") {
+		// Requests are matched by their decoded path, without query or fragment: a name with
+		// these would never match.
+		return matcher{}, fmt.Errorf("operation name %q: a path is matched as requests spell it decoded, without a query: no ?, # or %%", name)
 	}
 	if path != "" {
 		// One form for each prefix, so that names the transports would match alike are
