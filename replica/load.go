@@ -61,6 +61,9 @@ func (sl *loadSlot) load() (queued, busy, workers int) {
 //     straggler. Replicas without a fresh report are not preferred or avoided: they
 //     compete as if their queue were empty only when no replica has a fresh one.
 //
+// A pool of groups ([NewGroupedPool]) picks by group and weight alone: the reports it is
+// given still reach the policy, but do not route its picks.
+//
 // It is safe for concurrent use and allocates only on a Set's first report.
 func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 	if i < 0 || i >= len(s.reps) {
