@@ -26,6 +26,10 @@ import (
 // caller's body is closed, and must not be sent.
 var errBodyTaken = errors.New("hedgehttp: request body already closed: the call ended before the attempt started")
 
+// errCallOver fails an attempt that starts on a goroutine of its own after its RoundTrip has
+// returned: the caller may be changing its request by then, and nothing would read the answer.
+var errCallOver = errors.New("hedgehttp: the call ended before the attempt started")
+
 // call is one RoundTrip: what every attempt of it shares. It is also the context RoundTrip
 // runs the call under (the caller's, with the call's repeatability), so that every attempt
 // finds its call in its context (see runAttempt), and the attempt function passed to the core
@@ -57,6 +61,13 @@ type call struct {
 	// won is the winner's response body as RoundTrip returns it, when the attempt did not
 	// wrap it already: in the call's allocation, which lives as long as the winner anyway.
 	won body
+
+	// over is set as RoundTrip returns; copying counts the attempts on goroutines of their
+	// own reading the caller's request (see attempt). RoundTrip waits for those, and an
+	// attempt that finds over set reads nothing of it: once RoundTrip is over the caller may
+	// change or send the request again.
+	over    atomic.Bool
+	copying atomic.Int32
 }
 
 // bufferedBody is what bufferBody read of a request body.
@@ -206,12 +217,40 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		// attempt costs on top of the round trip.
 		r = c.clone(ctx, true)
 	default:
+		if !inline {
+			// On a goroutine of its own, the attempt may start after RoundTrip has returned
+			// (a hedge due just as the winner answered): it reads the caller's request only
+			// before then, and takes a URL of its own, which the caller may change after.
+			c.copying.Add(1)
+			if c.over.Load() {
+				c.copying.Add(-1)
+				return nil, errCallOver
+			}
+		}
 		var reqCtx context.Context
 		reqCtx, ar = newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals, inline)
 		r = c.clone(reqCtx, inline && !c.t.signals)
+		if !inline {
+			u := *r.URL
+			r.URL = &u
+			err := c.setBody(r, info.Index)
+			c.copying.Add(-1)
+			if err != nil {
+				ar.end()
+				return nil, err
+			}
+		}
 	}
-	if err := c.setBody(r, info.Index); err != nil {
-		return nil, err
+	if inline {
+		if err := c.setBody(r, info.Index); err != nil {
+			ar.end()
+			return nil, err
+		}
+	}
+	if info.Index == 0 && c.req.Trailer != nil && c.body() == nil {
+		// The attempt that sends the caller's own body shares its trailer map: the caller
+		// may fill it in while the body is read (as net/http allows), after the copy.
+		r.Trailer = c.req.Trailer
 	}
 	if info.Hedge || info.Retry || c.t.signals {
 		c.t.mark(r, info)
@@ -230,17 +269,32 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		next = c.t.apart
 	}
 	resp, err := next.RoundTrip(r)
+	var se *StatusError
+	if err == nil && resp != nil {
+		c.noteLoad(ri, resp) // the server's load report (load.go)
+		if v := min(max(int32(resp.ProtoMajor), 1), 2); c.h.proto.Load() != v {
+			c.h.proto.Store(v) // not HTTP/2 (or a Next that does not say) counts as HTTP/1
+		}
+		// A failing answer's body is read into memory before the attempt counts as
+		// answered: while a loss still cancels the request, a server that stalls in the
+		// body of a 503 cannot hold a call a hedge has won, or the loser's connection.
+		se = c.t.failure(resp)
+	}
 	if ar != nil {
 		ar.answered.Store(true)
 	}
 	if stopCancel != nil && !stopCancel() {
 		// Answered, but the attempt was cancelled meanwhile and cancelFirst is on its way:
-		// wait for it, or tell it not to, before the caller can reuse the request. (Once
-		// answered, a loser's response is drained or closed by Transport.discard, never
-		// cancelled under a caller who may be reading it.)
+		// wait for it, or tell it not to, before the caller can reuse the request. The loser's
+		// body is closed at once (its connection with it): on the caller's context, nothing
+		// could bound a drain of it.
 		c.firstMu.Lock()
 		c.firstDone = true
 		c.firstMu.Unlock()
+		if err == nil && resp != nil && resp.Body != nil && se == nil {
+			resp.Body.Close()
+			resp.Body = http.NoBody
+		}
 	}
 	if err == nil && resp == nil {
 		err = fmt.Errorf("hedgehttp: Next (%T) returned a nil *Response with a nil error", c.t.next)
@@ -252,11 +306,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		ar.end()
 		return nil, c.failed(ctx, ri, err)
 	}
-	c.noteLoad(ri, resp) // the server's load report (load.go)
-	if v := min(max(int32(resp.ProtoMajor), 1), 2); c.h.proto.Load() != v {
-		c.h.proto.Store(v) // not HTTP/2 (or a Next that does not say) counts as HTTP/1
-	}
-	if se := c.t.failure(resp); se != nil {
+	if se != nil {
 		ar.end() // the failing body is in memory: the request is over
 		if ri >= 0 {
 			res := replica.Ignored
@@ -666,8 +716,17 @@ const drainTimeout = 250 * time.Millisecond
 // at most drainTimeout, and closes it. A body read to its end lets net/http put the
 // connection back in the pool; one closed early makes it close the connection.
 func drainAndClose(rc io.ReadCloser, limit int64) {
-	if b, ok := rc.(*attemptBody); ok {
+	switch b := rc.(type) {
+	case *attemptBody:
 		t := time.AfterFunc(drainTimeout, b.ar.cancel)
+		defer t.Stop()
+	case *errorBody:
+		// In memory: nothing to wait for.
+	default:
+		// A first attempt's own body, on the caller's context (HTTP/1, see call.attempt),
+		// which lost as it answered: nothing cancels its request now, but closing the body
+		// ends a read a stalled server holds.
+		t := time.AfterFunc(drainTimeout, func() { rc.Close() })
 		defer t.Stop()
 	}
 	io.CopyN(io.Discard, rc, limit)

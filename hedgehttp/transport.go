@@ -26,6 +26,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -579,6 +580,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.Context = ctx
 	resp, hold, err := do(c, st.policy, runAttempt, t.discardFn)
+	c.over.Store(true)
+	for c.copying.Load() != 0 {
+		runtime.Gosched() // an attempt copying the request: a clone away from done
+	}
 	if c.body() == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
 		// (an attempt starting late, after the caller gave up, finds it taken and fails).
