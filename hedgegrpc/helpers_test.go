@@ -133,11 +133,20 @@ func dial(t *testing.T, hi *Interceptor, bs []*backend) *grpc.ClientConn {
 // a test that changes what the resolver says.
 func dialResolver(t *testing.T, hi *Interceptor, bs []*backend) (*grpc.ClientConn, *manual.Resolver, []resolver.Endpoint) {
 	t.Helper()
-	r := manual.NewBuilderWithScheme("hedgetest")
 	var eps []resolver.Endpoint
 	for _, b := range bs {
 		eps = append(eps, resolver.Endpoint{Addresses: []resolver.Address{{Addr: b.addr}}})
 	}
+	cc, r := dialEndpoints(t, hi, eps)
+	warmUp(t, cc, bs)
+	return cc, r, eps
+}
+
+// dialEndpoints dials, through hi, a manual resolver's endpoints as given (an endpoint may
+// have several addresses), closing the connection at the end of the test.
+func dialEndpoints(t *testing.T, hi *Interceptor, eps []resolver.Endpoint) (*grpc.ClientConn, *manual.Resolver) {
+	t.Helper()
+	r := manual.NewBuilderWithScheme("hedgetest")
 	r.InitialState(resolver.State{Endpoints: eps})
 	opts := append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(r))
 	cc, err := grpc.NewClient(r.Scheme()+":///backends", opts...)
@@ -145,8 +154,7 @@ func dialResolver(t *testing.T, hi *Interceptor, bs []*backend) (*grpc.ClientCon
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	warmUp(t, cc, bs)
-	return cc, r, eps
+	return cc, r
 }
 
 // warmUp makes calls, sent once each, until every backend has answered one: the round-robin

@@ -7,10 +7,8 @@ import (
 
 	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/resolver"
-	"google.golang.org/grpc/resolver/manual"
 )
 
 // deadAddr is a loopback address nothing listens on (connection refused at once).
@@ -19,19 +17,6 @@ func deadAddr(t *testing.T) string {
 	a := lis.Addr().String()
 	lis.Close()
 	return a
-}
-
-func dialEndpoints(t *testing.T, hi *Interceptor, eps []resolver.Endpoint) (*grpc.ClientConn, *manual.Resolver) {
-	t.Helper()
-	r := manual.NewBuilderWithScheme("hedgeendpoints")
-	r.InitialState(resolver.State{Endpoints: eps})
-	opts := append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(r))
-	cc, err := grpc.NewClient(r.Scheme()+":///backends", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return cc, r
 }
 
 // TestOOBMultiAddressEndpoint: one endpoint whose first address refuses connections and
