@@ -579,7 +579,9 @@ func newSaturation(limit time.Duration) *saturation {
 
 func (s *saturation) check(now time.Time) bool {
 	t := now.UnixNano()
-	if next := s.next.Load(); t >= next && s.next.CompareAndSwap(next, t+s.interval) {
+	// A next more than an interval ahead was set before the wall clock stepped back: read
+	// the probe now, or its last reading would stand until the clock caught up.
+	if next := s.next.Load(); (t >= next || next-t > s.interval) && s.next.CompareAndSwap(next, t+s.interval) {
 		s.busy.Store(s.probe() > s.limit)
 	}
 	return s.busy.Load()

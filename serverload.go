@@ -86,7 +86,9 @@ func (p *Policy) ReportLoad(now time.Time, replica int, l Load) {
 	s.at.Store(t)
 	for u := b.used.Load(); int32(i) >= u && !b.used.CompareAndSwap(u, int32(i)+1); u = b.used.Load() {
 	}
-	for l := b.latest.Load(); t > l && !b.latest.CompareAndSwap(l, t); l = b.latest.Load() {
+	// The newest report's time only grows, but for a wall clock stepped back (NTP, a VM
+	// restored): a latest more than LoadMaxAge ahead of a report is from before the step.
+	for l := b.latest.Load(); (t > l || l-t >= int64(LoadMaxAge)) && !b.latest.CompareAndSwap(l, t); l = b.latest.Load() {
 	}
 }
 
@@ -100,7 +102,11 @@ func (b *loadBoard) reported(now time.Time, replica int) bool {
 
 // fresh reports whether a report received at unix nanoseconds at still counts at now.
 func fresh(at int64, now time.Time) bool {
-	return at != 0 && now.UnixNano()-at < int64(LoadMaxAge)
+	// Within LoadMaxAge either way: a report a little after now was received by another
+	// goroutine that read the clock later; one far after it, before the wall clock stepped
+	// back, and it is as old as its step, not younger than the present.
+	d := now.UnixNano() - at
+	return at != 0 && d < int64(LoadMaxAge) && d > -int64(LoadMaxAge)
 }
 
 // shortest returns the shortest queue among the fresh reports, relative to each server's
@@ -138,7 +144,7 @@ func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 		q, w, busy := int(r>>32), int(r>>16&0xffff), int(r&0xffff)
 		want += q + busy
 		have += w
-		if idle := s.idle.Load(); idle == 0 || now.UnixNano()-idle >= int64(spareMaxAge) {
+		if idle := s.idle.Load(); idle == 0 || now.UnixNano()-idle >= int64(spareMaxAge) || idle-now.UnixNano() >= int64(spareMaxAge) { // the second: see fresh
 			v.spare = false
 		}
 		if !ok || int64(q)*int64(max(v.workers, 1)) < int64(v.queued)*int64(max(w, 1)) { // 64 bits: see clampBits

@@ -256,7 +256,10 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	cfg = cfg.withDefaults()
 	b := &Breaker{cfg: cfg}
-	b.width = int64((cfg.Window + slots - 1) / slots)
+	b.width = int64(cfg.Window / slots)
+	if cfg.Window%slots != 0 {
+		b.width++
+	}
 	for i := range b.ring {
 		b.ring[i].epoch.Store(emptyEpoch)
 	}
@@ -430,7 +433,11 @@ func (b *Breaker) trip(now time.Time, tk int64, gen uint64) {
 // openLocked moves to Open from the state word w. The window is kept so
 // that ErrorRate still shows why the breaker opened. b.mu must be held.
 func (b *Breaker) openLocked(tk int64, w uint64) {
-	b.openUntil.Store(tk + int64(b.cfg.OpenFor))
+	u := tk + int64(b.cfg.OpenFor)
+	if u < tk {
+		u = math.MaxInt64
+	}
+	b.openUntil.Store(u)
 	b.consecutive.Store(0)
 	b.state.Store(pack(Open, genOf(w)+1))
 }

@@ -232,7 +232,7 @@ func (e *Estimator) Record(now time.Time, d time.Duration) {
 	s.buckets[bucketOf(d)].Add(1)
 	s.count.Add(1)
 
-	if next := e.next.Load(); rel >= next {
+	if next := e.next.Load(); rel >= next || next-rel > e.interval {
 		if e.next.CompareAndSwap(next, rel+e.interval) {
 			e.refresh(ep)
 		}

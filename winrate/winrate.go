@@ -159,6 +159,12 @@ func (l *Loop) advance(now time.Time) {
 		return
 	}
 	idx := int64(now.Sub(l.anchor) / l.period)
+	if idx < l.cur-periods {
+		// The clock stepped back more than a Window (or an earlier call
+		// was dated far ahead): take this time as the present.
+		l.cur, l.now, l.pending = idx, counts{}, [periods]counts{}
+		return
+	}
 	if now.Before(l.anchor) || idx <= l.cur {
 		// Not past the current period (or a clock read behind another
 		// goroutine's): count it in the current period.
@@ -234,7 +240,7 @@ func binomialTailBelow(k, n int64, p, alpha float64) bool {
 		if sum >= alpha {
 			return false
 		}
-		if term < sum*1e-12 {
+		if term == 0 || term < sum*1e-12 {
 			break
 		}
 		// term(i-1) / term(i) = i/(n-i+1) · (1-p)/p

@@ -30,3 +30,13 @@ func BenchmarkAdmitStartedParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBinomialTailBelow: the lower tail of a period with very many hedges, whose first
+// term underflows to 0: it stops there (a few steps), not after k terms.
+func BenchmarkBinomialTailBelow(b *testing.B) {
+	for b.Loop() {
+		if !binomialTailBelow(5e6, 1e8, 0.1, falseAlarm) {
+			b.Fatal("5% of hedges won against a floor of 10%, over 1e8: not short")
+		}
+	}
+}
