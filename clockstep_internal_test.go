@@ -10,7 +10,7 @@ func TestSaturationAfterStrayTime(t *testing.T) {
 	s := &saturation{limit: 5 * time.Millisecond, interval: int64(saturationInterval), probe: func() time.Duration { return lat }}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.check(t0.Add(365 * 24 * time.Hour)) // one stray timestamp while saturated
-	lat = 0                                 // the process recovers
+	lat = 0                               // the process recovers
 	busy := false
 	for i := 1; i <= 600; i++ { // a minute of checks
 		busy = s.check(t0.Add(time.Duration(i) * saturationInterval))

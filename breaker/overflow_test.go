@@ -34,4 +34,3 @@ func TestWindowHuge(t *testing.T) {
 		t.Errorf("window of ~292 years holds %d of 10 calls made over 10s", c)
 	}
 }
-
