@@ -99,7 +99,7 @@ func (i *Interceptor) replayStreamFor(ctx context.Context, desc *grpc.StreamDesc
 		s.limit = DefaultReplayBuffer
 	}
 	s.cond = sync.NewCond(&s.mu)
-	s.rctx.Context = ctx
+	s.rctx.Context, s.rctx.route.policy = ctx, m.policy
 	go s.race()
 	return s
 }
@@ -275,6 +275,13 @@ func (s *replayStream) SendMsg(m any) error {
 	if s.closed {
 		return errors.New("hedgegrpc: SendMsg after CloseSend")
 	}
+	select {
+	case <-s.done:
+		if s.winner == nil || s.winner.ctx.Err() != nil {
+			return io.EOF // the call is over: RecvMsg has its status, as on a plain stream
+		}
+	default:
+	}
 	s.buf = append(s.buf, pm)
 	k := len(s.buf)
 	if s.commitTo == nil && !s.overflow {
@@ -307,7 +314,7 @@ func (s *replayStream) earliestRunning() *replayAttempt {
 			return a
 		}
 	}
-	return s.running[len(s.running)-1]
+	return nil // none live: the next attempt to open a stream takes the commit
 }
 
 func (s *replayStream) CloseSend() error {

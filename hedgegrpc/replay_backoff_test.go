@@ -1,0 +1,102 @@
+package hedgegrpc
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/budget"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+)
+
+// replayTestServer: attempt 0 of a client-streaming call fails UNAVAILABLE at once; later attempts
+// read everything and answer with the total size.
+type replayTestServer struct {
+	testpb.UnimplementedTestServiceServer
+	calls atomic.Int32
+	fail  func(n int32) error
+}
+
+func (s *replayTestServer) StreamingInputCall(st grpc.ClientStreamingServer[testpb.StreamingInputCallRequest, testpb.StreamingInputCallResponse]) error {
+	n := s.calls.Add(1)
+	if err := s.fail(n); err != nil {
+		return err
+	}
+	total := 0
+	for {
+		m, err := st.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		total += len(m.GetPayload().GetBody())
+	}
+	return st.SendAndClose(&testpb.StreamingInputCallResponse{AggregatedPayloadSize: int32(total)})
+}
+
+func replayTestDial(t *testing.T, hi *Interceptor, srvImpl testpb.TestServiceServer) testpb.TestServiceClient {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	testpb.RegisterTestServiceServer(srv, srvImpl)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	cc, err := grpc.NewClient(lis.Addr().String(), append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return testpb.NewTestServiceClient(cc)
+}
+
+// The first attempt fails (UNAVAILABLE, retriable); while the retry waits out its backoff,
+// the caller's messages outgrow the replay buffer. The call commits to the dead attempt 0,
+// and the retry waits for s.lost, which nothing will ever close.
+func TestReplayOverflowDuringBackoff(t *testing.T) {
+	pol := hedge.Config{Attempts: 2, Budget: budget.Config{Off: true},
+		Backoff: hedge.Backoff{Initial: 300 * time.Millisecond, Maximum: 300 * time.Millisecond, Jitter: hedge.Off}}
+	hi := newInterceptor(t, Config{Policy: pol, Idempotent: []string{"/grpc.testing.TestService/"}, ReplayBuffer: 100})
+	sv := &replayTestServer{fail: func(n int32) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, "first attempt fails")
+		}
+		return nil
+	}}
+	client := replayTestDial(t, hi, sv)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	st, err := client.StreamingInputCall(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: []byte("small")}}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(2*time.Second, func() bool { return sv.calls.Load() == 1 }) {
+		t.Fatal("attempt 0 never arrived")
+	}
+	time.Sleep(100 * time.Millisecond) // attempt 0 has failed; the retry waits 300ms
+	if err := st.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: []byte(strings.Repeat("x", 200))}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := st.CloseAndRecv()
+	t.Logf("CloseAndRecv after %v: resp=%v err=%v server calls=%d", time.Since(start).Round(time.Millisecond), resp, err, sv.calls.Load())
+	if err != nil {
+		t.Fatalf("want the retry to carry the call (205 bytes), got %v", err)
+	}
+}
