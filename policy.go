@@ -452,7 +452,11 @@ func (p *Policy) saturated(now time.Time) bool {
 
 func (p *Policy) noteOverload(now time.Time, retryAfter time.Duration) {
 	d := max(p.cfg.cooldown, retryAfter)
-	until := now.Add(d).UnixNano()
+	t := now.UnixNano()
+	until := t + int64(d)
+	if d > 0 && until < t {
+		until = 1<<63 - 1 // a pause past the year 2262: as long as can be, not none
+	}
 	for {
 		cur := p.overloadUntil.Load()
 		if cur >= until || p.overloadUntil.CompareAndSwap(cur, until) {

@@ -367,6 +367,11 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 			return nil
 		}
 		s.timerSet = false
+		if err := s.ctx.Err(); err != nil {
+			// The timer and the caller's end came together, and the select took the timer:
+			// no hedge or retry for a caller who has gone.
+			return c.Cancel(now, err)
+		}
 		return c.TimerFired(now)
 	}
 	if k < wakeUp {
@@ -386,11 +391,17 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 		return c.Cancel(now, r.panic)
 	}
 	if r.err != nil && s.ctx.Err() != nil {
+		if s.discard != nil {
+			s.discard(r.v, r.err) // never returned: the call ends with the caller's error
+		}
 		return c.Cancel(now, s.ctx.Err()) // the caller gave up: not the attempt's failure
 	}
 	o, pe := classify(s.p, r.err)
 	if pe != nil {
 		s.pan = pe
+		if s.discard != nil {
+			s.discard(r.v, r.err) // never returned: the call ends with Classify's panic
+		}
 		return c.Cancel(now, pe)
 	}
 	return c.AttemptDone(now, int(k), o)
