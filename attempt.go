@@ -47,7 +47,7 @@ func (a *attemptRun[T]) run() {
 				a.drv.takeOver() // an inline call whose caller is busy needs a driver
 			}
 		} else if a.discard != nil && a.panic == nil {
-			a.discard(a.v, a.err) // the call has moved on without this answer
+			discardLate(a.discard, a.v, a.err) // the call has moved on without this answer
 		}
 	}()
 	a.v, a.err = a.fn(a.ctx)
@@ -472,4 +472,13 @@ func (s *attemptState) renewRest() {
 		s.slow.Store(false)
 	}
 	s.lost, s.received, s.inlineFirst = false, false, false
+}
+
+// discardLate runs discard for an answer that arrived after its call was over, on the
+// attempt's own goroutine: a panic in it is recovered and dropped, as a late attempt's own
+// panic is, since no caller is waiting to receive it and no goroutine Do started may crash
+// the process.
+func discardLate[T any](discard func(T, error), v T, err error) {
+	defer func() { _ = recover() }()
+	discard(v, err)
 }

@@ -56,7 +56,9 @@ func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, erro
 // discard, when not nil, receives every answer that will never be returned: those of losing
 // attempts that answered after the call had already been decided. It is where an adapter
 // closes a losing response body. It may run in an attempt's goroutine after DoDetached has
-// returned.
+// returned. A panic in discard while the call runs ends it as a panic in Classify does (a
+// *PanicError for the caller, the call ended cleanly first); one in an attempt's goroutine
+// after DoDetached has returned is recovered and dropped.
 func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, hold Hold, err error) {
 	v, w, err := run(ctx, p, fn, discard, true)
 	return v, detach(ctx, w), err

@@ -103,7 +103,8 @@ func (e *AttemptsError) Unwrap() []error {
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the stack of the panicking goroutine, as debug.Stack returns it
-	// Where names the code that panicked: "attempt", "Observer" or "Classify".
+	// Where names the code that panicked: "attempt", "Observer", "Classify" or "discard"
+	// (DoDetached's).
 	Where string
 
 	goexit bool // the attempt called runtime.Goexit

@@ -381,8 +381,8 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 	r.received = true
 	if r.lost {
 		s.pending--
-		if s.discard != nil && r.panic == nil {
-			s.discard(r.v, r.err)
+		if r.panic == nil {
+			s.discardAnswer(r.v, r.err)
 		}
 		return nil
 	}
@@ -391,17 +391,13 @@ func (s *race[T]) event(atts []*attemptRun[T], k int32, now time.Time) []Action 
 		return c.Cancel(now, r.panic)
 	}
 	if r.err != nil && s.ctx.Err() != nil {
-		if s.discard != nil {
-			s.discard(r.v, r.err) // never returned: the call ends with the caller's error
-		}
+		s.discardAnswer(r.v, r.err)       // never returned: the call ends with the caller's error
 		return c.Cancel(now, s.ctx.Err()) // the caller gave up: not the attempt's failure
 	}
 	o, pe := classify(s.p, r.err)
 	if pe != nil {
 		s.pan = pe
-		if s.discard != nil {
-			s.discard(r.v, r.err) // never returned: the call ends with Classify's panic
-		}
+		s.discardAnswer(r.v, r.err) // never returned: the call ends with Classify's panic
 		return c.Cancel(now, pe)
 	}
 	return c.AttemptDone(now, int(k), o)
@@ -424,8 +420,8 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 		s.pending--
 		r := atts[k] // an answer already on its way when its attempt was cancelled
 		r.received = true
-		if s.discard != nil && r.panic == nil {
-			s.discard(r.v, r.err)
+		if r.panic == nil {
+			s.discardAnswer(r.v, r.err)
 		}
 	}
 	c := s.c
@@ -444,8 +440,8 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 	if s.pan == nil {
 		s.pan = c.panicked // user code the state machine called (the Observer) panicked
 	}
-	if s.pan != nil && c.won >= 0 && s.discard != nil {
-		s.discard(atts[c.won].v, nil) // an answer that was won, and will not be returned
+	if s.pan != nil && c.won >= 0 {
+		s.discardAnswer(atts[c.won].v, nil) // an answer that was won, and will not be returned
 	}
 	err = c.Err()
 	c.drop()
@@ -493,4 +489,26 @@ func detach(ctx context.Context, w *attemptState) Hold {
 	w.watch = stop // the state is this call's until released: gen has not moved
 	w.mu.Unlock()
 	return Hold{w: w, gen: gen, watched: true}
+}
+
+// discardAnswer hands an answer that will never be returned to the caller's discard. A panic
+// in it ends the call as a panic in Classify does (the caller gets a *PanicError once the call
+// is cleanly over), not in the middle of the driver's work, with attempts still to cancel and
+// permits to give back.
+func (s *race[T]) discardAnswer(v T, err error) {
+	if s.discard == nil {
+		return
+	}
+	normal := false
+	defer func() {
+		if !normal {
+			x := recover()
+			if s.pan == nil {
+				s.pan = newPanicError("discard", x)
+				s.pan.goexit = x == nil
+			}
+		}
+	}()
+	s.discard(v, err)
+	normal = true
 }
