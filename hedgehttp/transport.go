@@ -582,7 +582,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, hold, err := do(c, st.policy, runAttempt, t.discardFn)
 	c.over.Store(true)
 	for c.copying.Load() != 0 {
-		runtime.Gosched() // an attempt copying the request: a clone away from done
+		runtime.Gosched() // an attempt copying the request: a clone, and its body (GetBody), from done
 	}
 	if c.body() == nil && c.bodyOwned.CompareAndSwap(false, true) {
 		// No attempt took the caller's body, and none can take it now: close it here
