@@ -67,8 +67,11 @@ func (d ClientDelay) check() error {
 // streamBusy is the random stream of the clients' own delays.
 const streamBusy uint64 = 0x62757379 // "busy"
 
-// clientLag is a ClientDelay compiled for a run: it draws each late event's delay from its
-// own stream, which nothing else draws from.
+// clientLag is a ClientDelay compiled for a run. It draws each late event's delay from a
+// stream of its own, which nothing else draws from, seeded afresh for each event by what the
+// event is (an answer to attempt k of call i, a timer of call i due e after it arrived, the
+// send of call i): the same event is as late under every setup of a comparison, however many
+// other events the setups draw for (common random numbers, as for service times).
 type clientLag struct {
 	every, on    int64
 	busy, timers float64 // means, ns
@@ -76,18 +79,32 @@ type clientLag struct {
 	sends        Distribution
 	wakeups      Distribution
 	hedges       Distribution
+	key          uint64 // the run's stream of delays
 	rng          rand.PCG
 	r            *rand.Rand
 }
+
+// The kinds of event a client is late to, each drawn apart.
+const (
+	lagAnswer uint64 = iota + 1
+	lagTimer
+	lagSend
+)
 
 func (l *clientLag) reset(d ClientDelay, seed uint64) {
 	l.every, l.on = int64(d.Every), int64(d.For)
 	l.busy, l.timers, l.answers, l.sends = float64(d.Busy), float64(d.Timers), d.Answers, d.Sends
 	l.wakeups, l.hedges = d.Wakeups, d.Hedges
-	l.rng.Seed(streamKey(seed, streamBusy), mix(seed))
+	l.key = streamKey(seed, streamBusy)
 	if l.r == nil {
 		l.r = rand.New(&l.rng)
 	}
+}
+
+// event seeds the stream for the event of the given kind of call i; sub tells apart the
+// events of one kind (an attempt, a timer's time).
+func (l *clientLag) event(kind uint64, i int, sub uint64) {
+	l.rng.Seed(mix(l.key^mix(kind<<56^sub)), mix(uint64(i)))
 }
 
 // answer is how late attempt k's answer, due at t, e after call i arrived, reaches the state
@@ -96,6 +113,7 @@ func (l *clientLag) answer(t int64, k, i int, e int64) int64 {
 	if !l.busyAt(t) {
 		return 0
 	}
+	l.event(lagAnswer, i, uint64(k))
 	if k > 0 && l.hedges != nil {
 		return l.draw(l.hedges, i, e)
 	}
@@ -110,6 +128,7 @@ func (l *clientLag) timer(t int64, i int, e int64) int64 {
 	if !l.busyAt(t) {
 		return 0
 	}
+	l.event(lagTimer, i, uint64(e))
 	if l.wakeups != nil {
 		return l.draw(l.wakeups, i, e)
 	}
@@ -119,9 +138,9 @@ func (l *clientLag) timer(t int64, i int, e int64) int64 {
 // draw draws from d for an event e after call i arrived (a Series draws where it was).
 func (l *clientLag) draw(d Distribution, i int, e int64) int64 {
 	if sr, ok := d.(Series); ok {
-		return int64(max(sr.SampleAt(l.r, i, time.Duration(e)), 0))
+		return int64(min(max(sr.SampleAt(l.r, i, time.Duration(e)), 0), maxService))
 	}
-	return int64(max(d.Sample(l.r), 0))
+	return int64(min(max(d.Sample(l.r), 0), maxService))
 }
 
 // busyAt reports whether the client is busy at t.
@@ -132,7 +151,7 @@ func (l *clientLag) exp(m float64) int64 {
 	if m == 0 {
 		return 0
 	}
-	return int64(l.r.ExpFloat64() * m)
+	return int64(min(l.r.ExpFloat64()*m, float64(maxService)))
 }
 
 // send is how late call i, arriving at t, leaves its client.
@@ -140,6 +159,7 @@ func (l *clientLag) send(t int64, i int) int64 {
 	if l.sends == nil || !l.busyAt(t) {
 		return 0
 	}
+	l.event(lagSend, i, 0)
 	return l.draw(l.sends, i, 0)
 }
 

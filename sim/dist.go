@@ -30,7 +30,16 @@ type LogNormal struct {
 
 // Sample draws Median·e^(Sigma·N(0,1)).
 func (d LogNormal) Sample(r *rand.Rand) time.Duration {
-	return time.Duration(float64(d.Median) * math.Exp(d.Sigma*r.NormFloat64()))
+	return durationOf(float64(d.Median) * math.Exp(d.Sigma*r.NormFloat64()))
+}
+
+// durationOf converts x ns to a Duration, saturating: a draw past the largest Duration is the
+// largest, not a negative one (which the simulator would then serve in no time at all).
+func durationOf(x float64) time.Duration {
+	if x >= 1<<63 {
+		return math.MaxInt64
+	}
+	return time.Duration(x)
 }
 
 // Mean is Median·e^(Sigma²/2).
@@ -49,7 +58,7 @@ type Uniform struct {
 
 // Sample draws uniformly from [Min, Max].
 func (d Uniform) Sample(r *rand.Rand) time.Duration {
-	return d.Min + time.Duration(r.Float64()*float64(d.Max-d.Min))
+	return d.Min + min(durationOf(r.Float64()*float64(d.Max-d.Min)), d.Max-d.Min)
 }
 
 // Mean is (Min+Max)/2.
@@ -65,7 +74,7 @@ type Exponential struct {
 
 // Sample draws an exponential variate with mean MeanTime.
 func (d Exponential) Sample(r *rand.Rand) time.Duration {
-	return time.Duration(r.ExpFloat64() * float64(d.MeanTime))
+	return durationOf(r.ExpFloat64() * float64(d.MeanTime))
 }
 
 // Mean is MeanTime.
@@ -117,13 +126,19 @@ func (m Mixture) Sample(r *rand.Rand) time.Duration {
 		total += c.Weight
 	}
 	u := r.Float64() * total
-	for _, c := range m.Components {
+	last := len(m.Components) - 1 // the last component with any weight
+	for i, c := range m.Components {
 		if u < c.Weight {
 			return c.Dist.Sample(r)
 		}
 		u -= c.Weight
+		if c.Weight > 0 {
+			last = i
+		}
 	}
-	return m.Components[len(m.Components)-1].Dist.Sample(r)
+	// Rounding left u at or past the last weight: the draw is the last component that can be
+	// drawn at all, never one of weight 0.
+	return m.Components[last].Dist.Sample(r)
 }
 
 // Mean is the weighted mean of the components' means.
@@ -216,6 +231,10 @@ func validateShape(d Distribution) error {
 	case Exponential:
 		if d.MeanTime <= 0 {
 			return fmt.Errorf("sim: Exponential.MeanTime must be > 0, got %v", d.MeanTime)
+		}
+	case Pareto:
+		if d.Min <= 0 || !(d.Alpha > 0) || math.IsInf(d.Alpha, 0) || d.Max < d.Min {
+			return fmt.Errorf("sim: Pareto needs Min > 0, a finite Alpha > 0 and Max >= Min, got %v", d)
 		}
 	}
 	return nil

@@ -98,6 +98,16 @@ func mix(z uint64) uint64 {
 
 func streamKey(seed, stream uint64) uint64 { return mix(mix(seed) ^ stream) }
 
+// later is virtual time d (≥ 0) after t, saturating: a deadline or a delay too long to
+// happen in any run (a Timeout of math.MaxInt64, say) is at the end of time, not wrapped
+// into the past.
+func later(t, d int64) int64 {
+	if d > math.MaxInt64-t {
+		return math.MaxInt64
+	}
+	return t + d
+}
+
 // maxService caps one service time (about 13 days) so that virtual time cannot overflow.
 const maxService = time.Duration(1) << 50
 
@@ -132,6 +142,9 @@ type sim struct {
 	onEvent func(call int, e hedge.Event)
 	// onFinish, in tests, sees each measured call that succeeds as it ends, with its latency.
 	onFinish func(call int, latency int64)
+	// onCallEnd, for timelines, sees every call end, measured or not, at virtual time at,
+	// with its latency after its arrival and its error (nil: it succeeded).
+	onCallEnd func(at, latency int64, err error)
 }
 
 // model is the run's parameters, fixed from reset to the end of the run.
@@ -542,13 +555,13 @@ func (s *sim) arrive() {
 		s.measuredN++
 	}
 	if s.timeout > 0 {
-		s.h.push(event{t: s.now + s.timeout, kind: evDeadline, idx: si, gen: uint32(i)})
+		s.h.push(event{t: later(s.now, s.timeout), kind: evDeadline, idx: si, gen: uint32(i)})
 	}
 	if d := s.lag.send(s.now, i); d > 0 {
 		// The busy client gets to the call later: until then it waits in the client (a
 		// deadline fails it unsent), holding none of the client's places in flight.
 		sl.waiting = true
-		s.h.push(event{t: s.now + d, kind: evSend, idx: si, gen: uint32(i)})
+		s.h.push(event{t: later(s.now, d), kind: evSend, idx: si, gen: uint32(i)})
 		return
 	}
 	s.admit(si)
@@ -637,13 +650,16 @@ func (s *sim) giveUpWaiting(si int32) {
 }
 
 // growing reports, at the end of the arrivals, whether the queue never drained: no worker
-// was idle during the second half of the arrivals and the queue is longer than at the half —
-// or the queue is long (50 requests per worker) and grew over the last two quarters. A stable
-// queue, however loaded, empties now and then; one fed faster than it is served does not.
+// was idle during the second half of the arrivals and the queue is longer than at the half,
+// and long (10 requests per worker) — or the queue is very long (50 requests per worker) and
+// grew over the last two quarters. A stable queue, however loaded, empties now and then; one
+// fed faster than it is served does not. A short run at a high load can keep every worker
+// busy for its second half by chance, its queue a little longer at the end: that alone is no
+// collapse.
 func (s *sim) growing() bool {
 	q := &s.queueAt
 	end, half, q3 := q[checkpoints], q[checkpoints/2], q[checkpoints*3/4]
-	if s.lastIdle < s.midT && end > half {
+	if s.lastIdle < s.midT && end > half && end >= 10*s.workers*s.replicas {
 		return true
 	}
 	return end >= 50*s.workers*s.replicas && end > q3 && q3 > half
@@ -818,7 +834,7 @@ func (s *sim) complete(w int32) {
 	if s.lagging {
 		sl := s.slots[si]
 		if d := s.lag.answer(s.now, k, sl.idx, s.now-sl.arrive); d > 0 {
-			s.h.push(event{t: s.now + d, kind: evAnswer, idx: si, gen: answerGen(k, sl.idx)})
+			s.h.push(event{t: later(s.now, d), kind: evAnswer, idx: si, gen: answerGen(k, sl.idx)})
 			return
 		}
 	}
@@ -969,7 +985,7 @@ func (s *sim) discard(r int32) {
 	}
 	if s.tieDelay > 0 { // the cancellation travels to the server first
 		req.cancelling = true
-		s.h.push(event{t: s.now + s.tieDelay, kind: evCancel, idx: r, gen: req.gen})
+		s.h.push(event{t: later(s.now, s.tieDelay), kind: evCancel, idx: r, gen: req.gen})
 		return
 	}
 	s.cancelAtServer(r)
@@ -1007,7 +1023,7 @@ func (s *sim) armTimer(si int32, at int64) {
 		at = s.now
 	}
 	if s.lagging {
-		at += s.lag.timer(at, sl.idx, at-sl.arrive)
+		at = later(at, s.lag.timer(at, sl.idx, at-sl.arrive))
 	}
 	s.h.push(event{t: at, kind: evTimer, idx: si, gen: sl.timerGen})
 }
@@ -1028,6 +1044,9 @@ func (s *sim) finishCall(si int32, err error, started bool) {
 	sl.finished = true
 	if started && s.clientInFlight > 0 {
 		s.callEnded(sl)
+	}
+	if s.onCallEnd != nil {
+		s.onCallEnd(s.now, s.now-sl.arrive, err)
 	}
 	if sl.measured {
 		s.outstanding--

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -29,13 +30,18 @@ const (
 // be able to ask for unbounded memory.
 const maxWorkers = 1 << 20
 
+// MaxCalls is the most calls a run takes: each measured call keeps its latency, and a billion
+// of them is 8 GB.
+const MaxCalls = 1_000_000_000
+
 // Params is the queueing model one point runs in. A zero field means the documented default.
 type Params struct {
 	// Workers serving the one shared FIFO queue. 0 = 16; at most 1<<20.
 	Workers int
 	// Service is the service-time distribution. nil = ReferenceMixture().
 	Service Distribution
-	// Calls is how many calls arrive; the first WarmupFraction of them are not measured.
+	// Calls is how many calls arrive; the first WarmupFraction of them are not measured. At
+	// most MaxCalls.
 	// 0 = 200,000.
 	Calls int
 	// WarmupFraction of the calls (by arrival) are not measured. 0 = 0.1; must be in [0, 1).
@@ -122,6 +128,8 @@ func (p Params) resolve() (Params, error) {
 		return p, fmt.Errorf("sim: Workers must be in [1, %d] (0 = 16), got %d", maxWorkers, p.Workers)
 	case p.Calls < 0:
 		return p, fmt.Errorf("sim: Calls must be >= 1 (0 = 200000), got %d", p.Calls)
+	case p.Calls > MaxCalls:
+		return p, fmt.Errorf("sim: Calls must be at most %d, got %d", MaxCalls, p.Calls)
 	case !(p.WarmupFraction >= 0 && p.WarmupFraction < 1):
 		return p, fmt.Errorf("sim: WarmupFraction must be in [0, 1), got %v", p.WarmupFraction)
 	case p.MaxQueue < 0:
@@ -653,6 +661,18 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 // errStopped says runAll ended before every run finished, with no error of its own to give.
 var errStopped = errors.New("sim: stopped before every run finished")
 
+// runContained is run(ctx, r, i), with a panic in it (a setup's Observer, say) recovered and
+// returned as an error: it ends the sweep, not the process.
+func runContained(ctx context.Context, r *runner, i int, run func(ctx context.Context, r *runner, i int) (Point, error)) (pt Point, panicked bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pt, panicked, err = Point{}, true, fmt.Errorf("sim: run %d panicked: %v\n%s", i, v, debug.Stack())
+		}
+	}()
+	pt, err = run(ctx, r, i)
+	return pt, false, err
+}
+
 // runAll runs n simulations on par goroutines, each reusing a runner of its own; run returns
 // the i-th. The first error stops the others. progress, when not nil, is called on the
 // calling goroutine after each run with how many are done. It returns every run's Point, or
@@ -676,7 +696,11 @@ func runAll(ctx context.Context, par, n int, run func(ctx context.Context, r *ru
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				points[i], errs[i] = run(ctx, r, i)
+				var panicked bool
+				points[i], panicked, errs[i] = runContained(ctx, r, i, run)
+				if panicked {
+					r = newRunner() // the run stopped halfway: start the next afresh
+				}
 				if errs[i] != nil {
 					cancel()
 				}

@@ -61,7 +61,8 @@ func (s *Second) UnmarshalJSON(b []byte) error {
 
 // Timeline is one run second by second: a setup under a balancer at one load, cancellation
 // mode and seed. P99Ms is the run's p99 as its Point reports it ([Failed], null in JSON, when
-// it lands on a failed call).
+// it lands on a failed call); Collapse is the Point's, and a run that collapsed has no p99
+// (Failed).
 type Timeline struct {
 	Setup        string
 	Balancer     string
@@ -70,6 +71,7 @@ type Timeline struct {
 	Seed         uint64
 	SlowAfterMs  float64
 	P99Ms        float64
+	Collapse     bool
 	Seconds      []Second
 }
 
@@ -82,12 +84,13 @@ type timelineJSON struct {
 	Seed         uint64   `json:"seed"`
 	SlowAfterMs  float64  `json:"slow_after_ms"`
 	P99Ms        *float64 `json:"p99_ms"`
+	Collapse     bool     `json:"collapse,omitempty"`
 	Seconds      []Second `json:"seconds"`
 }
 
 // MarshalJSON writes t with a Failed percentile as null.
 func (t Timeline) MarshalJSON() ([]byte, error) {
-	return json.Marshal(timelineJSON{t.Setup, t.Balancer, t.LoadPct, t.Cancellation, t.Seed, t.SlowAfterMs, msOut(t.P99Ms), t.Seconds})
+	return json.Marshal(timelineJSON{t.Setup, t.Balancer, t.LoadPct, t.Cancellation, t.Seed, t.SlowAfterMs, msOut(t.P99Ms), t.Collapse, t.Seconds})
 }
 
 // UnmarshalJSON reads t, a null percentile as Failed.
@@ -96,7 +99,7 @@ func (t *Timeline) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*t = Timeline{w.Setup, w.Balancer, w.LoadPct, w.Cancellation, w.Seed, w.SlowAfterMs, msIn(w.P99Ms), w.Seconds}
+	*t = Timeline{w.Setup, w.Balancer, w.LoadPct, w.Cancellation, w.Seed, w.SlowAfterMs, msIn(w.P99Ms), w.Collapse, w.Seconds}
 	return nil
 }
 
@@ -140,13 +143,19 @@ func Timelines(ctx context.Context, cfg SweepConfig, slowAfter time.Duration) ([
 			}
 			rec.note(e)
 		}
+		// A call's end comes from the engine, not from the policy's CallFinished: its latency
+		// counts from its arrival, time spent waiting in its client included, and a call
+		// that never left its client ends too.
+		r.s.onCallEnd = rec.ended
+		defer func() { r.s.onCallEnd = nil }()
 		pt, err := r.run(ctx, p, setup, load, mode, seed)
 		if err != nil {
 			return pt, err
 		}
 		out[i] = Timeline{
 			Setup: run.setup.Name, Balancer: p.balancerName(), LoadPct: load, Cancellation: mode, Seed: seed,
-			SlowAfterMs: float64(slowAfter) / float64(time.Millisecond), P99Ms: pt.P99Ms, Seconds: rec.seconds(),
+			SlowAfterMs: float64(slowAfter) / float64(time.Millisecond), P99Ms: latency(pt, pt.P99Ms),
+			Collapse: pt.Collapse, Seconds: rec.seconds(),
 		}
 		return pt, nil
 	}, nil)
@@ -169,31 +178,40 @@ type secondsRecorder struct {
 	secs      []second
 }
 
-// second is a Second being recorded, with the latencies of its successful calls.
+// second is a Second being recorded, with the latencies (ns) of its successful calls.
 type second struct {
 	Second
-	latencies []time.Duration
+	latencies []int64
 }
 
 func newSeconds(slowAfter time.Duration) *secondsRecorder {
 	return &secondsRecorder{slowAfter: slowAfter}
 }
 
-func (r *secondsRecorder) note(e hedge.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := e.Time.UnixNano() / int64(time.Second)
+// at returns the second t falls in, nil for one before the first recorded.
+func (r *secondsRecorder) at(t time.Time) *second {
+	k := t.UnixNano() / int64(time.Second)
 	if len(r.secs) == 0 {
 		r.first = k
 	}
 	i := int(k - r.first)
 	if i < 0 {
-		return // virtual time does not go back; an event before the first is none of the run's
+		return nil // virtual time does not go back; an event before the first is none of the run's
 	}
 	for len(r.secs) <= i {
 		r.secs = append(r.secs, second{})
 	}
-	s := &r.secs[i]
+	return &r.secs[i]
+}
+
+// note records a policy's event: the hedges sent, won and refused.
+func (r *secondsRecorder) note(e hedge.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.at(e.Time)
+	if s == nil {
+		return
+	}
 	switch e.Kind {
 	case hedge.HedgeStarted:
 		s.Hedges++
@@ -204,18 +222,28 @@ func (r *secondsRecorder) note(e hedge.Event) {
 			s.Refused = map[string]int{}
 		}
 		s.Refused[e.Reason.String()]++
-	case hedge.CallFinished:
-		s.Calls++
-		switch {
-		case e.Err != nil:
-			s.Failed++
-			s.Slow++ // slower than any success
-		case e.Duration > r.slowAfter:
-			s.Slow++
-			fallthrough
-		default:
-			s.latencies = append(s.latencies, e.Duration)
-		}
+	}
+}
+
+// ended records the end of a call at virtual time at (ns), latency after its arrival; err is
+// its error, nil if it succeeded.
+func (r *secondsRecorder) ended(at, latency int64, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.at(vtime(at))
+	if s == nil {
+		return
+	}
+	s.Calls++
+	switch {
+	case err != nil:
+		s.Failed++
+		s.Slow++ // slower than any success
+	case time.Duration(latency) > r.slowAfter:
+		s.Slow++
+		fallthrough
+	default:
+		s.latencies = append(s.latencies, latency)
 	}
 }
 
@@ -227,13 +255,9 @@ func (r *secondsRecorder) seconds() []Second {
 	for i := range r.secs {
 		s := &r.secs[i]
 		if s.Calls > 0 {
-			// The failed calls sort after every success.
+			// The failed calls sort after every success, as in a Point.
 			slices.Sort(s.latencies)
-			if k := s.Calls * 99 / 100; k < len(s.latencies) {
-				s.P99Ms = float64(s.latencies[k]) / float64(time.Millisecond)
-			} else {
-				s.P99Ms = Failed
-			}
+			s.P99Ms = quantileMs(s.latencies, s.Failed, 0.99)
 		}
 		out[i] = s.Second
 	}

@@ -168,12 +168,18 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		scorecard:  *scorecard,
 		timeline:   *timeline,
 	}
+	var modelFlags []string // the flags of a sweep's model that were given
 	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "service", "hedge-delay", "family", "clients", "client-inflight", "replicas", "balancer", "tie-delay":
+			modelFlags = append(modelFlags, "-"+f.Name)
+		}
 		switch f.Name {
 		case "setups":
 			cfg.setupSet = true
 		case "workers":
 			cfg.workersSet = true
+			modelFlags = append(modelFlags, "-workers")
 		case "calls":
 			cfg.callsSet = true
 		case "seeds":
@@ -204,6 +210,9 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	if cfg.deadline > 0 && cfg.scorecard {
 		return config{}, usagef("-deadline does not apply to -scorecard: its family %q runs every call with a deadline", "deadline")
 	}
+	if cfg.scorecard && len(modelFlags) > 0 {
+		return config{}, usagef("%s does not apply to -scorecard: each of its families has a model of its own (-families chooses them)", strings.Join(modelFlags, ", "))
+	}
 	if cfg.inflight < 0 {
 		return config{}, usagef("-client-inflight must be >= 0 (0 = unbounded), got %d", cfg.inflight)
 	}
@@ -217,8 +226,8 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		}
 	}
 	var err error
-	if cfg.calls <= 0 {
-		return config{}, usagef("-calls must be > 0, got %d", cfg.calls)
+	if cfg.calls <= 0 || cfg.calls > sim.MaxCalls {
+		return config{}, usagef("-calls must be > 0 and at most %d, got %d", sim.MaxCalls, cfg.calls)
 	}
 	if cfg.workers <= 0 {
 		return config{}, usagef("-workers must be > 0, got %d", cfg.workers)

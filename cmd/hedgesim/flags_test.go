@@ -67,7 +67,7 @@ func TestParseErrors(t *testing.T) {
 		args []string
 		want string // in the error
 	}{
-		{[]string{"-calls", "0"}, "-calls must be > 0, got 0"},
+		{[]string{"-calls", "0"}, "-calls must be > 0 and at most 1000000000, got 0"},
 		{[]string{"-calls", "x"}, `invalid value "x" for flag -calls`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
@@ -208,12 +208,19 @@ func TestDeadlineFlag(t *testing.T) {
 
 func TestParseModelFlags(t *testing.T) {
 	cfg, err := parseArgs([]string{"-family", "bursty", "-clients", "3", "-replicas", "4", "-balancer", "p2c, random",
-		"-tie-delay", "1ms", "-scorecard", "-families", "reference,few-workers"}, testNames, testFamilies, &bytes.Buffer{})
+		"-tie-delay", "1ms"}, testNames, testFamilies, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.family != "bursty" || cfg.clients != 3 || cfg.replicas != 4 || !slices.Equal(cfg.balancers, []string{"p2c", "random"}) ||
-		cfg.tieDelay != time.Millisecond || !cfg.scorecard || !slices.Equal(cfg.families, []string{"reference", "few-workers"}) ||
+		cfg.tieDelay != time.Millisecond || cfg.scorecard {
+		t.Errorf("config = %+v", cfg)
+	}
+	cfg, err = parseArgs([]string{"-scorecard", "-families", "reference,few-workers"}, testNames, testFamilies, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.scorecard || !slices.Equal(cfg.families, []string{"reference", "few-workers"}) ||
 		!slices.Equal(cfg.setups, []string{"recommended"}) || cfg.calls != defaultScorecardCalls {
 		t.Errorf("config = %+v", cfg)
 	}
@@ -223,6 +230,23 @@ func TestParseModelFlags(t *testing.T) {
 	} {
 		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q: no error", args)
+		}
+	}
+}
+
+// A scorecard's families have their own model: a flag of a sweep's model is refused with
+// -scorecard, not ignored.
+func TestScorecardRefusesModelFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-workers", "8"}, {"-service", "exponential:10ms"}, {"-hedge-delay", "5ms"}, {"-family", "bursty"},
+		{"-clients", "3"}, {"-client-inflight", "2"}, {"-replicas", "4"}, {"-balancer", "random"}, {"-tie-delay", "1ms"},
+	} {
+		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+		_, err := parseArgs(append(args, "-scorecard"), testNames, testFamilies, &bytes.Buffer{})
+		if want := args[0] + " does not apply to -scorecard"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q with -scorecard: error %v, want one saying %q", args, err, want)
 		}
 	}
 }

@@ -46,7 +46,10 @@ func runTimeline(ctx context.Context, cfg config, stdout, stderr io.Writer) int 
 			}
 		}
 		p99 := fmt.Sprintf("%.1f ms", tl.P99Ms)
-		if sim.IsFailed(tl.P99Ms) {
+		switch {
+		case tl.Collapse:
+			p99 = "collapse" // the run has no percentiles
+		case sim.IsFailed(tl.P99Ms):
 			p99 = "failed" // it lands on a failed call
 		}
 		fmt.Fprintf(stdout, "%s: p99 %s", report.TimelineName(tl), p99)

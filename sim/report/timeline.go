@@ -56,7 +56,7 @@ svg text{font-size:11px;fill:#444}
 		`<span style="background:%s"></span>hedges won</span>. Hover a point for its second's calls, p99 and refusals.</p>`+"\n",
 		colourSlow, html.EscapeString(slowMark), colourHedges, colourWon)
 	for _, t := range tls {
-		fmt.Fprintf(bw, "<h2>%s</h2>\n<p class=\"lead\">p99 %s</p>\n", html.EscapeString(TimelineName(t)), msText(t.P99Ms))
+		fmt.Fprintf(bw, "<h2>%s</h2>\n<p class=\"lead\">p99 %s</p>\n", html.EscapeString(TimelineName(t)), timelineP99(t))
 		writeTimelineChart(bw, t, seconds, top)
 	}
 	bw.WriteString("</body></html>\n")
@@ -130,7 +130,7 @@ func WriteTimelineMarkdown(w io.Writer, tls []sim.Timeline) error {
 		if i > 0 {
 			fmt.Fprintln(bw)
 		}
-		fmt.Fprintf(bw, "## %s\n\n%g %% load, cancellation %s, seed %d: p99 %s\n\n", mdEscape(TimelineName(tl)), tl.LoadPct, tl.Cancellation, tl.Seed, msText(tl.P99Ms))
+		fmt.Fprintf(bw, "## %s\n\n%g %% load, cancellation %s, seed %d: p99 %s\n\n", mdEscape(TimelineName(tl)), tl.LoadPct, tl.Cancellation, tl.Seed, timelineP99(tl))
 		fmt.Fprintf(bw, "| second | calls | failed | over %g ms (failed among them) | p99 (ms) | hedges | won | refused |\n", tl.SlowAfterMs)
 		fmt.Fprintln(bw, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 		for k, s := range tl.Seconds {
@@ -151,6 +151,15 @@ func refusals(s sim.Second) string {
 }
 
 // msText is a latency figure in words: "12.3 ms", or "failed".
+// timelineP99 is a timeline's p99 as text: "collapse" for a run that collapsed, which has
+// none.
+func timelineP99(t sim.Timeline) string {
+	if t.Collapse {
+		return "collapse"
+	}
+	return msText(t.P99Ms)
+}
+
 func msText(ms float64) string {
 	if sim.IsFailed(ms) {
 		return failedText
