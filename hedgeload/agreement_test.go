@@ -187,7 +187,7 @@ func agreement(t *testing.T, cfg runConfig) {
 				}
 				sims = append(sims, inModel(sp, s))
 			}
-			a := compare(p.Real, sims, cfg.band)
+			a := compare(p.Real, sims, measuredCalls(p.Real.Calls, cfg.warmup), cfg.band)
 			if a.OK && (wrong.all || p.Setup == sim.SetupNoHedge) {
 				t.Errorf("%s: %s, %s agrees with the real servers (sim p99 %s, real %s); the comparison cannot tell a wrong model",
 					wrong.name, p.Setup, p.Cancellation, fmtMs(sims[0].P99Ms), fmtMs(p.Real.P99Ms))

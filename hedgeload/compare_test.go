@@ -41,7 +41,7 @@ func TestCompare(t *testing.T) {
 		{"only the real run collapses", collapse, ref, false, "", "collapse: real true, simulated in 0 of 1 seeds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := compare(tc.real, tc.sims, 15)
+			a := compare(tc.real, tc.sims, 0, 15)
 			if a.OK != tc.ok {
 				t.Errorf("OK = %v, want %v (%+v)", a.OK, tc.ok, a)
 			}
@@ -57,7 +57,7 @@ func TestCompare(t *testing.T) {
 	// 2,700 calls the p99.9 (2.7 calls) may disagree, the p99 (27 calls) may not.
 	few := pt(10, 200, 600)
 	few.Calls = 2700
-	if a := compare(few, ref, 15); !a.OK || a.Checks[2].By != "few calls" || a.Checks[2].Real == nil || *a.Checks[2].Real != 600 {
+	if a := compare(few, ref, few.Calls, 15); !a.OK || a.Checks[2].By != "few calls" || a.Checks[2].Real == nil || *a.Checks[2].Real != 600 {
 		t.Errorf("p99.9 on 2.7 calls: %+v, want it reported and not judged", a)
 	} else if s := a.Checks[2].Sim; s.Median == nil || *s.Median != 290 || s.Min == nil || s.Max == nil {
 		t.Errorf("p99.9 on 2.7 calls: simulated %+v, want the simulated figure reported beside it", s)
@@ -65,13 +65,32 @@ func TestCompare(t *testing.T) {
 		t.Errorf("report cell %q, want the real and simulated figures", got)
 	}
 	few.P99Ms = 300
-	if a := compare(few, ref, 15); a.OK || !strings.Contains(a.Why, "p99_ms real 300.0") {
+	if a := compare(few, ref, few.Calls, 15); a.OK || !strings.Contains(a.Why, "p99_ms real 300.0") {
 		t.Errorf("p99 on 27 calls: %+v, want it judged (and failing)", a)
 	}
 	enough := pt(10, 200, 600)
 	enough.Calls = 20000
-	if a := compare(enough, ref, 15); a.OK || !strings.Contains(a.Why, "p999_ms real 600.0") {
+	if a := compare(enough, ref, enough.Calls, 15); a.OK || !strings.Contains(a.Why, "p999_ms real 600.0") {
 		t.Errorf("p99.9 on 20 calls: %+v, want it judged (and failing)", a)
+	}
+	// A seed whose figure lands on a failure bounds the seeds' range from above for a real
+	// figure as it does for a failed one: both agree by the spread, the real figure at
+	// least the lowest seed's less the band.
+	failedSeed := []sim.Point{pt(10, 200, 290), pt(10, 200, 290), pt(10, 200, sim.Failed)}
+	for _, real := range []float64{600, sim.Failed} {
+		if a := compare(pt(10, 200, real), failedSeed, 0, 15); !a.OK {
+			t.Errorf("p99.9 %v against seeds 290, 290 and failed: %+v, want it to agree", real, a)
+		}
+	}
+	if a := compare(pt(10, 200, 200), failedSeed, 0, 15); a.OK {
+		t.Errorf("p99.9 200 against seeds 290, 290 and failed: %+v, want it to disagree (below the lowest less 15 %%)", a)
+	}
+	// The rule counts the measured calls, not the warm-up's: 21,000 calls are 18,900 measured,
+	// 18.9 beyond the p99.9.
+	warmed := pt(10, 200, 600)
+	warmed.Calls = 21000
+	if a := compare(warmed, ref, measuredCalls(warmed.Calls, 0.1), 15); !a.OK || a.Checks[2].By != "few calls" {
+		t.Errorf("p99.9 on 18.9 of 21,000 calls: %+v, want it reported and not judged", a)
 	}
 	// The workers' utilisation is judged against the first seed's twin, which drew the real
 	// servers' service times, within tightPct: a server 10 % slower than the model, or one
@@ -83,7 +102,7 @@ func TestCompare(t *testing.T) {
 		real float64
 		ok   bool
 	}{{30.2, true}, {31.4, true}, {28.6, true}, {32.5, false}, {27.8, false}, {40, false}} {
-		a := compare(util(pt(10, 200, 290), tc.real), seeds, 15)
+		a := compare(util(pt(10, 200, 290), tc.real), seeds, 0, 15)
 		if a.OK != tc.ok || len(a.Checks) != 4 || a.Checks[3].Figure != "utilisation_pct" {
 			t.Errorf("utilisation %.1f %% against the same draws' 30 %% (seeds 29–31.5 %%): %+v, want ok %v", tc.real, a, tc.ok)
 		}
@@ -91,11 +110,11 @@ func TestCompare(t *testing.T) {
 			t.Errorf("utilisation %.1f %%: Why %q, want it to say so", tc.real, a.Why)
 		}
 	}
-	if a := compare(pt(10, 200, 290), seeds, 15); len(a.Checks) != 3 {
+	if a := compare(pt(10, 200, 290), seeds, 0, 15); len(a.Checks) != 3 {
 		t.Errorf("no real utilisation: %d checks, want the percentiles only", len(a.Checks))
 	}
 	// A figure that agrees only with the seeds' range says so.
-	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 15)
+	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
 	if !a.OK || a.Checks[1].By != "spread" {
 		t.Errorf("p99 80 against seeds 26, 26, 90, 300: %+v, want agreement by spread", a.Checks[1])
 	}

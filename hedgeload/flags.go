@@ -18,6 +18,9 @@ import (
 // point, the two setups that matter most, the loads where hedging is meant to help).
 const (
 	defaultCalls = 22300 // 10 % warm up: 20,070 measured calls
+	// maxCalls bounds -calls: a point keeps about 300 B of accounts per call, and sends its
+	// calls in real time (10 million at 1,000 calls a second is almost three hours).
+	maxCalls = 10_000_000
 	// defaultClosedCalls is a closed loop's calls per point: 115,200 measured, so that its
 	// p99.9 rests on 115 calls. With 20,070 the p99.9 of 64 callers against 2 % stragglers
 	// rested on 20, and one stall of the machine moved it 30 % from one run to the next.
@@ -102,7 +105,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind (a closed loop runs one at a time)")
 	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
-	band := fs.Float64("band", defaultBand, "agreement band: a real p99/p99.9 agrees within ±band % of the simulated one (the p50 and the utilisation within ±5 %, or band if smaller)")
+	band := fs.Float64("band", defaultBand, "agreement band: a real p99/p99.9 agrees within ±band % of the simulated one (the p50 within ±5 %, or band if smaller; the utilisation within ±5 % of its same-seed twin's)")
 	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	concurrency := fs.Int("concurrency", 0, "closed loop: this many callers, each sending its next call when its last ends, instead of\n"+
@@ -126,8 +129,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	r.timeScale, r.parallel, r.band, r.maxLag, r.warmup = *scale, *parallel, *band, *maxLag, 0.1
 	r.serverScale = *serverScaleF
 	switch {
-	case r.calls < 100:
-		return c, usagef("-calls must be >= 100, got %d", r.calls)
+	case r.calls < 100 || r.calls > maxCalls:
+		return c, usagef("-calls must be in [100, %d], got %d", maxCalls, r.calls)
 	case r.workers <= 0 || r.workers > 4096:
 		return c, usagef("-workers must be in [1, 4096], got %d", r.workers)
 	case r.replicas < 1 || r.replicas > 64:

@@ -85,6 +85,7 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		return nil, err
 	}
 	var waited atomic.Int64 // ns the admitted calls waited for a worker
+	life := newReplicaLife()
 	type arrivedKey struct{}
 	// arrive counts a measured call's attempt and, in "ignored" mode, keeps the client's
 	// cancellation from the queue and the handler, as the HTTP server does.
@@ -95,7 +96,10 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 			}
 		}
 		if !cfg.reaches {
-			ctx = context.WithoutCancel(ctx)
+			// The replica's stop still reaches them (replicaLife).
+			var cancel context.CancelFunc
+			ctx, cancel = life.detach(ctx)
+			defer cancel()
 		}
 		return next(context.WithValue(ctx, arrivedKey{}, time.Now()), req)
 	}
@@ -113,9 +117,10 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		hold(ctx, cfg, acct, call, attempt)
 		return new(emptypb.Empty), nil
 	}
-	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(arrive, q.UnaryServer)}
+	// Stop waits for the handlers (grpc-go's does not by default), which end with the replica.
+	opts := []grpc.ServerOption{grpc.WaitForHandlers(true), grpc.ChainUnaryInterceptor(arrive, q.UnaryServer)}
 	if cfg.reports {
-		opts = append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(arrive)}, q.ServerOptions()...)
+		opts = append([]grpc.ServerOption{grpc.WaitForHandlers(true), grpc.ChainUnaryInterceptor(arrive)}, q.ServerOptions()...)
 	}
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(grpcServiceDesc(h), nil)
@@ -127,7 +132,10 @@ func startGRPCReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		}
 	}
 	rp := &server{ln: ln, addr: ln.Addr().String(), acct: acct, done: make(chan struct{})}
-	rp.stop = srv.Stop
+	rp.stop = func() {
+		life.end()
+		srv.Stop()
+	}
 	rp.stats = func() workqueue.Stats {
 		s := q.Stats()
 		return workqueue.Stats{Workers: s.Workers, Capacity: s.Capacity, Running: s.Running, Queued: s.Queued,

@@ -31,6 +31,10 @@ type BehindError struct {
 	MaxLag   time.Duration // the allowed lag
 	InFlight int           // calls in flight when it stopped
 	Limit    int           // the allowed calls in flight (0: the lag was the problem)
+	// Queued is how many requests waited in the servers' queues as the limit stopped the run
+	// (with a Limit, and a pacer that can tell): the calls in flight then are still in
+	// flight, where after the run they have ended.
+	Queued int
 	// Sustained: the p99 of the lag over the whole point (Lag) was above MaxLag, though no
 	// single call was later than the run's limit.
 	Sustained bool
@@ -100,6 +104,9 @@ type pacer struct {
 	// closed > 0 ignores offsets: that many callers send len(offsets) calls in a closed loop
 	// (see runCallers), each call due when its caller sends it.
 	closed int
+	// queued, when not nil, counts the requests waiting in the servers' queues, for a
+	// BehindError's Queued.
+	queued func() int
 
 	inFlight atomic.Int64
 	maxSeen  int             // the most calls in flight at a send
@@ -145,7 +152,11 @@ func (p *pacer) run(ctx context.Context, start time.Time) error {
 			return &BehindError{Call: i, Lag: lag, MaxLag: p.maxLag, InFlight: int(p.inFlight.Load())}
 		}
 		if n := int(p.inFlight.Load()); n >= p.maxInFlight {
-			return &BehindError{Call: i, Lag: lag, MaxLag: p.maxLag, InFlight: n, Limit: p.maxInFlight}
+			be := &BehindError{Call: i, Lag: lag, MaxLag: p.maxLag, InFlight: n, Limit: p.maxInFlight}
+			if p.queued != nil {
+				be.Queued = p.queued()
+			}
+			return be
 		}
 		p.maxSeen = max(p.maxSeen, int(p.inFlight.Load()))
 		p.lags = append(p.lags, lag)

@@ -167,7 +167,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	if pc.concurrency > 0 {
 		probe = startTimerProbe(pc.seed, acct.t0, cl.measuring.Load)
 	}
-	p, err := pace(pctx, pc, warm, total, cl.send, &diag)
+	p, err := pace(pctx, pc, warm, total, cl.send, func() int { return queued(reps) }, &diag)
 	if probe != nil {
 		diag.timers.d, diag.timers.when = probe.stop()
 	}
@@ -183,9 +183,10 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	}
 	var behind *BehindError
 	switch {
-	case errors.As(err, &behind) && behind.Limit > 0 && queued(reps) >= behind.InFlight/2:
-		// The calls in flight wait in the servers' queues: the server, not the client, cannot
-		// keep up. That is a collapse, a figure in its own right.
+	case errors.As(err, &behind) && behind.Limit > 0 && (behind.Queued >= behind.InFlight/2 || queued(reps) >= behind.InFlight/2):
+		// The calls in flight waited in the servers' queues as the limit stopped the run (or,
+		// their losers left running, still do): the server, not the client, cannot keep up.
+		// That is a collapse, a figure in its own right.
 		pt.Collapse = true
 		pt.Calls = behind.Call
 		return pt, diag, nil
@@ -379,8 +380,9 @@ func (cl *caller) send(i int, due time.Time) {
 }
 
 // pace sends the point's calls on their schedule (or from closed-loop callers) until ctx ends,
-// and writes the generator's figures into diag.
-func pace(ctx context.Context, pc pointConfig, warm, total int, send func(int, time.Time), diag *diagnostics) (*pacer, error) {
+// and writes the generator's figures into diag; queued counts the requests waiting in the
+// servers' queues, which a BehindError over the limit of calls in flight reports.
+func pace(ctx context.Context, pc pointConfig, warm, total int, send func(int, time.Time), queued func() int, diag *diagnostics) (*pacer, error) {
 	lambda := rate(pc.loadPct, pc.workers, pc.replicas, pc.service)
 	offs := offsets(pc, total, lambda)
 	if pc.concurrency == 0 {
@@ -395,6 +397,7 @@ func pace(ctx context.Context, pc pointConfig, warm, total int, send func(int, t
 		maxInFlight: pc.maxInFlight,
 		send:        send,
 		closed:      pc.concurrency,
+		queued:      queued,
 	}
 	t0 := time.Now()
 	err := p.run(ctx, t0.Add(5*time.Millisecond))

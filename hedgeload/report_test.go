@@ -22,7 +22,7 @@ func sampleReport() Report {
 			Cancellations: []string{sim.Reaches}}, Protocols: []string{HTTP2}, TimeScale: 1, BandPct: 15},
 		Calibration: []Calibration{{Protocol: HTTP2, RoundTripP50Us: 120, RoundTripP99Us: 400, SleepP50Us: 250, SleepP99Us: 900, OverheadUs: 370}},
 		Points: []Result{{Setup: "recommended", LoadPct: 50, Cancellation: sim.Reaches, Protocol: HTTP2, Seed: 1,
-			Real: real, Sim: simulated, SimSeeds: []uint64{1}, Agreement: compare(real, []sim.Point{simulated}, 15)}},
+			Real: real, Sim: simulated, SimSeeds: []uint64{1}, Agreement: compare(real, []sim.Point{simulated}, 0, 15)}},
 	}
 }
 
@@ -105,7 +105,7 @@ func TestReportJSON(t *testing.T) {
 	// A percentile that lands on failed calls is null, as in hedgesim's report.json.
 	rep := sampleReport()
 	rep.Points[0].Real.P999Ms, rep.Points[0].Real.FailedPct = sim.Failed, 0.5
-	rep.Points[0].Agreement = compare(rep.Points[0].Real, []sim.Point{rep.Points[0].Sim}, 15)
+	rep.Points[0].Agreement = compare(rep.Points[0].Real, []sim.Point{rep.Points[0].Sim}, 0, 15)
 	b.Reset()
 	if err := writeJSON(&b, rep); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestReportMarkdownAndHTML(t *testing.T) {
 
 	// A disagreeing point says why, and a stopped run says that it stopped.
 	rep.Points[0].Real.P99Ms = 60
-	rep.Points[0].Agreement = compare(rep.Points[0].Real, []sim.Point{rep.Points[0].Sim}, 15)
+	rep.Points[0].Agreement = compare(rep.Points[0].Real, []sim.Point{rep.Points[0].Sim}, 0, 15)
 	rep.Stopped = "no hedge, 70% load: the load generator fell behind"
 	md.Reset()
 	writeMarkdown(&md, rep)

@@ -288,11 +288,23 @@ func runJobs(ctx context.Context, cfg runConfig, jobs []job, order []int, wireSv
 	return results, ran, errs
 }
 
+// pointDeadline is how long a point at load (%) may run: twice the time its calls take to
+// send, with room, plus a minute of model time. Open-loop calls are sent at the load's
+// rate; a closed loop's (no load: its rate is 0) by its callers, as many at once as there are
+// workers to serve them.
+func pointDeadline(cfg runConfig, load float64, wireSvc sim.Distribution) time.Duration {
+	var expected time.Duration
+	if cfg.callers > 0 {
+		expected = time.Duration(float64(cfg.calls) * float64(wireSvc.Mean()) / float64(min(cfg.callers, cfg.workers*cfg.replicas)) * 1.5)
+	} else {
+		expected = time.Duration(float64(cfg.calls) / rate(load, cfg.workers, cfg.replicas, wireSvc) * 1.5 * 1e9)
+	}
+	return 2*expected + time.Duration(float64(60*time.Second)*cfg.timeScale)
+}
+
 // runPoint runs one point for real, then simulates it, and compares them.
 func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distribution, slack time.Duration) (Result, error) {
 	s := cfg.timeScale
-	lambda := rate(j.load, cfg.workers, cfg.replicas, wireSvc)
-	expected := time.Duration(float64(cfg.calls) / lambda * 1.5 * 1e9)
 	pc := pointConfig{
 		setup:       j.setup,
 		loadPct:     j.load,
@@ -311,7 +323,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		maxLag:      cfg.maxLag,
 		concurrency: cfg.callers,
 		callTimeout: time.Duration(float64(30*time.Second) * s),
-		deadline:    2*expected + time.Duration(float64(60*time.Second)*s),
+		deadline:    pointDeadline(cfg, j.load, wireSvc),
 	}
 	real, diag, err := runReal(ctx, pc)
 	if err == nil {
@@ -371,7 +383,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		SimSeeds:     seeds,
 		twin:         delay,
 		TwinInFlight: twinInFlight,
-		Agreement:    compare(real, sims, cfg.band),
+		Agreement:    compare(real, sims, measuredCalls(real.Calls, cfg.warmup), cfg.band),
 		Generator:    diag,
 	}, nil
 }

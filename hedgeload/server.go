@@ -168,7 +168,8 @@ func handler(cfg serverConfig, acct *accounts) http.Handler {
 }
 
 // hold is a worker's part of attempt of call: it counts the attempt as reached, and holds the
-// worker for its drawn service time (less the slack), or, with reaches, until ctx is done.
+// worker for its drawn service time (less the slack), or until ctx is done: with reaches at
+// the request's cancellation, and always when the replica stops.
 func hold(ctx context.Context, cfg serverConfig, acct *accounts, call, attempt int) {
 	if call >= acct.warm && call < acct.calls {
 		// A worker started it: it reached the server. (In "ignored" mode every request
@@ -187,15 +188,15 @@ func hold(ctx context.Context, cfg serverConfig, acct *accounts, call, attempt i
 		// Nothing to hold: a timer of zero would still park the worker until the scheduler
 		// ran it again, a fraction of a millisecond on a busy machine, and load the servers
 		// with time the model does not draw (Sleep(0) returns at once).
-	case cfg.reaches:
+	default:
+		// With reaches, ctx ends with the request's cancellation; without, only with the
+		// replica (see replicaLife).
 		t := time.NewTimer(hold)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 		}
-	default:
-		time.Sleep(hold)
 	}
 	acct.served[call*maxAttempts+attempt].Add(int64(time.Since(start)))
 }
@@ -228,15 +229,23 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 		return nil, err
 	}
 	rp.stats = func() workqueue.Stats { return workqueue.Stats(q.Stats()) }
+	life := newReplicaLife()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !life.enter() {
+			http.Error(w, "hedgeload: the replica is stopping", http.StatusServiceUnavailable)
+			return
+		}
+		defer life.leave()
 		if call, attempt, ok := requestIDs(r); ok {
 			acct.arrive(call, attempt)
 		}
 		if !cfg.reaches {
 			// The server finishes every request it received: the request's cancellation
 			// must reach neither the queue (which would drop a queued request) nor the
-			// handler.
-			r = r.WithContext(context.WithoutCancel(r.Context()))
+			// handler. The replica's stop does.
+			ctx, cancel := life.detach(r.Context())
+			defer cancel()
+			r = r.WithContext(ctx)
 		}
 		q.ServeHTTP(w, r)
 	})
@@ -262,16 +271,71 @@ func startReplica(cfg serverConfig, acct *accounts) (*server, error) {
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 16}
 	rp.stop = func() {
+		life.end() // what the queue holds and runs ends, in either mode
 		if ls != nil {
 			ls.Close() // the streams end before their connections do
 		}
 		srv.Close()
+		life.wait()
 	}
 	go func() {
 		defer close(rp.done)
 		srv.Serve(ln)
 	}()
 	return rp, nil
+}
+
+// replicaLife is how long a replica runs, for its handlers. In "ignored" mode a request's own
+// cancellation reaches neither the queue nor the handler, and a server's Close does not wait
+// for its handlers: a replica stopped early (a collapse, a point stopped) would go on serving
+// what it had queued on goroutines of its own, beside the next point's servers. So each
+// request's context also ends when the replica stops (detach), and the stop waits for every
+// handler that started.
+type replicaLife struct {
+	base    context.Context
+	end     context.CancelFunc // ends base
+	mu      sync.Mutex
+	stopped bool
+	running sync.WaitGroup
+}
+
+func newReplicaLife() *replicaLife {
+	l := &replicaLife{}
+	l.base, l.end = context.WithCancel(context.Background())
+	return l
+}
+
+// enter counts a handler that starts, and reports false once the replica is stopping.
+func (l *replicaLife) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	l.running.Add(1)
+	return true
+}
+
+// leave counts a handler that entered and has returned.
+func (l *replicaLife) leave() { l.running.Done() }
+
+// detach returns ctx's values in a context that ends when the replica stops, not with ctx.
+func (l *replicaLife) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(l.base, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// wait ends the replica's life (if end has not) and waits for every handler that entered.
+func (l *replicaLife) wait() {
+	l.end()
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	l.running.Wait()
 }
 
 // close stops the server at once (the point is over: every measured call has ended).
