@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	"github.com/hedgekit/hedge"
@@ -41,6 +42,10 @@ func ExampleQueue_loadReport() {
 	// 0 queued, 1 of 4 workers busy
 }
 
+// streamFailures counts the load stream failures ExampleQueue_LoadStream's Transport is told
+// of (a real client would log them).
+var streamFailures atomic.Int64
+
 // A Queue's load stream sends its load to every client that opens it, every interval,
 // whatever the client's share of the calls; a Transport with LoadReportInterval opens one on
 // every server it calls. With streams, responses need no report of their own (NoLoadReport).
@@ -69,6 +74,10 @@ func ExampleQueue_LoadStream() {
 	tr, err := hedgehttp.NewTransport(hedgehttp.Config{
 		Policy:             hedge.Config{Trigger: hedge.AtQuantile(0.95)},
 		LoadReportInterval: 10 * time.Millisecond, // a stream on every server it calls
+		// A stream's request carries no caller's headers: add what the servers' middleware
+		// wants of it, and hear why a stream failed (it is opened again either way).
+		LoadStreamRequest: func(r *http.Request) { r.Header.Set("Authorization", "Bearer example-token") },
+		LoadStreamError:   func(server string, err error) { streamFailures.Add(1) },
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -40,6 +40,10 @@ const DefaultLoadStreamMinInterval = 50 * time.Millisecond
 // and it refuses new ones (503 with Retry-After).
 var ErrLoadStreamClosed = errors.New("hedgehttp: load stream closed")
 
+// ErrLoadStream is wrapped by the errors [Config.LoadStreamError] is told of that are a load
+// stream's own (a status other than 200, a stall, a stream that ended), not Next's.
+var ErrLoadStream = errors.New("hedgehttp: load stream failed")
+
 // LoadStream is the handler of a [Queue]'s load stream. A GET, with an optional query
 // parameter interval (a Go duration, "interval=20ms"), is answered 200 with a text/plain body
 // that never ends by itself: one line per report, the queue's load in the syntax of
@@ -198,8 +202,10 @@ type loadStreams struct {
 	t        *Transport
 	interval time.Duration
 	path     string
-	idle     time.Duration // loadStreamIdle; shorter in tests
-	stallMin time.Duration // loadStreamStallMin; shorter in tests
+	idle     time.Duration                  // loadStreamIdle; shorter in tests
+	stallMin time.Duration                  // loadStreamStallMin; shorter in tests
+	prepare  func(*http.Request)            // Config.LoadStreamRequest
+	failed   func(server string, err error) // Config.LoadStreamError
 
 	mu      sync.Mutex
 	closed  atomic.Bool // set under mu by close; read without it by follow's first look
@@ -245,6 +251,7 @@ func newLoadStreams(t *Transport, cfg Config) (*loadStreams, error) {
 	}
 	return &loadStreams{
 		t: t, interval: cfg.LoadReportInterval, path: path, idle: loadStreamIdle, stallMin: loadStreamStallMin,
+		prepare: cfg.LoadStreamRequest, failed: cfg.LoadStreamError,
 		hosts: make(map[*host]*hostStreams), servers: make(map[serverKey]*serverStream),
 	}, nil
 }
@@ -373,7 +380,11 @@ func (s *loadStreams) run(ctx context.Context, ss *serverStream) {
 	var wait, gap time.Duration
 	for {
 		var got, absent bool
-		got, absent, gap = s.read(ctx, ss, u, gap)
+		var err error
+		got, absent, gap, err = s.read(ctx, ss, u, gap)
+		if err != nil && ctx.Err() == nil { // a stream the Transport stopped did not fail
+			s.tell(k.addr, err)
+		}
 		wait = retryWait(wait, got, absent)
 		t := time.NewTimer(wait)
 		select {
@@ -383,6 +394,31 @@ func (s *loadStreams) run(ctx context.Context, ss *serverStream) {
 		case <-t.C:
 		}
 	}
+}
+
+// tell hands a stream's failure to Config.LoadStreamError, if any; a panic in it is dropped
+// (it runs on the stream's goroutine).
+func (s *loadStreams) tell(addr string, err error) {
+	if s.failed == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	s.failed(addr, err)
+}
+
+// prepared calls Config.LoadStreamRequest, if any, on req, and returns the panic it raised
+// as an error.
+func (s *loadStreams) prepared(req *http.Request) (err error) {
+	if s.prepare == nil {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: Config.LoadStreamRequest panicked: %v", ErrLoadStream, v)
+		}
+	}()
+	s.prepare(req)
+	return nil
 }
 
 // retryWait is how long a stream waits before it is opened again, after a try that waited
@@ -399,15 +435,19 @@ func retryWait(last time.Duration, got, absent bool) time.Duration {
 
 // read opens the stream once and hands each report to its hosts until the stream ends,
 // fails or stalls. got says a report came; absent, that the server has no stream to give. gap is the
-// time between the last two reports seen on the server's streams, for the watchdog.
-func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, gap time.Duration) (got, absent bool, _ time.Duration) {
+// time between the last two reports seen on the server's streams, for the watchdog. err is why
+// the stream is over: it always is, once read returns.
+func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, gap time.Duration) (got, absent bool, _ time.Duration, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return false, true, gap // an address no request can be made to: nothing to retry soon
+		return false, true, gap, err // an address no request can be made to: nothing to retry soon
 	}
 	req.Host = ss.key.hostHeader
+	if err := s.prepared(req); err != nil {
+		return false, false, gap, err
+	}
 	// The watchdog, from the request on (a server that never sends the response header has
 	// stalled too): a server may grant a longer interval than asked; the gap between its
 	// reports then sets how long a silence is a stall.
@@ -422,7 +462,10 @@ func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, ga
 	defer watchdog.Stop()
 	resp, err := s.t.next.RoundTrip(req)
 	if err != nil {
-		return false, false, gap
+		if stalled.Load() {
+			err = fmt.Errorf("%w: no response header from %s within %v: %w", ErrLoadStream, ss.key.addr, stall(), err)
+		}
+		return false, false, gap, err
 	}
 	defer resp.Body.Close()
 	// The context ends the body's reads too when Next does not tie them to it
@@ -430,11 +473,12 @@ func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, ga
 	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		err := fmt.Errorf("%w: %s answered %s", ErrLoadStream, ss.key.addr, resp.Status)
 		switch resp.StatusCode {
 		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-			return false, true, gap
+			return false, true, gap, err
 		}
-		return false, false, gap
+		return false, false, gap, err
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 128), loadStreamMaxLine)
@@ -453,12 +497,21 @@ func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, ga
 		got = true
 		s.deliver(now, ss, l)
 	}
+	silence := stall()
 	if stalled.Load() && !last.IsZero() {
 		// The server may send less often than the watchdog allowed: next time, allow at
 		// least this silence between two reports, up to what a report counts for.
 		gap = min(max(gap, time.Since(last)), hedge.LoadMaxAge)
 	}
-	return got, false, gap
+	switch {
+	case stalled.Load():
+		err = fmt.Errorf("%w: no report from %s within %v", ErrLoadStream, ss.key.addr, silence)
+	case sc.Err() != nil:
+		err = fmt.Errorf("%w: reading %s: %w", ErrLoadStream, ss.key.addr, sc.Err())
+	default:
+		err = fmt.Errorf("%w: %s ended the stream", ErrLoadStream, ss.key.addr)
+	}
+	return got, false, gap, err
 }
 
 // deliver hands a stream's report to each of its hosts' policy (the backlog gate) and

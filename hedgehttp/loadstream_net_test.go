@@ -3,6 +3,7 @@ package hedgehttp
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -434,7 +435,8 @@ func TestTransportLoadStreamStall(t *testing.T) {
 		path  string
 		asked *atomic.Int32
 	}{{"/silent" + LoadStreamPath, &silentAsked}, {LoadStreamPath, &asked}} {
-		tr, err := NewTransport(Config{Next: base, LoadReportInterval: time.Millisecond, LoadStreamPath: tc.path})
+		var told streamErrors
+		tr, err := NewTransport(Config{Next: base, LoadReportInterval: time.Millisecond, LoadStreamPath: tc.path, LoadStreamError: told.tell})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,6 +458,9 @@ func TestTransportLoadStreamStall(t *testing.T) {
 		default:
 			if !waitFor(5*time.Second, func() bool { return tc.asked.Load() >= 3 }) {
 				t.Fatalf("a silent stream was opened %d times, want it opened again after each stall", tc.asked.Load())
+			}
+			if err, _ := told.find("no report from " + u.Host); !errors.Is(err, ErrLoadStream) {
+				t.Errorf("a stalled stream: LoadStreamError told %q, want a stall wrapping ErrLoadStream", &told)
 			}
 		}
 		tr.Close()

@@ -176,6 +176,26 @@ type Config struct {
 	// LoadStreamPath is the path of the servers' load streams; "" means [LoadStreamPath].
 	// It must be an absolute path that needs no escaping.
 	LoadStreamPath string
+
+	// LoadStreamRequest, when not nil, is called with each load stream's request before it
+	// is sent, to add what the servers' middleware wants of a request: credentials, a
+	// tenant, a trace header. A stream's request is the Transport's own (a GET of
+	// LoadStreamPath on the server, with the Host header of the hosts it reports to, shared by
+	// every host that calls that server) and carries no header of any caller's. It may set
+	// headers; it must not change the URL, the method or the context. It is called on the
+	// stream's own goroutine, at each opening; a panic in it fails that opening.
+	LoadStreamRequest func(*http.Request)
+
+	// LoadStreamError, when not nil, is told why a server's load stream failed: it could not
+	// be opened (the error of Next's RoundTrip), the server answered with a status other than
+	// 200 (an error wrapping [ErrLoadStream] that names it: 404 for a server with no stream,
+	// 401 for one that wants credentials; see LoadStreamRequest), it stalled, or it ended.
+	// server is the address the stream was opened on. The stream is opened again after a
+	// backoff whatever the error; without this, its failures are silent, and a host's policy
+	// falls back on responses' reports and its own inference. It is called on the stream's
+	// own goroutine; a panic in it is dropped. A stream stopped by the Transport (Close, a
+	// host gone idle or moved to other replicas) is no failure.
+	LoadStreamError func(server string, err error)
 }
 
 // Transport is an [http.RoundTripper] that hedges and retries requests under one
