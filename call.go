@@ -687,7 +687,7 @@ func (c *Call) gate(now time.Time, tie bool) Reason {
 	if p.win != nil && !p.win.Admit(now) {
 		return ReasonWinRate
 	}
-	if now.UnixNano() < p.overloadUntil.Load() {
+	if p.overloaded(now) {
 		return ReasonOverload
 	}
 	return ReasonNone

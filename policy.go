@@ -37,6 +37,7 @@ type Policy struct {
 	observe  func(Event)
 
 	overloadUntil atomic.Int64  // unix nanoseconds; hedging pauses until then
+	overloadFor   atomic.Int64  // the length of that pause, ns: more than this of it left is a clock stepped back
 	yieldScore    atomic.Int32  // whether Do's yield before arming a timer tends to pay
 	lastSignal    atomic.Int64  // unix nanoseconds of the latest start signal (StartAware)
 	lag           atomic.Int64  // nanoseconds: how late timers fire, a moving average (backlog gate)
@@ -354,23 +355,25 @@ func (p *Policy) noteLateness(now time.Time, late time.Duration) {
 		return
 	}
 	t := now.UnixNano()
-	if at := p.stallAt.Load(); t-int64(late) > at || int64(late) >= p.stall.Load() {
+	if at := p.stallAt.Load(); t-int64(late) > at || int64(late) >= p.stall.Load() || at > t {
 		// A stall that began after the last one ended replaces it; within the same one,
-		// the latest timer to fire says how long it lasted only if it fired later still.
+		// the latest timer to fire says how long it lasted only if it fired later still. One
+		// stamped ahead of now was stamped before the wall clock stepped back: replaced.
 		p.stall.Store(int64(late))
 		p.stallAt.Store(t)
 	}
-	if p.lastSlowAt.Load() >= t-int64(late) {
+	if at := p.lastSlowAt.Load(); at >= t-int64(late) && at <= t {
 		p.lastSlow.Store(0)
 	}
 }
 
 // stalledDuring is how long this process stalled while a call that took d, answered at now,
-// ran: the latest stall's length (see noteLateness), if its timer woke after the call began,
-// or 0.
+// ran: the latest stall's length (see noteLateness), if its timer woke after the call began
+// (and not after now: a stall stamped ahead of now was stamped before the wall clock stepped
+// back, and says nothing of this call), or 0.
 func (p *Policy) stalledDuring(now time.Time, d time.Duration) time.Duration {
 	at := p.stallAt.Load()
-	if at == 0 || at < now.Add(-d).UnixNano() {
+	if at == 0 || at < now.Add(-d).UnixNano() || at > now.UnixNano() {
 		return 0
 	}
 	return time.Duration(p.stall.Load())
@@ -431,14 +434,18 @@ func (p *Policy) crossedThreshold(now time.Time) {
 	}
 }
 
-// signalled reports whether start signals are arriving: one was seen within Window.
+// signalled reports whether start signals are arriving: one was seen within Window, either
+// way (a signal stamped more than Window ahead of now was stamped before the wall clock
+// stepped back, and says nothing of now).
 func (p *Policy) signalled(now time.Time) bool {
 	t := p.lastSignal.Load()
-	return t != 0 && now.UnixNano()-t < int64(p.est.Config().Window)
+	d, w := now.UnixNano()-t, int64(p.est.Config().Window)
+	return t != 0 && d < w && d > -w
 }
 
 func (p *Policy) noteSignal(now time.Time) {
-	if t := now.UnixNano(); t > p.lastSignal.Load() {
+	// The latest signal, or one far behind the one kept: the clock stepped back.
+	if t, last := now.UnixNano(), p.lastSignal.Load(); t > last || last-t >= int64(p.est.Config().Window) {
 		p.lastSignal.Store(t)
 	}
 }
@@ -459,10 +466,28 @@ func (p *Policy) noteOverload(now time.Time, retryAfter time.Duration) {
 	}
 	for {
 		cur := p.overloadUntil.Load()
-		if cur >= until || p.overloadUntil.CompareAndSwap(cur, until) {
+		if cur >= until {
+			return
+		}
+		if p.overloadUntil.CompareAndSwap(cur, until) {
+			p.overloadFor.Store(until - t)
 			return
 		}
 	}
+}
+
+// overloaded reports whether hedging is paused at now by an overload (noteOverload). A pause
+// with more of it left than its length was set before the wall clock stepped back: it ends
+// its length from now, not the step later.
+func (p *Policy) overloaded(now time.Time) bool {
+	t, until := now.UnixNano(), p.overloadUntil.Load()
+	if t >= until {
+		return false
+	}
+	if n := p.overloadFor.Load(); until-t > n {
+		p.overloadUntil.CompareAndSwap(until, t+n)
+	}
+	return true
 }
 
 const yieldScoreBound = 8

@@ -203,7 +203,9 @@ type backlog struct {
 // observe folds the recent median m, observed at now, into the minima.
 func (b *backlog) observe(now time.Time, m time.Duration) {
 	ep := now.UnixNano() / b.period
-	if old := b.epoch.Load(); ep > old && b.epoch.CompareAndSwap(old, ep) {
+	// An epoch more than one behind the current one: the wall clock stepped back, and the
+	// minima of the epochs ahead of it say nothing of now. They start again.
+	if old := b.epoch.Load(); (ep > old || ep < old-1) && b.epoch.CompareAndSwap(old, ep) {
 		if ep == old+1 {
 			b.prev.Store(b.cur.Load())
 		} else {
@@ -268,11 +270,13 @@ func (x *crossings) crossed(now time.Time, calls int64) {
 
 func (x *crossings) rotate(now time.Time, calls int64) {
 	t, b := now.UnixNano(), x.begun.Load()
-	if t-b < x.period {
+	if d := t - b; d < x.period && d > -x.period {
 		return
 	}
 	full := calls-x.nextAt.Load() >= crossBlock
-	stale := t-b >= idleBlocks*x.period
+	// A block begun more than a period ahead of now was begun before the wall clock stepped
+	// back: stale, as one long past is.
+	stale := t-b >= idleBlocks*x.period || t < b
 	if (!full && !stale) || !x.begun.CompareAndSwap(b, t) {
 		return
 	}
