@@ -855,6 +855,9 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		return c.settle(now)
 	}
 	a.result = Failed
+	if o.Err == nil {
+		o.Err = errNoAttemptError
+	}
 	a.err = o.Err
 	a.unsent = o.Unsent
 	a.local = o.Unsent || o.Ejected
@@ -899,7 +902,7 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		c.maybeHedge(now)
 	default:
 		c.next = o.Next
-		c.retryOrFail(now)
+		c.retryOrFail(now, k)
 	}
 	return c.settle(now)
 }
@@ -931,8 +934,9 @@ func (c *Call) resend(now time.Time, k int, o Outcome) {
 }
 
 // retryOrFail schedules a sequential retry after a failure with nothing else in flight, or
-// ends the call when no retry may be made.
-func (c *Call) retryOrFail(now time.Time) {
+// ends the call when no retry may be made; failed is the attempt whose failure left nothing in
+// flight.
+func (c *Call) retryOrFail(now time.Time, failed int) {
 	p := c.p
 	switch {
 	case c.permanent:
@@ -956,7 +960,7 @@ func (c *Call) retryOrFail(now time.Time) {
 		c.retries++
 		p.retries.Add(1)
 		if c.p.observe != nil {
-			c.observe(Event{Kind: RetryScheduled, Time: now, Attempt: len(c.attempts) - 1, Delay: d})
+			c.observe(Event{Kind: RetryScheduled, Time: now, Attempt: failed, Delay: d})
 		}
 		c.arm(timerRetry, now.Add(d))
 	}

@@ -80,7 +80,7 @@ const Off = -1
 // together do not retry together.
 type Backoff struct {
 	Initial    time.Duration // 0 = 10ms
-	Maximum    time.Duration // 0 = 1s
+	Maximum    time.Duration // 0 = 1s, or Initial if longer; must be >= Initial
 	Multiplier float64       // 0 = 2; must be >= 1
 	Jitter     float64       // 0 = 0.5; in [0, 1]; Off = no jitter
 }
@@ -185,7 +185,10 @@ func resolveBackoff(r *resolved) error {
 		return configError("Backoff.Jitter must be in [0, 1] (0 = 0.5, Off = none), got %v", b.Jitter)
 	}
 	b.Initial = orDefault(b.Initial, 10*time.Millisecond)
-	b.Maximum = orDefault(b.Maximum, time.Second)
+	if b.Maximum > 0 && b.Maximum < b.Initial {
+		return configError("Backoff.Maximum (%v) must be >= Backoff.Initial (%v)", b.Maximum, b.Initial)
+	}
+	b.Maximum = orDefault(b.Maximum, max(time.Second, b.Initial))
 	b.Multiplier = orDefault(b.Multiplier, 2)
 	b.Jitter = offOrDefault(b.Jitter, 0.5)
 	r.backoff = b

@@ -33,7 +33,7 @@ func TestConfigErrorsNameTheFieldAndTheRule(t *testing.T) {
 		{hedge.Config{Trigger: q95(hedge.Adaptive{MinimumDelay: -1})}, "Trigger: Adaptive.MinimumDelay must be >= 0"},
 		{hedge.Config{Trigger: q95(hedge.Adaptive{MaximumDelay: -1})}, "Trigger: Adaptive.MaximumDelay must be >= 0"},
 		{hedge.Config{Trigger: q95(hedge.Adaptive{MinimumDelay: time.Second, MaximumDelay: time.Millisecond})}, "Adaptive.MaximumDelay (1ms) must be >= MinimumDelay (1s)"},
-		{hedge.Config{Trigger: q95(hedge.Adaptive{Window: -time.Second})}, "Trigger: Adaptive.Window must be >= 0"},
+		{hedge.Config{Trigger: q95(hedge.Adaptive{Window: -time.Second})}, "Trigger: Adaptive.Window must be 0 (30s) or at least 1ms"},
 		{hedge.Config{Trigger: q95(hedge.Adaptive{MinimumSamples: -5})}, "Trigger: Adaptive.MinimumSamples must be >= 0"},
 		{hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{MinimumDelay: -1})}, "Trigger: Adaptive.MinimumDelay must be >= 0"},
 		{hedge.Config{Trigger: hedge.Tied(hedge.Adaptive{TieDelay: -2})}, "Trigger: Adaptive.TieDelay must be >= 0"},

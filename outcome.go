@@ -37,7 +37,9 @@ func (c Class) String() string {
 // know, and nothing else, so that the simulator can feed it the same way Do does.
 type Outcome struct {
 	Class Class
-	// Err is the attempt's error, kept for the call's error and its attempt log.
+	// Err is the attempt's error, kept for the call's error and its attempt log. A failure
+	// with none counts as failed all the same: the drivers give it the error the attempt
+	// returned, and [Call.AttemptDone] one saying it had none.
 	Err error
 	// Overload says the dependency signalled overload: hedging pauses for the policy's
 	// cool-down, or RetryAfter when longer.
@@ -88,3 +90,6 @@ func Classify(err error) Outcome {
 	}
 	return Outcome{Class: Retriable, Err: err}
 }
+
+// errNoAttemptError is the error of a failed attempt whose Outcome carried none.
+var errNoAttemptError = errors.New("hedge: the attempt failed without an error")

@@ -23,12 +23,16 @@ import (
 // policy's kind of evidence stays (a StartAware or Tied policy counts the threshold from the
 // start of service); every gate and the budget apply as they do to the policy's own hedges.
 // t's settings are not read. Any other trigger (StartAware, Tied) panics: its evidence is
-// the policy's to choose.
+// the policy's to choose. So does a trigger [Config.Validate] refuses (After a negative
+// delay, a quantile outside [0.5, 1)): a program's error, as [MustNew]'s.
 func WithTrigger(ctx context.Context, t Trigger) context.Context {
 	switch t.kind {
 	case triggerNone, triggerAfter, triggerQuantile:
 	default:
 		panic(fmt.Sprintf("hedge: WithTrigger(%v): only none, after and quantile can be set per call", t))
+	}
+	if err := (Config{Trigger: t}).Validate(); err != nil {
+		panic(fmt.Sprintf("hedge: WithTrigger(%v): %v", t, err)) // After(-1s) would hedge at once
 	}
 	return withOptions(ctx, func(o *callOptions) { o.trigger = &t })
 }

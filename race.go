@@ -168,7 +168,11 @@ func classify(p *Policy, err error) (o Outcome, pe *PanicError) {
 			pe = newPanicError("Classify", x)
 		}
 	}()
-	return p.classify(err), nil
+	o = p.classify(err)
+	if o.Class != Success && o.Err == nil {
+		o.Err = err // a failure classified without its error keeps the attempt's own
+	}
+	return o, nil
 }
 
 // race is one call's state as its driver keeps it. Do's driver keeps it in a local variable

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/hedgekit/hedge/latency"
 	"github.com/hedgekit/hedge/winrate"
 )
 
@@ -244,6 +245,9 @@ func (r *resolved) resolveGates(a Adaptive) error {
 	r.useDeadline = a.UseDeadline
 	w := a.WinRate
 	if w.Floor == Off {
+		if w != (winrate.Config{Floor: Off}) {
+			return configError("Trigger: Adaptive.WinRate: with Floor Off there is no loop, and its other fields are read by none; got %+v", w)
+		}
 		return nil
 	}
 	w.Floor = orDefault(w.Floor, 0.3)
@@ -275,8 +279,8 @@ func (r *resolved) resolveTied(a Adaptive) error {
 // resolveEstimate validates how a threshold is learnt.
 func (r *resolved) resolveEstimate(a Adaptive) error {
 	switch {
-	case a.Window < 0:
-		return configError("Trigger: Adaptive.Window must be >= 0 (0 = 30s), got %v", a.Window)
+	case a.Window < 0 || (a.Window > 0 && a.Window < latency.MinimumWindow):
+		return configError("Trigger: Adaptive.Window must be 0 (30s) or at least %v, got %v", latency.MinimumWindow, a.Window)
 	case a.MinimumSamples < 0:
 		return configError("Trigger: Adaptive.MinimumSamples must be >= 0 (0 = 20), got %d", a.MinimumSamples)
 	case a.MinimumDelay < 0:
