@@ -576,7 +576,8 @@ func (c *Call) noTimeLeft(now time.Time) bool {
 
 // lateQuantile: without Adaptive.UseDeadline, a hedge is refused (ReasonNoTimeLeft) when its
 // call's deadline leaves a copy less than this quantile of attempt latencies, unless the
-// win-rate loop last found hedges winning (see tooLate).
+// win-rate loop last found hedges winning (see tooLate). Without the loop there is no such
+// refusal.
 //
 // Measured on the reference model with a 50 ms deadline (100,000 calls, seeds 1-3): without
 // the rule, recommended failed more calls than no hedge at 95 % load with cancellation ignored

@@ -78,7 +78,10 @@ func New(cfg Config) (*Policy, error) {
 		if r.inService > 0 {
 			p.ovt = new(overtakes)
 		}
-		if r.backlogRatio > 0 {
+		// The recent median and its floor are the backlog gate's evidence, and the quiet
+		// median's, which lets a client that nothing overtakes (one call in flight) hedge
+		// when the in-service gate is on: either needs them.
+		if r.backlogRatio > 0 || r.inService > 0 {
 			w := p.est.Config().Window
 			p.recent = new(median)
 			p.blog = &backlog{period: int64(w)}
@@ -272,7 +275,7 @@ const crossingFactor = 3
 // hedge its race either: the copy waits that long in the queue and still beats a straggler.
 // A queue that matters to hedging is measured in the same milliseconds as the delay.
 func (p *Policy) backlogged(now time.Time) bool {
-	if p.recent == nil {
+	if p.recent == nil || p.cfg.backlogRatio <= 0 {
 		return false
 	}
 	if sh, ok := p.cross.share(now, p.calls.Load()); ok && sh > crossingFactor*(1-p.cfg.Trigger.q) {
@@ -295,7 +298,7 @@ const slowAnswersBacklog = quietAnswers / 2
 // service) or look quiet as often as ever, and their copies join the back of the queue,
 // adding load where a little more of it costs everyone most.
 func (p *Policy) slowAnswers() bool {
-	return p.recent != nil && bits.OnesCount32(p.lastSlow.Load()/slowForBacklog&(1<<quietAnswers-1)) >= slowAnswersBacklog
+	return p.recent != nil && p.cfg.backlogRatio > 0 && bits.OnesCount32(p.lastSlow.Load()/slowForBacklog&(1<<quietAnswers-1)) >= slowAnswersBacklog
 }
 
 // rise is what the recent median shows against its lowest.

@@ -90,6 +90,7 @@ type Adaptive struct {
 	// false (the default) = hedges are not brought forward, and only a hedge that falls due when
 	// the deadline leaves less than the median attempt latency is refused (ReasonNoTimeLeft), unless
 	// the win-rate loop last found hedges winning: more likely than not, it would answer too late.
+	// The rule is the loop's: a policy without it (WinRate.Floor Off) refuses no such hedge.
 	UseDeadline bool
 
 	// TieDelay (Tied) is how long a copy may wait for its start signal before a tied copy is
