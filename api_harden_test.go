@@ -138,3 +138,44 @@ func TestSubpackageSentinels(t *testing.T) {
 		}
 	}
 }
+
+// Config.Observer: "receives every event of every call, synchronously in the goroutine
+// driving the call". Measured drives no call, yet it delivers BreakerChanged to the Observer,
+// and a panic there escapes Measured (a metrics exporter's callback).
+func TestMeasuredRunsObserver(t *testing.T) {
+	armed := false
+	var fromMeasured []string
+	p := hedge.MustNew(hedge.Config{
+		Breaker: &breaker.Config{},
+		Observer: func(e hedge.Event) {
+			if armed {
+				fromMeasured = append(fromMeasured, e.Kind.String()+" "+e.State)
+				panic("observer")
+			}
+		},
+	})
+	now := t0
+	for range 10 {
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(time.Millisecond), 0, hedge.Outcome{Class: hedge.Retriable, Err: errors.New("x")})
+		now = now.Add(10 * time.Millisecond)
+	}
+	if m := p.MeasuredAt(now); m.Breaker != "open" {
+		t.Fatalf("breaker %q, want open", m.Breaker)
+	}
+	armed = true
+	func() {
+		defer func() {
+			if x := recover(); x != nil {
+				t.Errorf("MeasuredAt panicked with the Observer's panic: %v", x)
+			}
+		}()
+		if m := p.MeasuredAt(now.Add(time.Minute)); m.Breaker != "half-open" {
+			t.Errorf("a minute after the breaker opened, Measured says %q, want half-open", m.Breaker)
+		}
+	}()
+	if len(fromMeasured) > 0 {
+		t.Errorf("MeasuredAt, driving no call, delivered %v to the Observer", fromMeasured)
+	}
+}

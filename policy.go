@@ -576,7 +576,7 @@ func (p *Policy) MeasuredAt(now time.Time) Measured {
 		}
 	}
 	if p.brk != nil {
-		m.Breaker = p.brk.State(now).String()
+		m.Breaker = p.brk.Peek(now).String() // no transition: Measured drives no call, and tells the Observer nothing
 		m.ErrorRate, _ = p.brk.ErrorRate(now)
 	}
 	if p.lim != nil {

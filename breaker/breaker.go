@@ -563,6 +563,18 @@ func (b *Breaker) State(now time.Time) State {
 	return s
 }
 
+// Peek returns the state at now as [Breaker.State] does, without changing it: an open
+// breaker whose OpenFor has passed reads half-open, but turns half-open (and tells
+// OnStateChange) only at the next State or Acquire. It is for readers that drive no call,
+// such as a metrics exporter.
+func (b *Breaker) Peek(now time.Time) State {
+	s := stateOf(b.state.Load())
+	if s == Open && b.ticks(now) >= b.openUntil.Load() {
+		return HalfOpen
+	}
+	return s
+}
+
 // ErrorRate reports failures/calls over the window ending at now, and
 // whether the window holds at least MinimumCalls calls and at least two
 // failures. The hedging core's SuppressAt gate acts only when armed: one
