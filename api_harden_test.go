@@ -179,3 +179,34 @@ func TestMeasuredRunsObserver(t *testing.T) {
 		t.Errorf("MeasuredAt, driving no call, delivered %v to the Observer", fromMeasured)
 	}
 }
+
+// CallFinished (Duration, Err; Attempt is the winner or -1) must describe how the call ended.
+func TestCallFinishedAfterObserverPanic(t *testing.T) {
+	var fin []hedge.Event
+	panicked := false
+	p := hedge.MustNew(hedge.Config{Observer: func(e hedge.Event) {
+		if e.Kind == hedge.CallFinished {
+			fin = append(fin, e)
+		}
+		if e.Kind == hedge.AttemptFinished && !panicked {
+			panicked = true
+			panic("observer")
+		}
+	}})
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		hedge.Do(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
+	}()
+	if _, ok := got.(*hedge.PanicError); !ok {
+		t.Fatalf("Do did not panic with a *PanicError: %v", got)
+	}
+	if len(fin) != 1 {
+		t.Fatalf("%d CallFinished events, want 1", len(fin))
+	}
+	for _, e := range fin {
+		if e.Err == nil || e.Attempt != -1 {
+			t.Errorf("Do panicked with %v, but CallFinished said Attempt=%d Err=%v", got, e.Attempt, e.Err)
+		}
+	}
+}

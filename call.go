@@ -1158,7 +1158,13 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 	}
 	c.act(Action{Kind: Finish, Attempt: c.winner})
 	if c.p.observe != nil {
-		c.observe(Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err})
+		e := Event{Kind: CallFinished, Time: now, Attempt: c.winner, Duration: now.Sub(c.start), Err: err}
+		if c.panicked != nil {
+			// An Observer (or a callback reaching it) panicked earlier in this step: the call
+			// ends with that panic (settle), not with what the step decided.
+			e.Attempt, e.Err = -1, c.panicked
+		}
+		c.observe(e)
 	}
 }
 
