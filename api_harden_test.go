@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hedgekit/hedge"
@@ -208,5 +209,37 @@ func TestCallFinishedAfterObserverPanic(t *testing.T) {
 		if e.Err == nil || e.Attempt != -1 {
 			t.Errorf("Do panicked with %v, but CallFinished said Attempt=%d Err=%v", got, e.Attempt, e.Err)
 		}
+	}
+}
+
+// The attempt's context is "derived from ctx": once ctx's deadline passes, a derived
+// context's Err is context.DeadlineExceeded.
+func TestAttemptContextDeadlineExceeded(t *testing.T) {
+	for _, d := range []struct {
+		name string
+		do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
+	}{{"Do", hedge.Do[int]}, {"DoInline", hedge.DoInline[int]}} {
+		name, do := d.name, d.do
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := hedge.MustNew(hedge.Config{})
+				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+				defer cancel()
+				seen := make(chan error, 1)
+				_, err := do(ctx, p, func(ctx context.Context) (int, error) {
+					<-ctx.Done()
+					seen <- ctx.Err()
+					return 0, ctx.Err()
+				})
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("%s err = %v", name, err)
+				}
+				got := <-seen
+				t.Logf("%s: attempt saw %v", name, got)
+				if got != context.DeadlineExceeded {
+					t.Errorf("%s: attempt's ctx.Err() = %v after the caller's deadline passed; want context.DeadlineExceeded", name, got)
+				}
+			})
+		})
 	}
 }

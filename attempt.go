@@ -427,11 +427,12 @@ func (s *attemptState) dropAfter() {
 	s.after = nil
 }
 
-// abandon cancels a losing attempt. It reports whether the attempt's goroutine will see that
-// it lost (and discard its own answer); false means its answer is already on its way to Do.
-func (s *attemptState) abandon() bool {
+// abandon cancels a losing attempt with err (its context's Err from then on). It reports
+// whether the attempt's goroutine will see that it lost (and discard its own answer); false
+// means its answer is already on its way to Do.
+func (s *attemptState) abandon(err error) bool {
 	s.lost = true
-	s.cancel(context.Canceled)
+	s.cancel(err)
 	return s.state.CompareAndSwap(attemptRunning, attemptAbandoned)
 }
 

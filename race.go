@@ -310,9 +310,15 @@ func (s *race[T]) cancelAttempt(atts []*attemptRun[T], a *Action) {
 	if a.Slow {
 		r.slow.Store(true)
 	}
+	// An attempt cancelled because the caller's context is done ends as a context derived
+	// from it would: with its error (DeadlineExceeded once its deadline passed).
+	cause := context.Canceled
+	if err := s.ctx.Err(); err != nil {
+		cause = err
+	}
 	if r.received {
-		r.cancel(context.Canceled)
-	} else if !r.abandon() {
+		r.cancel(cause)
+	} else if !r.abandon(cause) {
 		s.pending++
 	}
 }
@@ -430,13 +436,19 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 	}
 	c := s.c
 	w = c.Winner()
+	var cause error // as in cancelAttempt; read only when an attempt is left to cancel
 	for i, r := range atts {
 		if keep && i == w {
 			winner = r.attemptState
 			r.mute()
 			continue
 		}
-		r.cancel(context.Canceled)
+		if cause == nil {
+			if cause = s.ctx.Err(); cause == nil {
+				cause = context.Canceled
+			}
+		}
+		r.cancel(cause)
 	}
 	if log != nil {
 		*log = c.Log()
