@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -86,7 +87,7 @@ func TestClosedLoopDeadlineScalesWithCalls(t *testing.T) {
 // -calls is bounded: a point keeps accounts for every call, and a huge count overflowed the
 // sizes of its slices (a panic) or asked for more memory than any machine has.
 func TestCallsBounded(t *testing.T) {
-	for _, n := range []int{maxCalls + 1, 1<<63 - 1} {
+	for _, n := range []int{maxCalls + 1, math.MaxInt} {
 		if _, err := parseArgs([]string{"-calls", strconv.Itoa(n)}, &bytes.Buffer{}); err == nil {
 			t.Errorf("-calls %d: no error", n)
 		}
