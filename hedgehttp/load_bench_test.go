@@ -296,23 +296,8 @@ func benchPairedGets(b *testing.B, off, on *pairedSide, par int) {
 			cpu[i] += cpuTime() - c0
 		}
 	}
-	for range 40 { // connections open, pools warm
-		run(0, off, false)
-		run(1, on, false)
-	}
-	n := 0
 	b.ReportAllocs()
-	for b.Loop() {
-		if n%2 == 0 {
-			run(0, off, true)
-			run(1, on, true)
-		} else {
-			run(1, on, true)
-			run(0, off, true)
-		}
-		n++
-	}
-	b.StopTimer()
+	alternateBlocks(b, func(timed bool) { run(0, off, timed) }, func(timed bool) { run(1, on, timed) })
 	median := func(ls [][]time.Duration) time.Duration {
 		all := slices.Concat(ls...)
 		slices.Sort(all)
@@ -326,4 +311,25 @@ func benchPairedGets(b *testing.B, off, on *pairedSide, par int) {
 	if cpu[0] > 0 {
 		b.ReportMetric(100*(float64(cpu[1])/float64(cpu[0])-1), "cpu-overhead-%")
 	}
+}
+
+// alternateBlocks runs 40 untimed blocks of off and on (connections open, pools warm), then a
+// timed block of each per iteration, the order alternating, and stops the timer.
+func alternateBlocks(b *testing.B, off, on func(timed bool)) {
+	for range 40 {
+		off(false)
+		on(false)
+	}
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			off(true)
+			on(true)
+		} else {
+			on(true)
+			off(true)
+		}
+		n++
+	}
+	b.StopTimer()
 }

@@ -247,22 +247,7 @@ func benchServerProcesses(b *testing.B, off, on *serverProcess, h2 bool) {
 			}
 		}
 	}
-	for range 40 { // connections open, pools warm
-		run(0, off, false)
-		run(1, on, false)
-	}
-	n := 0
-	for b.Loop() {
-		if n%2 == 0 {
-			run(0, off, true)
-			run(1, on, true)
-		} else {
-			run(1, on, true)
-			run(0, off, true)
-		}
-		n++
-	}
-	b.StopTimer()
+	alternateBlocks(b, func(timed bool) { run(0, off, timed) }, func(timed bool) { run(1, on, timed) })
 	b.ReportMetric(float64(cpu[0])/float64(calls), "server-cpu-off-ns")
 	b.ReportMetric(float64(cpu[1])/float64(calls), "server-cpu-ns")
 	b.ReportMetric(100*(float64(cpu[1])/float64(cpu[0])-1), "server-cpu-overhead-%")
