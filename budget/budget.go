@@ -166,7 +166,9 @@ func toUnits(v float64) int64 {
 // does not run backwards for a Budget: a deposit dated more than a Window
 // before the latest time it has seen has already expired and is ignored, and
 // such a withdrawal is charged at the latest time, so that it counts for a
-// whole window rather than none.
+// whole window rather than none. Times that keep coming that far behind for a
+// whole Window are the clock, and the latest time a stray (a bogus timestamp,
+// a wall clock stepped back): the window moves back to them, empty.
 type Budget struct {
 	cfg       Config
 	unlimited bool
@@ -184,6 +186,11 @@ type Budget struct {
 	head atomic.Int64
 
 	base atomic.Pointer[time.Time]
+
+	// staleFrom is the first epoch of the current run of times more than a Window
+	// behind the head (noStale when the latest time was not). A run that itself spans a
+	// Window is the clock, and the head a stray: the window moves back to it.
+	staleFrom atomic.Int64
 
 	mu    sync.Mutex
 	slots [numSlots]atomic.Uint64
@@ -203,6 +210,7 @@ func New(cfg Config) (*Budget, error) {
 		width:     int64(cfg.Window) / numSlots,
 	}
 	b.balance.Store(b.reserve)
+	b.staleFrom.Store(noStale)
 	// Epoch 0 starts at the first time the Budget sees; the slots start out
 	// holding the empty epochs just before it.
 	for e := int64(-numSlots + 1); e <= 0; e++ {
@@ -307,10 +315,50 @@ func (b *Budget) resolve(now time.Time) (ep, head int64) {
 	}
 	ep = floorDiv(int64(now.Sub(*p)), b.width)
 	head = b.head.Load()
-	if ep > head {
+	switch {
+	case ep > head:
 		head = b.advance(ep)
+		b.clearStale()
+	case ep > head-numSlots:
+		b.clearStale()
+	default:
+		b.staleFrom.CompareAndSwap(noStale, ep)
+		if from := b.staleFrom.Load(); from != noStale && ep-from >= numSlots {
+			head = b.rebase(ep)
+		}
 	}
 	return ep, head
+}
+
+const noStale = math.MinInt64
+
+// clearStale ends a run of stale times; a load first, since almost every call has none to end.
+func (b *Budget) clearStale() {
+	if b.staleFrom.Load() != noStale {
+		b.staleFrom.Store(noStale)
+	}
+}
+
+// rebase moves the window back to end at ep, dropping every slot's value.
+func (b *Budget) rebase(ep int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if head := b.head.Load(); ep > head-numSlots {
+		return head
+	}
+	for e := ep - numSlots + 1; e <= ep; e++ {
+		s := &b.slots[slotOf(e)]
+		for {
+			w := s.Load()
+			if s.CompareAndSwap(w, pack(e, 0)) {
+				b.balance.Add(-unpack(w))
+				break
+			}
+		}
+	}
+	b.head.Store(ep)
+	b.staleFrom.Store(noStale)
+	return ep
 }
 
 // advance moves the head to ep, rolling every slot whose epoch leaves the

@@ -153,6 +153,9 @@ type Estimator struct {
 	// next is when (nanoseconds after base) Record next refreshes cached.
 	next atomic.Int64
 
+	// warmEp is the epoch of the last refresh that found the window warm.
+	warmEp atomic.Int64
+
 	slots [numSlots]slot
 }
 
@@ -263,9 +266,13 @@ func (e *Estimator) Refresh(now time.Time) {
 
 func (e *Estimator) refresh(ep int64) {
 	if e.countAt(ep) < e.minSamples {
+		if ep < e.warmEp.Load() && e.cached.Load()&okBit != 0 {
+			return // a late sample's window is not the newest: keep the newest's answer
+		}
 		e.cached.Store(0)
 		return
 	}
+	e.warmEp.Store(ep)
 	var counts [numBuckets]uint64
 	total := e.sumAt(ep, &counts)
 	if total == 0 {

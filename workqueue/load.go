@@ -17,8 +17,9 @@ type Load struct {
 	Busy, Workers int
 	// Wait is how long the reporting request itself waited for its worker.
 	Wait time.Duration
-	// QPS is the rate of admissions over the last second or so (0 until a second has
-	// passed since the first report): what a load-aware balancer weighs utilisation against.
+	// QPS is the rate of admissions over the last second or so (0 at the first report, and
+	// within the first second, or the first after a quiet spell of two or more, the rate so
+	// far, renewed every 100 ms): what a load-aware balancer weighs utilisation against.
 	QPS float64
 }
 
@@ -64,6 +65,11 @@ func (q *Queue) Load(wait time.Duration) Load {
 	switch el := now.Sub(q.rateAt); {
 	case q.rateAt.IsZero():
 		q.rateAt, q.rateN = now, q.stats.Admitted
+	case el >= 2*rateEvery:
+		// The window spans a quiet spell: its rate is not the last second's. Start over
+		// as at the first report, with early estimates.
+		q.qps = float64(q.stats.Admitted-q.rateN) / el.Seconds()
+		q.rateAt, q.rateN, q.rated, q.early = now, q.stats.Admitted, false, now
 	case el >= rateEvery:
 		q.qps = float64(q.stats.Admitted-q.rateN) / el.Seconds()
 		q.rateAt, q.rateN, q.rated = now, q.stats.Admitted, true

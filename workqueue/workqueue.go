@@ -248,6 +248,12 @@ func (q *Queue) Acquire(ctx context.Context, hedged bool) Admission {
 		q.stats.Admitted++
 		q.mu.Unlock()
 		return Admission{Outcome: Admitted}
+	case ctx.Err() != nil:
+		// No free worker and the client is gone: it would only abandon the place it took.
+		q.stats.Abandoned++
+		queued := q.first.n + q.hedged.n
+		q.mu.Unlock()
+		return Admission{Outcome: Abandoned, Queued: queued}
 	case q.first.n+q.hedged.n >= q.capacity:
 		if hedged || q.hedged.n == 0 {
 			q.stats.Rejected++
