@@ -17,7 +17,9 @@ import (
 //
 // Each attempt runs in its own goroutine with its own context, derived from ctx and carrying
 // its [AttemptInfo]. When ctx is done, every attempt is cancelled and Do returns ctx.Err() at
-// once. An attempt that ignores its context keeps running after Do returns, and its answer is
+// once. A ctx already done when Do is called sends nothing: Do returns ctx.Err() with no
+// event, and the call is not counted in [Policy.Measured] (the caller gave up before the
+// dependency was asked, which says nothing of it). An attempt that ignores its context keeps running after Do returns, and its answer is
 // dropped: that goroutine is the one Do can leave behind, so attempts should honour their
 // context.
 //
@@ -57,8 +59,9 @@ func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, erro
 // attempts that answered after the call had already been decided. It is where an adapter
 // closes a losing response body. It may run in an attempt's goroutine after DoDetached has
 // returned. A panic in discard while the call runs ends it as a panic in Classify does (a
-// *PanicError for the caller, the call ended cleanly first); one in an attempt's goroutine
-// after DoDetached has returned is recovered and dropped.
+// *PanicError for the caller, the call ended cleanly first); one in an attempt's goroutine,
+// for an answer that arrived once the call was decided (even if DoDetached has not quite
+// returned yet), is recovered and dropped: no caller is left to receive it.
 func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, hold Hold, err error) {
 	v, w, err := run(ctx, p, fn, discard, true)
 	return v, detach(ctx, w), err

@@ -465,3 +465,44 @@ func TestPanicInAnAbandonedLoserIsDropped(t *testing.T) {
 		// Reaching this line means the panic did not crash the test binary.
 	})
 }
+
+// A context already done when the call begins sends nothing, through every entry point: the
+// caller's error at once, no attempt, no event, nothing counted.
+func TestContextDoneBeforeTheCallSendsNothing(t *testing.T) {
+	var events atomic.Int64
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Millisecond), Budget: noBudget,
+		Observer: func(hedge.Event) { events.Add(1) }})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("the caller left")
+	cancel(cause)
+	var sent atomic.Int64
+	fn := func(context.Context) (int, error) { sent.Add(1); return 1, nil }
+	discard := func(int, error) { t.Error("discard called for a call never sent") }
+	for name, call := range map[string]func() error{
+		"Do":       func() error { _, err := hedge.Do(ctx, p, fn); return err },
+		"DoInline": func() error { _, err := hedge.DoInline(ctx, p, fn); return err },
+		"DoDetached": func() error {
+			_, hold, err := hedge.DoDetached(ctx, p, fn, discard)
+			hold.Release()
+			return err
+		},
+		"DoInlineDetached": func() error {
+			_, hold, err := hedge.DoInlineDetached(ctx, p, fn, discard)
+			hold.Release()
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", name, err)
+		}
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("%d attempts sent on a done context, want 0", n)
+	}
+	if n := events.Load(); n != 0 {
+		t.Errorf("%d events for calls never sent, want 0", n)
+	}
+	if m := p.Measured(); m.Calls != 0 || m.InFlight != 0 {
+		t.Errorf("Measured = %d calls, %d in flight; want none", m.Calls, m.InFlight)
+	}
+}

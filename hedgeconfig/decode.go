@@ -316,6 +316,9 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			return d.errorf(n, path, "must be a whole number, got %s", describe(n))
 		}
+		if leadingZero(n.Value) {
+			return d.errorf(n, path, "%s", leadingZeroMsg(n.Value))
+		}
 		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, t.Bits())
 		if err != nil {
 			return d.errorf(n, path, "must be a whole number that fits in %d bits, got %s", t.Bits(), n.Value)
@@ -327,6 +330,9 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			return d.errorf(n, path, "must be a whole number, got %s", describe(n))
+		}
+		if leadingZero(n.Value) {
+			return d.errorf(n, path, "%s", leadingZeroMsg(n.Value))
 		}
 		i, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 0, t.Bits())
 		if err != nil {
@@ -341,6 +347,8 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 			var f float64
 			err = yaml.Unmarshal([]byte(n.Value), &f)
 			x = f
+		case n.Kind == yaml.ScalarNode && n.Tag == "!!int" && leadingZero(n.Value):
+			return d.errorf(n, path, "%s", leadingZeroMsg(n.Value))
 		case n.Kind == yaml.ScalarNode && n.Tag == "!!int":
 			x, err = strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
 		default:
@@ -399,6 +407,19 @@ func isOff(n *yaml.Node) bool {
 // isNumber reports whether k is a signed integer or a float (the kinds hedge.Off fits).
 func isNumber(k reflect.Kind) bool {
 	return (k >= reflect.Int && k <= reflect.Int64) || k == reflect.Float32 || k == reflect.Float64
+}
+
+// leadingZero reports whether s is a whole number written with a leading zero, as 010: YAML
+// 1.1 (and Go) read that as octal 8, YAML 1.2 as decimal 10, and a person most often means 10.
+// The file takes neither reading: the decoder asks for 10, or 0o10 for octal.
+func leadingZero(s string) bool {
+	s = strings.ReplaceAll(strings.TrimLeft(s, "+-"), "_", "")
+	return len(s) > 1 && s[0] == '0' && s[1] >= '0' && s[1] <= '9'
+}
+
+// leadingZeroMsg is the error for a number that leadingZero rejects.
+func leadingZeroMsg(s string) string {
+	return fmt.Sprintf("must not start with a zero, got %s: write it in decimal without one, or with 0o for octal", s)
 }
 
 // isDigits reports whether s is a whole number in decimal, with an optional sign.

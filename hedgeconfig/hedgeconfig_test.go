@@ -162,6 +162,10 @@ func TestErrors(t *testing.T) {
 			"policy.yaml:2:12: defaults.breaker: must be a mapping of fields, true or false, got a list"},
 		{"float for int", "defaults:\n  attempts: 2.5\n",
 			"policy.yaml:2:13: defaults.attempts: must be a whole number, got 2.5"},
+		{"leading zero", "defaults:\n  attempts: 010\n",
+			"policy.yaml:2:13: defaults.attempts: must not start with a zero, got 010: write it in decimal without one, or with 0o for octal"},
+		{"leading zero in a number", "defaults:\n  budget: {min_per_second: -0_5}\n",
+			"policy.yaml:2:28: defaults.budget.min_per_second: must not start with a zero, got -0_5"},
 		{"policy rule", "defaults:\n  trigger: after 20ms\n  attempts: 2\n  maximum_concurrent: 3\n",
 			"policy.yaml:4:23: defaults.maximum_concurrent: hedge: invalid config: MaximumConcurrent (3) must not exceed Attempts (2)"},
 		{"nested policy rule", "operations:\n  a.example:\n    breaker:\n      failure_ratio: 2\n",
@@ -399,4 +403,31 @@ func TestMarshalProgrammaticFile(t *testing.T) {
 
 func parseString(src string) (*hedgeconfig.File, error) {
 	return hedgeconfig.Parse("test.yaml", []byte(src))
+}
+
+// Whole numbers take the spellings YAML gives them without doubt: decimal, 0o octal, 0x hex,
+// digits grouped with _; 010, which YAML 1.1 reads as 8 and YAML 1.2 as 10, is an error
+// (TestErrors).
+func TestNumberSpellings(t *testing.T) {
+	for _, c := range []struct {
+		src      string
+		attempts int
+	}{
+		{"0", 0}, {"3", 3}, {"0o3", 3}, {"0x3", 3}, {"+3", 3}, {"0_3", -1}, {"00", -1},
+	} {
+		f, err := hedgeconfig.Parse("policy.yaml", []byte("defaults:\n  attempts: "+c.src+"\n"))
+		if c.attempts < 0 {
+			if err == nil {
+				t.Errorf("attempts: %s: no error, want one for its leading zero", c.src)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("attempts: %s: %v", c.src, err)
+			continue
+		}
+		if got := f.Defaults.Policy.Attempts; got != c.attempts {
+			t.Errorf("attempts: %s = %d, want %d", c.src, got, c.attempts)
+		}
+	}
 }

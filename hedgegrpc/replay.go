@@ -25,8 +25,9 @@ const DefaultReplayBuffer = 256 << 10
 // replayStream is a client-streaming or bidi call hedged as gRFC A6 says: every message the
 // caller sends is kept (up to the replay buffer) and sent on every attempt, a copy started
 // later replaying them in order first; the call commits to the first attempt that receives a
-// response message, or, when the buffer overflows first, to the earliest attempt still
-// running, which then carries the rest of the call alone.
+// response message, or, when the buffer overflows first or the caller asks for the response
+// headers, to the earliest attempt still running, which then carries the rest of the call
+// alone.
 type replayStream struct {
 	ctx      context.Context
 	rctx     routeCtx
@@ -45,11 +46,11 @@ type replayStream struct {
 	buf      []proto.Message // every message sent, in order
 	size     int
 	closed   bool             // CloseSend was called
-	overflow bool             // the buffer overflowed: the call commits to commitTo
+	early    bool             // the buffer overflowed, or the caller asked for headers: the call commits to commitTo
 	running  []*replayAttempt // attempts that opened a stream, in order
 	commitTo *replayAttempt
-	commit   chan struct{} // closed on overflow
-	lost     chan struct{} // closed when the attempt committed to on overflow fails
+	commit   chan struct{} // closed when the call commits early
+	lost     chan struct{} // closed when the attempt committed to early fails
 	lostErr  error         // its failure
 
 	done    chan struct{} // the race is decided
@@ -78,7 +79,7 @@ type replayAttempt struct {
 	sendErr  error // why its sender stopped early
 	sendDone chan struct{}
 	first    proto.Message // the first response, until the caller reads it
-	pending  chan error    // committed on overflow: the first receive still runs
+	pending  chan error    // committed early: the first receive still runs
 	eof      bool
 }
 
@@ -148,11 +149,11 @@ func (s *replayStream) failure(err error) error {
 }
 
 // attempt opens a stream, replays the buffer on it (its sender goroutine), and waits for its
-// first response message, or for the commit when the buffer overflows.
+// first response message, or for the call to commit early (commitEarly).
 func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 	info, _ := hedge.AttemptFrom(ctx)
 	s.mu.Lock()
-	late := s.overflow && s.commitTo != nil
+	late := s.early && s.commitTo != nil
 	s.mu.Unlock()
 	if late {
 		// Committed: a copy started now must not be sent. It loses to the committed attempt,
@@ -175,7 +176,7 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 	a := &replayAttempt{cs: cs, ctx: actx, cancel: cancel, sendDone: make(chan struct{})}
 	s.mu.Lock()
 	s.running = append(s.running, a)
-	if s.overflow && s.commitTo == nil {
+	if s.early && s.commitTo == nil {
 		s.commitTo = a
 	}
 	s.mu.Unlock()
@@ -284,13 +285,9 @@ func (s *replayStream) SendMsg(m any) error {
 	}
 	s.buf = append(s.buf, pm)
 	k := len(s.buf)
-	if s.commitTo == nil && !s.overflow {
+	if s.commitTo == nil && !s.early {
 		if s.size += proto.Size(pm); s.size > s.limit {
-			s.overflow = true
-			if len(s.running) > 0 {
-				s.commitTo = s.earliestRunning()
-			}
-			close(s.commit)
+			s.commitEarlyLocked()
 		}
 	}
 	s.cond.Broadcast()
@@ -305,6 +302,18 @@ func (s *replayStream) SendMsg(m any) error {
 		return a.sendErr
 	}
 	return nil
+}
+
+// commitEarlyLocked commits the call, before any attempt has received a response, to the
+// earliest attempt still running (or, with none running, to the next to open its stream),
+// unless it is committed already. Copies not yet sent are then never sent. s.mu is held.
+func (s *replayStream) commitEarlyLocked() {
+	if s.commitTo != nil || s.early {
+		return
+	}
+	s.early = true
+	s.commitTo = s.earliestRunning()
+	close(s.commit)
 }
 
 // earliestRunning is the first attempt whose stream is still live.
@@ -341,7 +350,14 @@ func (s *replayStream) Context() context.Context {
 	return s.ctx
 }
 
+// Header commits a call not yet decided, as gRPC's own retries commit once response headers
+// arrive: the headers the caller reads are then the stream's it goes on with. A server may
+// send its headers and wait for the client's messages, which a caller sends only once it has
+// read them; a Header that waited for a response message would wait for ever.
 func (s *replayStream) Header() (metadata.MD, error) {
+	s.mu.Lock()
+	s.commitEarlyLocked()
+	s.mu.Unlock()
 	if !s.wait() {
 		return nil, s.err
 	}

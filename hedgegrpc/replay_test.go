@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 )
 
 const (
@@ -270,5 +271,86 @@ func TestStreamPastBufferNeverHedged(t *testing.T) {
 	}
 	if n := hi.Policy(inputMethod).Measured().HedgesStarted; n != 0 {
 		t.Fatalf("%d hedges, want none past the buffer", n)
+	}
+}
+
+// headerFirstBackend answers a bidi call as servers that greet their clients do: it sends
+// its headers at once, naming the attempt it serves, then echoes each message it receives.
+type headerFirstBackend struct {
+	testpb.UnimplementedTestServiceServer
+}
+
+func (hb *headerFirstBackend) FullDuplexCall(s grpc.BidiStreamingServer[testpb.StreamingOutputCallRequest, testpb.StreamingOutputCallResponse]) error {
+	if err := s.SendHeader(metadata.Pairs("attempt", strconv.Itoa(attemptOf(s.Context())))); err != nil {
+		return err
+	}
+	for {
+		m, err := s.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.Send(&testpb.StreamingOutputCallResponse{Payload: m.GetPayload()}); err != nil {
+			return err
+		}
+	}
+}
+
+// A bidi caller that reads the server's headers before it sends anything gets them: Header
+// commits the call to a running attempt instead of waiting for a response message that the
+// server sends only once it has been sent something. The stream then carries the call alone.
+func TestBidiHeaderBeforeSendCommits(t *testing.T) {
+	checkLeaks(t)
+	hb := &headerFirstBackend{}
+	pc := hedge.Config{Trigger: hedge.After(5 * time.Millisecond), Budget: budget.Config{Off: true}}
+	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{"/grpc.testing.TestService/"}})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &backend{name: "backend0", addr: lis.Addr().String()}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, be)
+	testpb.RegisterTestServiceServer(srv, hb)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	client := testpb.NewTestServiceClient(dial(t, hi, []*backend{be}))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := client.FullDuplexCall(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := s.Header()
+	if err != nil {
+		t.Fatalf("Header: %v (it waited for a response the server sends only after a message)", err)
+	}
+	if got := md.Get("attempt"); len(got) != 1 || got[0] != "0" {
+		t.Fatalf("headers %v, want the first attempt's, the earliest running", md)
+	}
+	for i := range 3 {
+		if err := s.Send(&testpb.StreamingOutputCallRequest{Payload: payload(i)}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(m.GetPayload().GetBody()), "message-"+strconv.Itoa(i); got != want {
+			t.Fatalf("echo %d = %q, want %q", i, got, want)
+		}
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatalf("after CloseSend: %v, want io.EOF", err)
+	}
+	// Committed at Header to the first attempt: a copy started before it lost.
+	if m := hi.Policy(duplexMethod).Measured(); m.Calls != 1 || m.HedgesWon != 0 {
+		t.Errorf("Measured = %d calls, %d hedges won; want one call won by its first attempt", m.Calls, m.HedgesWon)
 	}
 }

@@ -27,7 +27,9 @@ import (
 //
 // The race starts at the caller's first RecvMsg, which gives the response type. A caller that
 // asks for Header before its first RecvMsg gets an unhedged stream: the headers of a stream
-// not yet chosen are nobody's.
+// not yet chosen are nobody's. For the same reason a client-streaming or bidi call whose
+// Header is asked for before it has committed commits then, to the earliest attempt still
+// running, as gRPC's own retries commit at the response headers.
 func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, fullMethod string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	if desc.ClientStreams {
 		if rs := i.replayStreamFor(ctx, desc, cc, fullMethod, streamer, opts); rs != nil {

@@ -77,8 +77,8 @@ type Config struct {
 	NextHonoursContext bool
 
 	// Key names the dependency a request calls; each name gets its own policy. nil means
-	// scheme://host:port of the request's URL, with the port made explicit (so
-	// http://a and http://a:80 share a policy). Use it to group the hosts of one logical
+	// scheme://host:port of the request's URL, with the port made explicit and the host in
+	// lower case (so http://a, http://a:80 and http://A share a policy). Use it to group the hosts of one logical
 	// service, or to split one host by path. It runs on every request, so it must be fast,
 	// and it must be safe for concurrent use. A policy is kept for the Transport's life,
 	// so keys must come from a bounded set. Without Replicas (or ReplicaGroups), a key that
@@ -443,7 +443,9 @@ func (t *Transport) newHost(name string) (*host, error) {
 	})
 }
 
-// canonicalName is scheme://host:port with the default port made explicit.
+// canonicalName is scheme://host:port with the default port made explicit and the host in
+// lower case: host names are case-insensitive (RFC 3986, 3.2.2), and http://A.test and
+// http://a.test are one server, with one policy and one budget.
 func canonicalName(req *http.Request) string {
 	u := req.URL
 	port := u.Port()
@@ -455,7 +457,7 @@ func canonicalName(req *http.Request) string {
 			port = "80"
 		}
 	}
-	h := u.Hostname()
+	h := strings.ToLower(u.Hostname())
 	if strings.IndexByte(h, ':') >= 0 {
 		h = "[" + h + "]" // an IPv6 literal
 	}

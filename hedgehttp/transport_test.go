@@ -284,7 +284,7 @@ func TestKeyAndMeasured(t *testing.T) {
 		tr := newTransport(t, Config{Policy: hedgeNow(), Next: next})
 		// Back and forth between hosts and spellings: the Transport remembers the last one
 		// it found, and must not give its policy to another.
-		for _, u := range []string{"http://a.test/", "http://a.test:80/x", "https://a.test/", "http://b.test:8080/", "http://[::1]:9/", "http://a.test/", "http://a.test/", "https://a.test/"} {
+		for _, u := range []string{"http://a.test/", "http://a.test:80/x", "https://a.test/", "http://b.test:8080/", "http://[::1]:9/", "http://a.test/", "http://A.Test/", "https://a.test/"} {
 			req, _ := http.NewRequestWithContext(t.Context(), "GET", u, nil)
 			resp, err := tr.RoundTrip(req)
 			if err != nil {

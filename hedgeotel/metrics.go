@@ -53,6 +53,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -119,9 +120,14 @@ type Metrics struct {
 }
 
 // New returns the instruments of mp's meter for this package. A nil mp returns a nil
-// *Metrics, which records nothing at no cost.
+// *Metrics, which records nothing at no cost; so does a nil pointer to a provider (a
+// *sdkmetric.MeterProvider variable left unset where metrics are off), which is not nil as
+// an interface and would fail at its first use.
 func New(mp metric.MeterProvider) (*Metrics, error) {
 	if mp == nil {
+		return nil, nil
+	}
+	if v := reflect.ValueOf(mp); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, nil
 	}
 	m := &Metrics{meter: mp.Meter(ScopeName), sources: map[int]func() map[string]hedge.Measured{}}

@@ -336,6 +336,16 @@ func TestNilProvider(t *testing.T) {
 	if m.Observer("x") != nil || m.KeyedObserver() != nil {
 		t.Error("a nil Metrics has observers")
 	}
+	// A nil pointer to a provider is no provider either, not a panic at the first call.
+	var unset *sdkmetric.MeterProvider
+	if m, err := hedgeotel.New(unset); m != nil || err != nil {
+		t.Fatalf("New(nil *MeterProvider) = %v, %v", m, err)
+	}
+	if p, stop, err := hedgeotel.NewPolicy(unset, "users", hedge.Config{Trigger: hedge.After(time.Millisecond)}); err != nil || p == nil {
+		t.Fatal(p, err)
+	} else {
+		stop()
+	}
 	stop, err := m.Watch(func() map[string]hedge.Measured { return nil })
 	if err != nil {
 		t.Fatal(err)
