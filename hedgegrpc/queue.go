@@ -30,7 +30,8 @@ type QueueConfig struct {
 	Queue int
 
 	// Pushback is the delay sent in the [PushbackKey] trailer of the RESOURCE_EXHAUSTED
-	// answered when the queue is full. 0 means 1s. A hedging client ([Interceptor]) pauses
+	// answered when the queue is full, rounded up to whole milliseconds (the trailer's unit:
+	// a pushback of 0 would ask the client to retry at once). 0 means 1s. A hedging client ([Interceptor]) pauses
 	// hedging for that long: a full queue must not attract more copies. Negative is an
 	// error.
 	Pushback time.Duration
@@ -107,7 +108,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 		pb = time.Second
 	}
 	return &Queue{
-		trailer:    metadata.Pairs(PushbackKey, strconv.FormatInt(pb.Milliseconds(), 10)),
+		trailer:    metadata.Pairs(PushbackKey, strconv.FormatInt(int64((pb+time.Millisecond-1)/time.Millisecond), 10)),
 		hedgedLast: cfg.HedgedLast,
 		core:       core,
 	}, nil

@@ -139,6 +139,23 @@ func TestQueueConfigErrors(t *testing.T) {
 	}
 }
 
+// The pushback trailer counts whole milliseconds, rounded up: a pushback under one is not a
+// "retry at once".
+func TestQueuePushbackRoundsUp(t *testing.T) {
+	for _, c := range []struct {
+		pushback time.Duration
+		want     string
+	}{{300 * time.Microsecond, "1"}, {time.Millisecond, "1"}, {1500*time.Millisecond + 1, "1501"}, {0, "1000"}} {
+		q, err := NewQueue(QueueConfig{Pushback: c.pushback})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := q.trailer.Get(PushbackKey); len(got) != 1 || got[0] != c.want {
+			t.Errorf("Pushback %v: trailer %v, want %s", c.pushback, got, c.want)
+		}
+	}
+}
+
 // The server sends the start signal when the handler starts, and the client's stats handler
 // reports it with the attempt's context while the handler is still running.
 func TestStartSignal(t *testing.T) {
