@@ -72,7 +72,7 @@ func FormatLoad(l workqueue.Load) string {
 func ParseLoad(v string) (l hedge.Load, ok bool) {
 	for v != "" {
 		var item string
-		item, v, _ = strings.Cut(v, ",")
+		item, v = cutMember(v)
 		key, val, _ := strings.Cut(strings.TrimSpace(item), "=")
 		if i := strings.IndexByte(val, ';'); i >= 0 {
 			val = val[:i] // a parameter: none is defined
@@ -104,6 +104,25 @@ func ParseLoad(v string) (l hedge.Load, ok bool) {
 		*n, ok = x, true
 	}
 	return l, ok
+}
+
+// cutMember splits a structured-field dictionary (RFC 8941) at its first member: the text up
+// to the first comma outside a quoted string, and the rest after that comma. A key this
+// package does not know may one day carry a string, and a comma or a "queued=" inside it is
+// not a member of the dictionary.
+func cutMember(v string) (member, rest string) {
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case quoted && c == '\\':
+			i++ // the escaped character, a quote or a backslash
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			return v[:i], v[i+1:]
+		}
+	}
+	return v, ""
 }
 
 // loadWriter adds the queue's load report to a response when its header is written. It

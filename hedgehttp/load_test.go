@@ -98,6 +98,10 @@ func TestParseLoad(t *testing.T) {
 		{"wait=1e300", hedge.Load{}, false},
 		{"busy=1, wait=NaN", hedge.Load{}, false},
 		{"queued=99999999999999999999", hedge.Load{}, false},
+		// A string of a key to come is one member, commas and all.
+		{`queued=1, note="a, queued=x"`, hedge.Load{Queued: 1}, true},
+		{`queued=1, note="x,queued=999,y", busy=2`, hedge.Load{Queued: 1, Busy: 2}, true},
+		{`note="a \", queued=7", workers=4`, hedge.Load{Workers: 4}, true},
 	} {
 		got, ok := ParseLoad(tc.v)
 		if got != tc.want || ok != tc.ok {

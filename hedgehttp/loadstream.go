@@ -48,8 +48,12 @@ var ErrLoadStream = errors.New("hedgehttp: load stream failed")
 // parameter interval (a Go duration, "interval=20ms"), is answered 200 with a text/plain body
 // that never ends by itself: one line per report, the queue's load in the syntax of
 // [LoadHeader] (without a request's wait), the first at once and then one every interval
-// (never more often than the handler's minimum). The stream ends when its client goes away
-// or when Close is called. Other methods are answered 405, an interval that does not parse 400.
+// (never more often than the handler's minimum, and never less often than [hedge.LoadMaxAge]
+// or that minimum: a report older than LoadMaxAge counts for nothing, and a write is how the
+// handler learns that a client has gone where the request's context does not say so, as over
+// HTTP/1.1 after a pipelined request). The stream ends when its client goes away or when
+// Close is called. Other methods are answered 405, a request with a body or an interval that
+// does not parse 400.
 //
 // Mount it beside the queue, not behind it, so that a stream never holds a worker:
 //
@@ -96,6 +100,12 @@ func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hedgehttp: a load stream is read with GET", http.StatusMethodNotAllowed)
 		return
 	}
+	if r.ContentLength > 0 {
+		// net/http reads what is left of a body only up to a limit before it stops watching the
+		// connection: a client that sent more could hang up unseen.
+		http.Error(w, "hedgehttp: a load stream request carries no body", http.StatusBadRequest)
+		return
+	}
 	interval := s.min
 	if v := r.URL.Query().Get("interval"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -103,7 +113,7 @@ func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("hedgehttp: load stream interval %q: want a duration such as 50ms", v), http.StatusBadRequest)
 			return
 		}
-		interval = max(d, s.min)
+		interval = max(min(d, hedge.LoadMaxAge), s.min)
 	}
 	if !s.enter() {
 		w.Header().Set("Retry-After", "1")

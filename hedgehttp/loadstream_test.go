@@ -3,6 +3,7 @@ package hedgehttp
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hedgekit/hedge"
 )
 
 // flushRecorder is a ResponseWriter that can flush and be read while its handler runs.
@@ -89,6 +92,7 @@ func TestLoadStreamInterval(t *testing.T) {
 			{"", 50 * time.Millisecond},              // the minimum
 			{"?interval=1ms", 50 * time.Millisecond}, // asked for less than the minimum
 			{"?interval=80ms", 80 * time.Millisecond},
+			{"?interval=1h", hedge.LoadMaxAge}, // never less often: a write finds a client gone
 		} {
 			rec, cancel, done := serveStream(ls, LoadStreamPath+tc.query)
 			synctest.Wait()
@@ -162,17 +166,33 @@ func TestLoadStreamRefusesAndCloses(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
-			method, target string
-			code           int
+			method, target, body string
+			code                 int
 		}{
-			{http.MethodPost, LoadStreamPath, http.StatusMethodNotAllowed},
-			{http.MethodGet, LoadStreamPath + "?interval=soon", http.StatusBadRequest},
-			{http.MethodGet, LoadStreamPath + "?interval=-5ms", http.StatusBadRequest},
+			{http.MethodPost, LoadStreamPath, "", http.StatusMethodNotAllowed},
+			{http.MethodGet, LoadStreamPath + "?interval=soon", "", http.StatusBadRequest},
+			{http.MethodGet, LoadStreamPath + "?interval=-5ms", "", http.StatusBadRequest},
+			// net/http stops watching a connection whose unread body is long: its client could
+			// hang up unseen.
+			{http.MethodGet, LoadStreamPath, "a body", http.StatusBadRequest},
 		} {
-			rec := httptest.NewRecorder()
-			ls.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.target, nil))
-			if rec.Code != tc.code {
-				t.Fatalf("%s %s: %d, want %d", tc.method, tc.target, rec.Code, tc.code)
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(tc.body)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			req := httptest.NewRequestWithContext(ctx, tc.method, tc.target, body)
+			rec := &flushRecorder{header: http.Header{}}
+			done := make(chan struct{})
+			go func() { defer close(done); ls.ServeHTTP(rec, req) }()
+			synctest.Wait()
+			rec.mu.Lock()
+			code := rec.code
+			rec.mu.Unlock()
+			cancel() // a stream answered by mistake ends here
+			<-done
+			if code != tc.code {
+				t.Fatalf("%s %s: %d, want %d", tc.method, tc.target, code, tc.code)
 			}
 		}
 

@@ -222,7 +222,11 @@ func NewQueue(next http.Handler, cfg QueueConfig) (*Queue, error) {
 	if ra == 0 {
 		ra = time.Second
 	}
-	q.retryAfter = strconv.FormatInt(int64((ra+time.Second-1)/time.Second), 10)
+	secs := ra / time.Second // rounded up below; ra + 1s − 1 would overflow for a RetryAfter near the largest Duration
+	if ra%time.Second != 0 {
+		secs++
+	}
+	q.retryAfter = strconv.FormatInt(int64(secs), 10)
 	return q, nil
 }
 

@@ -3,6 +3,7 @@ package hedgehttp
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -211,6 +212,27 @@ func TestQueueFullRejects(t *testing.T) {
 			t.Errorf("Stats = %+v, want Rejected 1, Admitted 2", s)
 		}
 	})
+}
+
+// Retry-After is RetryAfter in whole seconds, rounded up, up to the largest Duration: a
+// RetryAfter meant as "for good" must not wrap round to a negative number, which no client
+// reads as a pause.
+func TestQueueRetryAfterSeconds(t *testing.T) {
+	for _, c := range []struct {
+		ra   time.Duration
+		want string
+	}{{0, "1"}, {time.Millisecond, "1"}, {time.Second, "1"}, {time.Second + 1, "2"}, {math.MaxInt64, "9223372037"}} {
+		q, err := NewQueue(http.NotFoundHandler(), QueueConfig{RetryAfter: c.ra})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.retryAfter != c.want {
+			t.Errorf("RetryAfter %v: Retry-After %q, want %q", c.ra, q.retryAfter, c.want)
+		}
+		if _, ok := parseRetryAfter(q.retryAfter, time.Now()); !ok {
+			t.Errorf("RetryAfter %v: a Transport does not read Retry-After %q", c.ra, q.retryAfter)
+		}
+	}
 }
 
 func TestQueueNoWaiting(t *testing.T) {
