@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -117,5 +118,27 @@ func TestCompare(t *testing.T) {
 	a := compare(pt(10, 80, 170), []sim.Point{pt(10, 26, 33), pt(10, 26, 33), pt(10, 90, 180), pt(10, 300, 400)}, 0, 15)
 	if !a.OK || a.Checks[1].By != "spread" {
 		t.Errorf("p99 80 against seeds 26, 26, 90, 300: %+v, want agreement by spread", a.Checks[1])
+	}
+}
+
+// A percentile reported, not judged, for its few calls still has its difference from the
+// simulated median: the report's diff column and diff_pct were blank though both figures
+// were there.
+func TestFewCallsKeepDiffPct(t *testing.T) {
+	few := pt(10, 220, 580)
+	few.Calls = 1000 // 900 measured: 9 calls beyond the p99, 0.9 beyond the p99.9
+	a := compare(few, []sim.Point{pt(10, 200, 290)}, measuredCalls(few.Calls, 0.1), 15)
+	for i, want := range map[int]float64{1: 10, 2: 100} {
+		c := a.Checks[i]
+		if c.By != "few calls" || c.DiffPct == nil || math.Abs(*c.DiffPct-want) > 1e-9 {
+			t.Errorf("%s on few calls: by %q, diff_pct %v; want few calls and %+.0f %%", c.Figure, c.By, c.DiffPct, want)
+		}
+	}
+	if a.Checks[0].DiffPct == nil || *a.Checks[0].DiffPct != 0 {
+		t.Errorf("p50: diff_pct %v, want 0", a.Checks[0].DiffPct)
+	}
+	// A real figure on a failed call has no difference.
+	if a := compare(pt(10, 200, sim.Failed), []sim.Point{pt(10, 200, 290)}, 900, 15); a.Checks[2].DiffPct != nil {
+		t.Errorf("failed p99.9: diff_pct %v, want none", *a.Checks[2].DiffPct)
 	}
 }

@@ -19,8 +19,14 @@ import (
 const (
 	defaultCalls = 22300 // 10 % warm up: 20,070 measured calls
 	// maxCalls bounds -calls: a point keeps about 300 B of accounts per call, and sends its
-	// calls in real time (10 million at 1,000 calls a second is almost three hours).
-	maxCalls = 10_000_000
+	// calls in real time, so a million (300 MB, about a quarter of an hour at 1,000 calls a
+	// second) is the most a run of several points finishes in an afternoon; ten million took
+	// almost three hours a point.
+	maxCalls = 1_000_000
+	// minScaledHedgeDelay is the shortest hedge delay the fixed-delay setups may run with on
+	// the wire (-hedge-delay × -time-scale): shorter rounds to 0, which the setups read as
+	// "the default" and ran with 20 ms instead.
+	minScaledHedgeDelay = time.Microsecond
 	// defaultClosedCalls is a closed loop's calls per point: 115,200 measured, so that its
 	// p99.9 rests on 115 calls. With 20,070 the p99.9 of 64 callers against 2 % stragglers
 	// rested on 20, and one stall of the machine moved it 30 % from one run to the next.
@@ -86,7 +92,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("hedgeload", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	calls := fs.Int("calls", defaultCalls, fmt.Sprintf("calls per point; the first 10%% are not measured (%d with -concurrency)", defaultClosedCalls))
+	calls := fs.Int("calls", defaultCalls, fmt.Sprintf("calls per point, in [100, %d]; the first 10%% are not measured (%d with -concurrency)", maxCalls, defaultClosedCalls))
 	seeds := fs.String("seeds", defaultSeeds, "comma-separated seeds, one point each")
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setupList := fs.String("setups", defaultSetups, "setups to run, separated by ';' (hedgesim's names), or all")
@@ -97,11 +103,11 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
 	clients := fs.Int("clients", 1, "independent clients, each a Transport (over gRPC, a connection) with policies of its own and its own view\n"+
 		"of the servers; each call goes to one at random, as with hedgesim's -clients (in a closed loop, each caller's next call too)")
-	balancer := fs.String("balancer", "p2c", "with -replicas > 1, how the client picks a replica: random, round-robin, least-outstanding or p2c\n"+
-		"(over gRPC, hedgegrpc's balancer picks, by p2c)")
+	balancer := fs.String("balancer", "p2c", "how the client picks a replica: random, round-robin, least-outstanding or p2c; it needs -replicas > 1\n"+
+		"(over gRPC, hedgegrpc's balancer picks, by p2c: leave it out)")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+
 		"or stragglers (at once, except 2% of requests that stall 100ms)")
-	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After)")
+	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After); times -time-scale, at least 1µs")
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind (a closed loop runs one at a time)")
 	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
@@ -141,6 +147,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-hedge-delay must be > 0, got %v", r.hedgeDelay)
 	case !(r.timeScale >= 0.1 && r.timeScale <= 1):
 		return c, usagef("-time-scale must be in [0.1, 1], got %v", r.timeScale)
+	case time.Duration(float64(r.hedgeDelay)*r.timeScale) < minScaledHedgeDelay:
+		return c, usagef("-hedge-delay × -time-scale must be at least %v, got %v × %g = %v",
+			minScaledHedgeDelay, r.hedgeDelay, r.timeScale, time.Duration(float64(r.hedgeDelay)*r.timeScale))
 	case !(r.serverScale >= 0.5 && r.serverScale <= 2):
 		return c, usagef("-server-scale must be in [0.5, 2], got %v", r.serverScale)
 	case r.parallel <= 0:
@@ -172,6 +181,16 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	default:
 		return c, usagef("-cancellation must be ignored, reaches or both, got %q", *cancel)
 	}
+	// The balancer's name is checked whatever the replicas, and one given with a single server
+	// (it has nothing to choose from) is refused, not ignored.
+	balancerSet := false
+	fs.Visit(func(f *flag.Flag) { balancerSet = balancerSet || f.Name == "balancer" })
+	if _, err := replica.ParseBalancer(*balancer); err != nil || !slices.Contains(sim.Balancers, *balancer) {
+		return c, usagef("-balancer must be one of %s, got %q", strings.Join(sim.Balancers, ", "), *balancer)
+	}
+	if balancerSet && r.replicas <= 1 {
+		return c, usagef("-balancer needs -replicas > 1: with one server there is nothing to choose")
+	}
 	switch strings.ToLower(strings.TrimSpace(*protocol)) {
 	case "http/1.1", "http1.1", "http1", "h1":
 		r.protocols = []string{HTTP1}
@@ -180,9 +199,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	case "both":
 		r.protocols = []string{HTTP1, HTTP2}
 	case "grpc":
-		balancerSet := false
-		fs.Visit(func(f *flag.Flag) { balancerSet = balancerSet || f.Name == "balancer" })
-		if r.replicas > 1 && balancerSet {
+		if balancerSet {
 			return c, usagef("-protocol grpc routes by hedgegrpc's balancer (p2c): leave -balancer out")
 		}
 		r.protocols = []string{GRPC}
@@ -190,9 +207,6 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-protocol must be http/1.1, http/2, both (the two) or grpc, got %q", *protocol)
 	}
 	if r.replicas > 1 && r.protocols[0] != GRPC {
-		if _, err := replica.ParseBalancer(*balancer); err != nil || !slices.Contains(sim.Balancers, *balancer) {
-			return c, usagef("-balancer must be one of %s, got %q", strings.Join(sim.Balancers, ", "), *balancer)
-		}
 		r.balancer = *balancer
 	}
 	if r.callers = *concurrency; r.callers < 0 || r.callers > 4096 {
@@ -205,9 +219,17 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 			r.calls = defaultClosedCalls
 		}
 	}
-	if *svc == stragglersName {
+	// stragglers is this command's own kind, beside the simulator's; like theirs, it is
+	// matched ignoring case, and an unknown kind is told all four.
+	kind, _, hasArg := strings.Cut(strings.TrimSpace(*svc), ":")
+	switch kind = strings.ToLower(kind); {
+	case kind == stragglersName && hasArg:
+		return c, usagef("-service stragglers takes no argument, got %q", *svc)
+	case kind == stragglersName:
 		r.service = stragglers()
 		return c, nil
+	case kind != sim.ServiceMixture && kind != sim.ServiceExponential && kind != sim.ServiceEmpirical:
+		return c, usagef("-service must be mixture, exponential:MEAN, empirical:FILE or %s, got %q", stragglersName, *svc)
 	}
 	spec, err := sim.ParseService(*svc)
 	if err != nil {

@@ -25,6 +25,8 @@ import (
 	"runtime/debug"
 
 	"github.com/schollz/progressbar/v3"
+
+	simreport "github.com/hedgekit/hedge/sim/report"
 )
 
 func main() {
@@ -46,16 +48,18 @@ func isTerminal(f *os.File) bool {
 }
 
 // behindHint is what to tell a person whose run fell behind: fewer points at once leave the
-// generator more of the machine (each point has its own servers, client and pacer).
-func behindHint(err error, parallel int) string {
+// generator more of the machine (each point has its own servers, client and pacer). atOnce is
+// how many points ran at once (pointsAtOnce), not -parallel: with fewer points than -parallel,
+// or in a closed loop, fewer ran, and a run of one point at a time has no lower -parallel.
+func behindHint(err error, atOnce int) string {
 	if !errors.Is(err, ErrBehind) {
 		return ""
 	}
-	if parallel > 2 {
-		return fmt.Sprintf("hint: run fewer points at once (-parallel %d, or 1; it was %d), or on a quieter machine", parallel/2, parallel)
-	}
-	if parallel == 2 {
-		return "hint: run one point at a time (-parallel 1; it was 2), or on a quieter machine"
+	switch {
+	case atOnce > 3:
+		return fmt.Sprintf("hint: run fewer points at once (-parallel %d, or 1; %d ran at once), or on a quieter machine", atOnce/2, atOnce)
+	case atOnce > 1:
+		return fmt.Sprintf("hint: run one point at a time (-parallel 1; %d ran at once), or on a quieter machine", atOnce)
 	}
 	return "hint: the generator fell behind with one point at a time: run on a quieter machine (or at -time-scale 1, if it was lower)"
 }
@@ -70,6 +74,22 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, termi
 		fmt.Fprintf(stderr, "hedgeload: %v\nRun 'hedgeload -h' for the flags.\n", err)
 		return 2
 	}
+	// A run of minutes must not end on an -out it cannot write.
+	undo, err := simreport.PrepareDir(cfg.out)
+	if err != nil {
+		fmt.Fprintf(stderr, "hedgeload: -out: %v\nRun 'hedgeload -h' for the flags.\n", err)
+		return 2
+	}
+	code := execute(ctx, cfg, stdout, stderr, terminal)
+	if code != 0 {
+		undo() // a run that wrote nothing leaves no empty directory behind
+	}
+	return code
+}
+
+// execute runs cfg, once the command line and -out are known to be good, and returns the exit
+// status.
+func execute(ctx context.Context, cfg config, stdout, stderr io.Writer, terminal bool) int {
 	var progress func(done, total int, r Result)
 	if cfg.progress && terminal {
 		var bar *progressbar.ProgressBar
@@ -93,7 +113,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, termi
 	}
 	if runErr != nil {
 		fmt.Fprintln(stderr, runErr)
-		if hint := behindHint(runErr, cfg.run.parallel); hint != "" {
+		if hint := behindHint(runErr, pointsAtOnce(cfg.run)); hint != "" {
 			fmt.Fprintln(stderr, hint)
 		}
 		return 1

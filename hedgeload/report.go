@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	simreport "github.com/hedgekit/hedge/sim/report"
 )
 
 // writeJSON writes report.json: {"model", "calibration", "points": [{setup, load_pct,
@@ -214,11 +214,11 @@ func inline(s string) string {
 	}
 }
 
-// writeReport writes report.json, report.md and report.html into dir.
+// writeReport writes report.json, report.md and report.html into dir as one set: all three
+// are rendered first, and a failure leaves an earlier run's files as they were
+// (report.WriteFiles).
 func writeReport(dir string, rep Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	files := map[string][]byte{}
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, Report) error
@@ -227,9 +227,7 @@ func writeReport(dir string, rep Report) error {
 		if err := f.write(&b, rep); err != nil {
 			return fmt.Errorf("%s: %v", f.name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
-			return err
-		}
+		files[f.name] = b.Bytes()
 	}
-	return nil
+	return simreport.WriteFiles(dir, files)
 }

@@ -118,11 +118,7 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 	if err != nil {
 		return Report{}, err
 	}
-	if cfg.callers > 0 {
-		// A closed loop's pace is the CPU it gets: two closed loops at once would each get
-		// half of it.
-		cfg.parallel = 1
-	}
+	cfg.parallel = pointsAtOnce(cfg)
 	rep := Report{Model: runModel(cfg)}
 	cal, err := calibrateAll(ctx, cfg, wireSvc, &rep)
 	if err != nil {
@@ -152,6 +148,17 @@ func run(ctx context.Context, cfg runConfig, progress func(done, total int, r Re
 		return rep, err
 	}
 	return rep, nil
+}
+
+// pointsAtOnce is how many points of cfg run at once: -parallel, but no more than there are
+// points, and one in a closed loop, whose pace is the CPU it gets (two closed loops at once
+// would each get half of it). It is what a run that fell behind is told it ran, not -parallel.
+func pointsAtOnce(cfg runConfig) int {
+	if cfg.callers > 0 {
+		return 1
+	}
+	points := len(cfg.setups) * len(cfg.loads) * len(cfg.modes) * len(cfg.protocols) * len(cfg.seeds)
+	return max(1, min(cfg.parallel, points))
 }
 
 // runModel is the run's parameters as report.json's "model".

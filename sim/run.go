@@ -26,9 +26,16 @@ const (
 	Reaches = "reaches"
 )
 
-// maxWorkers bounds Params.Workers: every worker is a few bytes of state, but a run must not
-// be able to ask for unbounded memory.
-const maxWorkers = 1 << 20
+// MaxWorkers bounds Params.Workers, and the workers of every replica together: every worker is
+// a few bytes of state, but a run must not be able to ask for unbounded memory. It is exported,
+// with MaxClients and MaxReplicas, so that a command can refuse a value as its own usage error.
+const MaxWorkers = 1 << 20
+
+// MaxClients bounds Params.Clients: each client holds a policy of its own.
+const MaxClients = 1 << 16
+
+// MaxReplicas bounds Params.Replicas.
+const MaxReplicas = 64
 
 // MaxCalls is the most calls a run takes: each measured call keeps its latency, and a billion
 // of them is 8 GB.
@@ -124,8 +131,8 @@ func (p Params) resolve() (Params, error) {
 		p.MaxEvents = 100*int64(p.Calls) + 1_000_000
 	}
 	switch {
-	case p.Workers < 0 || p.Workers > maxWorkers:
-		return p, fmt.Errorf("sim: Workers must be in [1, %d] (0 = 16), got %d", maxWorkers, p.Workers)
+	case p.Workers < 0 || p.Workers > MaxWorkers:
+		return p, fmt.Errorf("sim: Workers must be in [1, %d] (0 = 16), got %d", MaxWorkers, p.Workers)
 	case p.Calls < 0:
 		return p, fmt.Errorf("sim: Calls must be >= 1 (0 = 200000), got %d", p.Calls)
 	case p.Calls > MaxCalls:
@@ -136,14 +143,14 @@ func (p Params) resolve() (Params, error) {
 		return p, fmt.Errorf("sim: MaxQueue must be >= 1 (0 = 2000 × Workers), got %d", p.MaxQueue)
 	case p.MaxEvents < 0:
 		return p, fmt.Errorf("sim: MaxEvents must be >= 1 (0 = 100 × Calls + 1e6), got %d", p.MaxEvents)
-	case p.Clients < 0 || p.Clients > 1<<16:
-		return p, fmt.Errorf("sim: Clients must be in [1, 65536] (0 = 1), got %d", p.Clients)
+	case p.Clients < 0 || p.Clients > MaxClients:
+		return p, fmt.Errorf("sim: Clients must be in [1, %d] (0 = 1), got %d", MaxClients, p.Clients)
 	case p.ClientInFlight < 0:
 		return p, fmt.Errorf("sim: ClientInFlight must be >= 0 (0 = unbounded), got %d", p.ClientInFlight)
 	case !(p.HeavyClientShare >= 0 && p.HeavyClientShare < 1):
 		return p, fmt.Errorf("sim: HeavyClientShare must be in [0, 1) (0 = an even split), got %v", p.HeavyClientShare)
-	case p.Replicas < 0 || p.Replicas > 64 || p.Replicas*p.Workers > maxWorkers:
-		return p, fmt.Errorf("sim: Replicas must be in [1, 64] (0 = 1) with at most %d workers in all, got %d", maxWorkers, p.Replicas)
+	case p.Replicas < 0 || p.Replicas > MaxReplicas || p.Replicas*p.Workers > MaxWorkers:
+		return p, fmt.Errorf("sim: Replicas must be in [1, %d] (0 = 1) with at most %d workers in all, got %d", MaxReplicas, MaxWorkers, p.Replicas)
 	case p.TieDelay < 0:
 		return p, fmt.Errorf("sim: TieDelay must be >= 0, got %v", p.TieDelay)
 	case p.Pauses.Every < 0 || p.Pauses.Length < 0 || p.Pauses.Replicas < 0 || (p.Pauses.Every > 0 && p.Pauses.Length >= p.Pauses.Every):

@@ -64,6 +64,11 @@ const (
 	// The scorecard judges every point on each of three seeds: a rule that holds on one seed
 	// by luck rarely holds on three.
 	defaultScorecardSeeds = "1,2,3"
+	// maxCalls bounds -calls well below the simulator's own sim.MaxCalls: a point keeps 8 bytes
+	// for every call and runs beside as many others as there are cores, so 20,000,000 calls
+	// (160 MB and about half a minute a point) is a run a machine finishes, where a billion
+	// asked for 8 GB a point at once and ended in an out-of-memory crash.
+	maxCalls = 20_000_000
 )
 
 // usageError is a bad command line: the command prints it and exits with status 2.
@@ -119,26 +124,26 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 			fmt.Fprintf(stderr, "  %s\n", n)
 		}
 	}
-	calls := fs.Int("calls", defaultCalls, "calls per point (setup × load × cancellation × seed); the first 10% are not measured")
+	calls := fs.Int("calls", defaultCalls, fmt.Sprintf("calls per point (setup × load × cancellation × seed), at most %d; the first 10%% are not measured", maxCalls))
 	seeds := fs.String("seeds", defaultSeeds, "comma-separated seeds, e.g. 1,2 (-scorecard: default 1,2,3)")
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setups := fs.String("setups", "all", "setups to run, separated by ';' (names as listed below), or all")
 	cancel := fs.String("cancellation", "both", "cancellation mode: ignored, reaches or both")
 	policy := addPolicyFlags(fs) // -config, -operation
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
-	workers := fs.Int("workers", defaultWorkers, "workers serving the one shared FIFO queue")
+	workers := fs.Int("workers", defaultWorkers, fmt.Sprintf("workers serving the one shared FIFO queue (with -replicas, each replica's; at most %d in all)", sim.MaxWorkers))
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN (e.g. exponential:10ms),\nor empirical:FILE (one duration per line, e.g. 12ms or 3.5ms; a bare number is ms; # starts a comment)")
 	delay := fs.Duration("hedge-delay", defaultHedgeDelay, "hedge delay of the fixed-delay setups (After)")
 	tables := fs.Bool("tables-only", false, "print the Markdown tables of each seed on stdout instead of writing files (for docs)")
 	from := fs.String("from", "", "render the report from this report.json instead of simulating (model flags are ignored)")
 	family := fs.String("family", "", "scenario family whose model to run (see the list below); default the reference model")
-	clients := fs.Int("clients", 0, "independent clients, each with its own policy, arrivals split evenly (default 1)")
+	clients := fs.Int("clients", 0, fmt.Sprintf("independent clients, each with its own policy, arrivals split evenly, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxClients))
 	inflight := fs.Int("client-inflight", 0, "each client's calls in flight at most; the rest wait in the client, latency counted\nfrom arrival (1: sequential clients; default 0: unbounded)")
-	replicas := fs.Int("replicas", 0, "replicas, each with -workers workers and its own FIFO queue (default 1: the reference model)")
-	balancer := fs.String("balancer", "", "client-side balancer with replicas: random, round-robin, least-outstanding or p2c (default p2c),\nor several separated by commas, or all; \"no hedge\" also runs under random and p2c")
+	replicas := fs.Int("replicas", 0, fmt.Sprintf("replicas, each with -workers workers and its own FIFO queue, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxReplicas))
+	balancer := fs.String("balancer", "", "client-side balancer with replicas (it needs -replicas > 1, or a family with replicas): random,\nround-robin, least-outstanding or p2c (default p2c), or several separated by commas, or all; \"no hedge\" also runs under random and p2c")
 	tieDelay := fs.Duration("tie-delay", 0, "how long a cancellation takes to reach the server (cancellation reaches)")
 	deadline := fs.Duration("deadline", 0, "every call's deadline after its arrival, e.g. 50ms: a call still running then fails (failed_pct),\nand deadline-aware setups hedge by it (default: the family's; none in the reference model)")
-	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md, scorecard.html and scorecard.json into -out")
+	scorecard := fs.Bool("scorecard", false, "run the safety scorecard: -setups (one setup, default recommended) against no hedge\non every family × load × cancellation mode × seed; writes scorecard.md, scorecard.html and scorecard.json into -out\n(not with -from or -tables-only)")
 	families := fs.String("families", "all", "the scorecard's scenario families, comma-separated, or all")
 	timeline := fs.Bool("timeline", false, "follow one run of each setup second by second (calls, slow calls, p99, hedges sent and won,\nrefusals by reason): give one -loads, one -seeds and -cancellation ignored or reaches; writes\ntimeline.html, timeline.md and timeline.json into -out")
 
@@ -169,7 +174,9 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		timeline:   *timeline,
 	}
 	var modelFlags []string // the flags of a sweep's model that were given
+	balancerSet := false
 	fs.Visit(func(f *flag.Flag) {
+		balancerSet = balancerSet || f.Name == "balancer"
 		switch f.Name {
 		case "service", "hedge-delay", "family", "clients", "client-inflight", "replicas", "balancer", "tie-delay":
 			modelFlags = append(modelFlags, "-"+f.Name)
@@ -201,8 +208,17 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 			cfg.families = append(cfg.families, f)
 		}
 	}
-	if cfg.clients < 0 || cfg.replicas < 0 || cfg.replicas > 64 || cfg.tieDelay < 0 {
-		return config{}, usagef("-clients must be >= 1, -replicas in [1, 64], -tie-delay >= 0")
+	if cfg.clients < 0 || cfg.clients > sim.MaxClients {
+		return config{}, usagef("-clients must be in [1, %d], or 0 for the family's (1 in the reference model), got %d", sim.MaxClients, cfg.clients)
+	}
+	if cfg.replicas < 0 || cfg.replicas > sim.MaxReplicas {
+		return config{}, usagef("-replicas must be in [1, %d], or 0 for the family's (1 in the reference model), got %d", sim.MaxReplicas, cfg.replicas)
+	}
+	if cfg.tieDelay < 0 {
+		return config{}, usagef("-tie-delay must be >= 0, got %v", cfg.tieDelay)
+	}
+	if cfg.scorecard && (cfg.from != "" || cfg.tablesOnly) {
+		return config{}, usagef("-scorecard runs the scorecard and writes its files: not with -from or -tables-only")
 	}
 	if cfg.deadline < 0 {
 		return config{}, usagef("-deadline must be >= 0 (0 = none), got %v", cfg.deadline)
@@ -226,11 +242,14 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		}
 	}
 	var err error
-	if cfg.calls <= 0 || cfg.calls > sim.MaxCalls {
-		return config{}, usagef("-calls must be > 0 and at most %d, got %d", sim.MaxCalls, cfg.calls)
+	if cfg.calls <= 0 || cfg.calls > maxCalls {
+		return config{}, usagef("-calls must be > 0 and at most %d, got %d", maxCalls, cfg.calls)
 	}
-	if cfg.workers <= 0 {
-		return config{}, usagef("-workers must be > 0, got %d", cfg.workers)
+	if cfg.workers <= 0 || cfg.workers > sim.MaxWorkers {
+		return config{}, usagef("-workers must be > 0 and at most %d, got %d", sim.MaxWorkers, cfg.workers)
+	}
+	if err := cfg.checkFleet(balancerSet); err != nil {
+		return config{}, err
 	}
 	if cfg.hedgeDelay <= 0 {
 		return config{}, usagef("-hedge-delay must be > 0, got %v", cfg.hedgeDelay)
@@ -279,6 +298,47 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		return config{}, err
 	}
 	return cfg, nil
+}
+
+// checkFleet checks what -replicas, -workers and -balancer make together, with the family's
+// own replicas and workers where those flags leave them: the simulator refuses more than
+// sim.MaxWorkers workers in all only once the run has started, and there it blames
+// Replicas, though each flag may be in range on its own. A -balancer without replicas
+// would choose nothing, so it is refused rather than ignored. A -scorecard's families have
+// their own models (checked before this), and -from runs no model.
+func (c config) checkFleet(balancerSet bool) error {
+	if c.scorecard || c.from != "" {
+		return nil
+	}
+	var fam sim.Params
+	if c.family != "" {
+		if f, err := sim.FamilyByName(c.family); err == nil {
+			fam = f.Params
+		}
+	}
+	replicas, fromFamily := c.replicas, false
+	if replicas == 0 {
+		replicas, fromFamily = max(fam.Replicas, 1), fam.Replicas > 1
+	}
+	workers, famWorkers := c.workers, false
+	if c.family != "" && !c.workersSet && fam.Workers > 0 {
+		workers, famWorkers = fam.Workers, true
+	}
+	if replicas*workers > sim.MaxWorkers {
+		rs, ws := fmt.Sprintf("-replicas %d", replicas), fmt.Sprintf("-workers %d", workers)
+		if fromFamily {
+			rs = fmt.Sprintf("the family's %d replicas", replicas)
+		}
+		if famWorkers {
+			ws = fmt.Sprintf("the family's %d workers", workers)
+		}
+		return usagef("-replicas × -workers must be at most %d workers in all, got %s × %s = %d",
+			sim.MaxWorkers, rs, ws, replicas*workers)
+	}
+	if balancerSet && replicas <= 1 {
+		return usagef("-balancer needs -replicas > 1 (or a family with replicas): with one server there is nothing to choose")
+	}
+	return nil
 }
 
 // flagError is a bad value of the flag name: err, the simulator's reason, as a usage error.

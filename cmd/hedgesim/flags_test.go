@@ -67,7 +67,7 @@ func TestParseErrors(t *testing.T) {
 		args []string
 		want string // in the error
 	}{
-		{[]string{"-calls", "0"}, "-calls must be > 0 and at most 1000000000, got 0"},
+		{[]string{"-calls", "0"}, "-calls must be > 0 and at most 20000000, got 0"},
 		{[]string{"-calls", "x"}, `invalid value "x" for flag -calls`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
@@ -239,7 +239,7 @@ func TestParseModelFlags(t *testing.T) {
 func TestScorecardRefusesModelFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-workers", "8"}, {"-service", "exponential:10ms"}, {"-hedge-delay", "5ms"}, {"-family", "bursty"},
-		{"-clients", "3"}, {"-client-inflight", "2"}, {"-replicas", "4"}, {"-balancer", "random"}, {"-tie-delay", "1ms"},
+		{"-clients", "3"}, {"-client-inflight", "2"}, {"-replicas", "4"}, {"-replicas", "4", "-balancer", "random"}, {"-tie-delay", "1ms"},
 	} {
 		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err != nil {
 			t.Errorf("%q: %v", args, err)
@@ -247,6 +247,85 @@ func TestScorecardRefusesModelFlags(t *testing.T) {
 		_, err := parseArgs(append(args, "-scorecard"), testNames, testFamilies, &bytes.Buffer{})
 		if want := args[0] + " does not apply to -scorecard"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q with -scorecard: error %v, want one saying %q", args, err, want)
+		}
+	}
+}
+
+// The model's limits are the command's usage errors, each naming its flag: they reached the
+// simulator and came back as "run failed" with its message, and workers too many for their
+// replicas blamed -replicas, in range at 64.
+func TestParseModelLimits(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-workers", "2000000"}, "-workers must be > 0 and at most 1048576, got 2000000"},
+		{[]string{"-clients", "70000"}, "-clients must be in [1, 65536], or 0 for the family's (1 in the reference model), got 70000"},
+		{[]string{"-clients", "-1"}, "-clients must be in [1, 65536], or 0 for the family's"},
+		{[]string{"-replicas", "65"}, "-replicas must be in [1, 64], or 0 for the family's (1 in the reference model), got 65"},
+		{[]string{"-replicas", "64", "-workers", "20000"}, "-replicas × -workers must be at most 1048576 workers in all, got -replicas 64 × -workers 20000 = 1280000"},
+		{[]string{"-family", "replica-pause", "-workers", "300000"}, "got the family's 4 replicas × -workers 300000 = 1200000"},
+		{[]string{"-calls", "20000001"}, "-calls must be > 0 and at most 20000000, got 20000001"},
+		{[]string{"-tie-delay", "-1ms"}, "-tie-delay must be >= 0, got -1ms"},
+	} {
+		_, err := parseArgs(c.args, testNames, []string{"reference", "replica-pause"}, &bytes.Buffer{})
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want a usage error containing %q", c.args, err, c.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"-replicas", "64", "-workers", "16384"}, {"-clients", "65536"}, {"-clients", "0"}, {"-calls", "20000000"},
+	} {
+		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	var help bytes.Buffer
+	parseArgs([]string{"-h"}, testNames, testFamilies, &help)
+	for _, want := range []string{"at most 20000000", "at most 1048576 in all", "at most 65536", "at most 64"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("-h does not state the limit %q", want)
+		}
+	}
+}
+
+// A -balancer with one server chose nothing and was ignored; it is refused, and its name is
+// checked whatever the replicas.
+func TestParseBalancerNeedsReplicas(t *testing.T) {
+	fams := []string{"reference", "replica-pause"}
+	for _, c := range []struct {
+		args []string
+		want string // "" = accepted
+	}{
+		{[]string{"-balancer", "random"}, "-balancer needs -replicas > 1"},
+		{[]string{"-balancer", "random", "-replicas", "1"}, "-balancer needs -replicas > 1"},
+		{[]string{"-balancer", "bogus"}, `-balancer must be random, round-robin, least-outstanding, p2c (or several, or all), got "bogus"`},
+		{[]string{"-balancer", "random", "-replicas", "2"}, ""},
+		{[]string{"-balancer", "all", "-family", "replica-pause"}, ""}, // the family's 4 replicas
+		{[]string{"-replicas", "4"}, ""},
+	} {
+		_, err := parseArgs(c.args, testNames, fams, &bytes.Buffer{})
+		var ue *usageError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.args, err)
+		case c.want != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: error %v, want a usage error containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+// -scorecard writes scorecard files from a run of its own: with -from or -tables-only it
+// ignored them, and ran minutes to write what neither asked for.
+func TestParseScorecardAlone(t *testing.T) {
+	for _, args := range [][]string{
+		{"-scorecard", "-from", "report.json"}, {"-scorecard", "-tables-only"}, {"-tables-only", "-scorecard"},
+	} {
+		_, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{})
+		var ue *usageError
+		if want := "-scorecard runs the scorecard and writes its files: not with -from or -tables-only"; !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want a usage error containing %q", args, err, want)
 		}
 	}
 }

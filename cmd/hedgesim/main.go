@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ func isTerminal(f *os.File) bool {
 }
 
 // run is the whole command; it returns the exit status: 0 done, 1 the run failed, 2 a bad
-// command line. showProgress writes a "points 12/80" line on stderr while the sweep runs.
+// command line (an -out it cannot write included). showProgress writes a "points 12/80" line on stderr while the sweep runs.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgress bool) int {
 	cfg, err := parseArgs(args, sim.SetupNames(), sim.FamilyNames(), stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -50,7 +51,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgr
 		fmt.Fprintf(stderr, "hedgesim: %v\nRun 'hedgesim -h' for the flags.\n", err)
 		return 2
 	}
+	if cfg.tablesOnly {
+		return execute(ctx, cfg, stdout, stderr, showProgress)
+	}
+	// A run of minutes must not end on an -out it cannot write.
+	undo, err := report.PrepareDir(cfg.out)
+	if err != nil {
+		fmt.Fprintf(stderr, "hedgesim: -out: %v\nRun 'hedgesim -h' for the flags.\n", err)
+		return 2
+	}
+	code := execute(ctx, cfg, stdout, stderr, showProgress)
+	if code != 0 {
+		undo() // a failed run leaves no empty directory behind
+	}
+	return code
+}
 
+// execute runs what cfg asks for, once the command line and -out are known to be good, and
+// returns the exit status.
+func execute(ctx context.Context, cfg config, stdout, stderr io.Writer, showProgress bool) int {
 	if cfg.scorecard {
 		return runScorecard(ctx, cfg, stdout, stderr, showProgress)
 	}
@@ -58,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, showProgr
 		return runTimeline(ctx, cfg, stdout, stderr)
 	}
 	var rep sim.Report
+	var err error
 	if cfg.from != "" {
 		rep, err = readReport(cfg.from)
 	} else {
@@ -159,7 +179,7 @@ func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, sho
 		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
 		return 1
 	}
-	if err := writeFiles(cfg.out, map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes(), "scorecard.html": page.Bytes()}); err != nil {
+	if err := report.WriteFiles(cfg.out, map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes(), "scorecard.html": page.Bytes()}); err != nil {
 		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
 		return 1
 	}
@@ -200,7 +220,10 @@ func sweep(ctx context.Context, cfg config, stderr io.Writer, showProgress bool)
 	return rep, err
 }
 
-// readReport reads a report.json written by an earlier run (-from).
+// readReport reads a report.json written by an earlier run (-from). Any JSON object decodes
+// into a sim.Report, so a file that is JSON but not a report ('{}', a scorecard.json) is
+// refused here rather than rendered as an empty report: a report has points, and every point
+// belongs to a setup, a seed and a cancellation mode its model lists.
 func readReport(path string) (sim.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -210,14 +233,26 @@ func readReport(path string) (sim.Report, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return sim.Report{}, fmt.Errorf("%s: %v", path, err)
 	}
+	m := rep.Model
+	switch {
+	case len(rep.Points) == 0 || len(m.Setups) == 0 || len(m.Seeds) == 0 || m.Calls <= 0:
+		return sim.Report{}, fmt.Errorf("%s is not a hedgesim report.json: it has no points, or its model no setups, seeds or calls", path)
+	}
+	for i, p := range rep.Points {
+		if !slices.Contains(m.Setups, p.Setup) || !slices.Contains(m.Seeds, p.Seed) ||
+			(p.Cancellation != sim.Ignored && p.Cancellation != sim.Reaches) {
+			return sim.Report{}, fmt.Errorf("%s is not a hedgesim report.json: its point %d (setup %q, seed %d, cancellation %q) is not one of its model's",
+				path, i+1, p.Setup, p.Seed, p.Cancellation)
+		}
+	}
 	return rep, nil
 }
 
 // writeReport writes report.md, report.html and report.json into dir, creating it if needed.
+// All three are rendered first, and a failure leaves an earlier run's files as they were
+// (report.WriteFiles).
 func writeReport(dir string, rep sim.Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	files := map[string][]byte{}
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, sim.Report) error
@@ -230,24 +265,9 @@ func writeReport(dir string, rep sim.Report) error {
 		if err := f.write(&b, rep); err != nil {
 			return fmt.Errorf("%s: %v", f.name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
-			return err
-		}
+		files[f.name] = b.Bytes()
 	}
-	return nil
-}
-
-// writeFiles writes each file of files into dir, creating dir if needed.
-func writeFiles(dir string, files map[string][]byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return report.WriteFiles(dir, files)
 }
 
 // writeTables writes the Markdown tables of each seed (-tables-only).

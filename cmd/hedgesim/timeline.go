@@ -31,7 +31,7 @@ func runTimeline(ctx context.Context, cfg config, stdout, stderr io.Writer) int 
 		js, err = json.MarshalIndent(tls, "", "  ")
 	}
 	if err == nil {
-		err = writeFiles(cfg.out, map[string][]byte{"timeline.md": md.Bytes(), "timeline.html": page.Bytes(), "timeline.json": append(js, '\n')})
+		err = report.WriteFiles(cfg.out, map[string][]byte{"timeline.md": md.Bytes(), "timeline.html": page.Bytes(), "timeline.json": append(js, '\n')})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hedgesim: %v\n", err)

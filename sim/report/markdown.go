@@ -159,10 +159,21 @@ func (v *view) trustNote() string {
 	if m.Calls <= 0 {
 		return ""
 	}
-	measured := int(float64(m.Calls) * (1 - m.WarmupFraction))
+	measured := measuredCalls(m)
+	if measured <= 0 {
+		return ""
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "How far to trust these figures: each point measured %d calls, so its p99 rests on the "+
-		"slowest %d calls and its p99.9 on the slowest %d.", measured, measured/100, measured/1000)
+	b.WriteString("How far to trust these figures: each point measured " + countCalls(measured) + ", so ")
+	switch beyond99, beyond999 := measured/100, measured/1000; {
+	case beyond99 == 0:
+		// Fewer than 100 measured calls: the nearest rank of both percentiles is the last.
+		b.WriteString("its p99 and its p99.9 are each its slowest call.")
+	case beyond999 == 0:
+		fmt.Fprintf(&b, "its p99 rests on %s and its p99.9 is its slowest call.", slowest(beyond99))
+	default:
+		fmt.Fprintf(&b, "its p99 rests on %s and its p99.9 on %s.", slowest(beyond99), slowest(beyond999))
+	}
 	var spreads []float64
 	if len(v.seeds) > 1 {
 		for _, mode := range v.modes {
@@ -196,4 +207,27 @@ func (v *view) trustNote() string {
 			"200000 calls per point and seeds 1 and 2, the command's defaults.")
 	}
 	return b.String()
+}
+
+// measuredCalls is how many calls each point of m measured, counted as the engine counts them
+// (sim.Run leaves out the first int(WarmupFraction × Calls) by arrival): rounding the measured
+// share instead said "0 calls" of a one-call run that measured one.
+func measuredCalls(m sim.Model) int {
+	return m.Calls - int(m.WarmupFraction*float64(m.Calls))
+}
+
+// countCalls is n calls in words: "1 call", "180 calls".
+func countCalls(n int) string {
+	if n == 1 {
+		return "1 call"
+	}
+	return fmt.Sprintf("%d calls", n)
+}
+
+// slowest is the slowest n calls in words: "the slowest call", "the slowest 180 calls".
+func slowest(n int) string {
+	if n == 1 {
+		return "the slowest call"
+	}
+	return fmt.Sprintf("the slowest %d calls", n)
 }

@@ -689,3 +689,30 @@ func TestFailedPercentiles(t *testing.T) {
 		t.Error("report.html charts do not show the failed point")
 	}
 }
+
+// The trust note counts the measured calls as the engine does (the first
+// int(WarmupFraction × Calls) are left out), and words a tail of less than one call: a
+// one-call run measured its one call, and was said to rest on "the slowest 0 calls".
+func TestTrustNoteMeasuredCalls(t *testing.T) {
+	for _, c := range []struct {
+		calls int
+		want  string
+	}{
+		{1, "each point measured 1 call, so its p99 and its p99.9 are each its slowest call."},
+		{15, "each point measured 14 calls, so its p99 and its p99.9 are each its slowest call."},
+		{1000, "each point measured 900 calls, so its p99 rests on the slowest 9 calls and its p99.9 is its slowest call."},
+		{2000, "each point measured 1800 calls, so its p99 rests on the slowest 18 calls and its p99.9 on the slowest call."},
+		{1112, "each point measured 1001 calls, so its p99 rests on the slowest 10 calls and its p99.9 on the slowest call."},
+		{20000, "each point measured 18000 calls, so its p99 rests on the slowest 180 calls and its p99.9 on the slowest 18 calls."},
+	} {
+		r := sampleReport(1)
+		r.Model.Calls = c.calls
+		var b bytes.Buffer
+		if err := WriteHeadline(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%d calls: headline lacks %q:\n%s", c.calls, c.want, b.String())
+		}
+	}
+}
