@@ -210,7 +210,9 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		if next != nil {
 			next(di)
 		}
-		noteLoad(info.Ctx, set, i, p.ready[i].load, di.ServerLoad) // the server's ORCA report (load.go)
+		if r != nil && !r.stream || r == nil && info.Ctx.Value(streamKey{}) == nil {
+			noteLoad(info.Ctx, set, i, p.ready[i].load, di.ServerLoad) // the server's ORCA report (load.go)
+		}
 		if r != nil && !di.BytesSent {
 			r.mu.Lock()
 			r.markUnsent(k)
@@ -267,6 +269,21 @@ func resultOf(ctx context.Context, di balancer.DoneInfo) replica.Result {
 // routeKey is the context key of a call's route.
 type routeKey struct{}
 
+// streamKey marks the context of a call whose server streams and that has no route (one the
+// interceptor passes through unhedged), so that the picker leaves its per-call report out as
+// it does a routed stream's (noteLoad).
+type streamKey struct{}
+
+// streamCtx is a context marked with streamKey.
+type streamCtx struct{ context.Context }
+
+func (c streamCtx) Value(key any) any {
+	if key == (streamKey{}) {
+		return true
+	}
+	return c.Context.Value(key)
+}
+
 // routeCtx carries a call's route in its context, for the balancer.
 type routeCtx struct {
 	context.Context
@@ -284,6 +301,7 @@ func (c *routeCtx) Value(key any) any {
 // writes it under mu: attempts of one call pick concurrently.
 type route struct {
 	policy *hedge.Policy // the call's, for the servers' load reports (load.go); set before any pick
+	stream bool          // a call whose server streams: its attempts' per-call reports are not used (noteLoad)
 	mu     sync.Mutex
 	inline [2]routeEntry
 	used   []routeEntry

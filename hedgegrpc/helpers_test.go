@@ -69,6 +69,7 @@ type backend struct {
 	check     func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error)
 	dialer    func(context.Context, string) (net.Conn, error) // bufconn only
 	watch     func(b *backend, req *healthpb.HealthCheckRequest, s grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error
+	register  func(*grpc.Server) // more services beside the health service (startBufconnWith)
 }
 
 func (b *backend) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
@@ -227,6 +228,9 @@ func startBufconnWith(t *testing.T, hi *Interceptor, be *backend, dialOpts []grp
 	srv := grpc.NewServer(opts...)
 	be.name, be.addr = "bufconn", "bufconn"
 	healthpb.RegisterHealthServer(srv, be)
+	if be.register != nil {
+		be.register(srv)
+	}
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	be.dialer = func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }

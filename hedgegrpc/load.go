@@ -37,8 +37,11 @@ const (
 
 // ServerOptions returns the server options that install the queue with its load reports:
 // [Queue.UnaryServer] and [Queue.StreamServer], each of whose calls then carries the queue's
-// ORCA per-call load report in its trailer. Pass them to grpc.NewServer before interceptors
-// that run inside the queue, such as [StartSignal].
+// ORCA per-call load report in its trailer, those the queue turns away (RESOURCE_EXHAUSTED)
+// too. Pass them to grpc.NewServer before interceptors that run inside the queue, such as
+// [StartSignal]. (This package's balancer reads the reports of calls with one response; the
+// end of a stream from the server can reach its caller long before the caller reads it, and
+// nothing says when.)
 //
 // The report is the standard one (the endpoint-load-metrics-bin trailer holding an
 // xds.data.orca.v3.OrcaLoadReport), encoded by the queue itself: gRPC's orca package builds the
@@ -46,7 +49,9 @@ const (
 // recorder is in the call's context all the same (orca.CallMetricsServerOption installed
 // before the queue, for metrics of your own), the queue adds its figures to it instead, so the
 // call carries one report; installed by hand with that option, UnaryServer and StreamServer
-// report the same way.
+// report the same way. Install that option before these, never after: after, its recorder
+// runs inside the queue, which cannot see it, the call carries two reports, and ORCA readers
+// (gRPC's own among them) refuse a call with two.
 func (q *Queue) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(q.reportingUnary),
@@ -56,7 +61,7 @@ func (q *Queue) ServerOptions() []grpc.ServerOption {
 
 // reportingUnary is UnaryServer with the queue's report on every call.
 func (q *Queue) reportingUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	wait, err := q.acquire(ctx)
+	wait, err := q.acquire(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +71,11 @@ func (q *Queue) reportingUnary(ctx context.Context, req any, _ *grpc.UnaryServer
 
 // reportingStream is StreamServer with the queue's report on every stream.
 func (q *Queue) reportingStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if info.FullMethod == oobMethod {
-		return handler(srv, ss) // the out-of-band reports' own stream (oob.go)
+	if bypassesQueue(info.FullMethod) {
+		return handler(srv, ss) // see StreamServer
 	}
 	ctx := ss.Context()
-	wait, err := q.acquire(ctx)
+	wait, err := q.acquire(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -239,7 +244,13 @@ const (
 
 // noteLoad hands an attempt's load report to the core: to the replicas the balancer picks
 // from (where a copy goes) and to the call's policy, when the call has one (the backlog
-// gate). It runs in the picker's Done callback, where an attempt ends.
+// gate). It runs in the picker's Done callback, where an attempt ends, and takes that moment
+// for the report's: the Done of a call with one response (unary or client-streaming) follows
+// its trailer at once. That of a call whose server streams does not: it runs when the caller
+// reads the stream's end or gives the stream up, which may be long after the trailer came,
+// and a report stamped then would count as fresh for LoadMaxAge after it had gone stale. The
+// picker leaves those calls' per-call reports out; out-of-band reports (RegisterOOB) tell a
+// client of such streams how loaded its servers are.
 // bl, when not nil, is the backend's out-of-band reports (oob.go), which this newer one
 // makes stale.
 func noteLoad(ctx context.Context, set interface {

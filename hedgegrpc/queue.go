@@ -129,7 +129,7 @@ func (q *Queue) Stats() QueueStats {
 // waits in the queue when none is, and answers RESOURCE_EXHAUSTED with a pushback trailer
 // when the queue is full.
 func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	wait, err := q.acquire(ctx)
+	wait, err := q.acquire(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -138,13 +138,17 @@ func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInf
 }
 
 // StreamServer is [Queue.UnaryServer] for streaming calls: a stream holds its worker until
-// its handler returns. The ORCA out-of-band stream ([Queue.RegisterOOB]) passes without one.
+// its handler returns. Two streams that a client keeps open for as long as its connection
+// lives pass without one (see bypassesQueue): the ORCA out-of-band stream
+// ([Queue.RegisterOOB]) and the health service's Watch, which gRPC's client-side health
+// checking opens on every connection. Held, each would take a worker for good, and as many
+// connections as workers would leave none for calls.
 func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if info.FullMethod == oobMethod {
-		return handler(srv, ss) // the out-of-band reports' own stream (oob.go)
+	if bypassesQueue(info.FullMethod) {
+		return handler(srv, ss)
 	}
 	ctx := ss.Context()
-	wait, err := q.acquire(ctx)
+	wait, err := q.acquire(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -152,22 +156,34 @@ func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	return handler(srv, ss)
 }
 
+// healthWatchMethod is the health service's Watch (grpc.health.v1), the stream gRPC's
+// client-side health checking keeps open on each connection.
+const healthWatchMethod = "/grpc.health.v1.Health/Watch"
+
+// bypassesQueue reports whether a stream runs without a worker: the connection-long streams
+// that carry a server's state rather than work (StreamServer).
+func bypassesQueue(fullMethod string) bool {
+	return fullMethod == oobMethod || fullMethod == healthWatchMethod
+}
+
 // acquire takes a worker's slot, waiting in FIFO order for one, and returns how long the call
-// waited, or the status error to answer when the call must not run.
-func (q *Queue) acquire(ctx context.Context) (time.Duration, error) {
+// waited, or the status error to answer when the call must not run; own is as for report.
+func (q *Queue) acquire(ctx context.Context, own bool) (time.Duration, error) {
 	switch a := q.core.Acquire(ctx, q.hedgedLast && isCopy(ctx)); a.Outcome {
 	case workqueue.Admitted:
 		return a.Wait, nil
 	case workqueue.Abandoned:
 		return 0, status.FromContextError(ctx.Err()).Err()
 	default: // workqueue.Rejected, workqueue.Evicted
-		return 0, q.overloaded(ctx)
+		return 0, q.overloaded(ctx, own)
 	}
 }
 
 // overloaded is the answer of a call the queue has no room for: RESOURCE_EXHAUSTED with the
-// pushback trailer.
-func (q *Queue) overloaded(ctx context.Context) error {
+// pushback trailer, and the queue's load report as on any call (report): a full queue is the
+// load a client most needs to hear of.
+func (q *Queue) overloaded(ctx context.Context, own bool) error {
+	q.report(ctx, 0, own)
 	_ = grpc.SetTrailer(ctx, q.trailer)
 	return status.Error(codes.ResourceExhausted, "hedgegrpc: server queue full")
 }

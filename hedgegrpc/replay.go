@@ -100,7 +100,7 @@ func (i *Interceptor) replayStreamFor(ctx context.Context, desc *grpc.StreamDesc
 		s.limit = DefaultReplayBuffer
 	}
 	s.cond = sync.NewCond(&s.mu)
-	s.rctx.Context, s.rctx.route.policy = ctx, m.policy
+	s.rctx.Context, s.rctx.route.policy, s.rctx.route.stream = ctx, m.policy, desc.ServerStreams
 	go s.race()
 	return s
 }

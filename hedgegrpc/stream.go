@@ -35,6 +35,9 @@ func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, c
 		if rs := i.replayStreamFor(ctx, desc, cc, fullMethod, streamer, opts); rs != nil {
 			return rs, nil
 		}
+		if desc.ServerStreams {
+			ctx = streamCtx{ctx}
+		}
 		return streamer(ctx, desc, cc, fullMethod, opts...)
 	}
 	if !desc.ServerStreams {
@@ -210,7 +213,7 @@ func (s *hedgedStream) end(err error) {
 func (s *hedgedStream) race(typ proto.Message) {
 	s.started = true
 	m := s.i.method(s.method)
-	s.rctx.Context, s.rctx.route.policy = s.ctx, m.policy
+	s.rctx.Context, s.rctx.route.policy, s.rctx.route.stream = s.ctx, m.policy, true
 	ctx := context.Context(&s.rctx)
 	if !m.repeatableFor(s.ctx) && hedge.RepeatabilityFrom(s.ctx) != hedge.NotRepeatable {
 		ctx = hedge.WithRepeatable(ctx, false)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -152,24 +153,29 @@ func TestStreamQueueAndStartSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	be := &backend{watch: func(b *backend, req *healthpb.HealthCheckRequest, s grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
-		if q.Stats().Running != 1 {
-			return status.Error(codes.Internal, "the stream runs without a worker")
-		}
-		return s.Send(serving())
+	be := &backend{register: func(srv *grpc.Server) {
+		testpb.RegisterTestServiceServer(srv, heldStream{q: q})
 	}}
+	const method = "/grpc.testing.TestService/StreamingOutputCall"
 	started := make(chan int, 2)
-	hi := newInterceptor(t, Config{Idempotent: []string{watchMethod}})
+	hi := newInterceptor(t, Config{Idempotent: []string{method}})
 	cc := startBufconnWith(t, hi, be, []grpc.DialOption{grpc.WithStatsHandler(startSignal{report: func(ctx context.Context) {
 		started <- attemptIndex(ctx)
 	}})}, grpc.ChainStreamInterceptor(q.StreamServer, StreamStartSignal))
 	ask := metadata.AppendToOutgoingContext(t.Context(), StartSignalKey, "1")
-	s, err := healthpb.NewHealthClient(cc).Watch(ask, &healthpb.HealthCheckRequest{})
+	s, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(ask, &testpb.StreamingOutputCallRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := recvAll(s); len(got) != 1 || err != io.EOF {
-		t.Fatalf("received %v, %v; want one message and io.EOF", got, err)
+	var got int
+	for {
+		if _, err = s.Recv(); err != nil {
+			break
+		}
+		got++
+	}
+	if got != 1 || err != io.EOF {
+		t.Fatalf("received %d messages, then %v; want one message and io.EOF", got, err)
 	}
 	if k := <-started; k != 0 {
 		t.Fatalf("start signal for attempt %d, want 0", k)
@@ -177,4 +183,18 @@ func TestStreamQueueAndStartSignal(t *testing.T) {
 	if !waitFor(10*time.Second, func() bool { st := q.Stats(); return st.Running == 0 && st.Admitted == 1 }) {
 		t.Fatalf("queue stats %+v, want one stream admitted and its worker released", q.Stats())
 	}
+}
+
+// heldStream answers a server-streaming call with one message, and with an error when the
+// stream runs without a worker of q's.
+type heldStream struct {
+	testpb.UnimplementedTestServiceServer
+	q *Queue
+}
+
+func (h heldStream) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, s grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+	if h.q.Stats().Running != 1 {
+		return status.Error(codes.Internal, "the stream runs without a worker")
+	}
+	return s.Send(&testpb.StreamingOutputCallResponse{})
 }
