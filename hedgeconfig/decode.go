@@ -106,7 +106,8 @@ func (d *decoder) operations(n *yaml.Node, f *File) error {
 		return d.errorf(n, "operations", "must be a mapping from operation names to policies")
 	}
 	first := map[matcher]*yaml.Node{} // each operation's key, by what it matches
-	return d.eachKey(n, "operations", func(key string, k, v *yaml.Node) error {
+	keys := map[string]*yaml.Node{}   // each operation's key node, by name
+	err := d.eachKey(n, "operations", func(key string, k, v *yaml.Node) error {
 		path := child("operations", key)
 		m, err := parseName(key)
 		if err != nil {
@@ -126,8 +127,39 @@ func (d *decoder) operations(n *yaml.Node, f *File) error {
 			return err
 		}
 		f.Operations = append(f.Operations, op)
+		keys[key] = k
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return d.grpcRepeatability(f, keys)
+}
+
+// grpcRepeatability refuses a gRPC method that is not idempotent under a service that is:
+// hedgegrpc takes a service's idempotent: true for every method of it (Config.Idempotent
+// names services as well as methods) and has no word for an exception, so the method would
+// be sent twice all the same, which its idempotent: false (its own or the defaults') says it
+// must not be. Over HTTP the most specific operation decides, and no such conflict exists.
+func (d *decoder) grpcRepeatability(f *File, keys map[string]*yaml.Node) error {
+	services := map[string]*Operation{}
+	for i := range f.Operations {
+		if op := &f.Operations[i]; op.match.grpc && op.match.method == "" && op.Repeatable == hedge.Repeatable {
+			services[op.match.service] = op
+		}
+	}
+	for i := range f.Operations {
+		op := &f.Operations[i]
+		if !op.match.grpc || op.match.method == "" || op.Repeatable != hedge.NotRepeatable {
+			continue
+		}
+		if svc, ok := services[op.match.service]; ok {
+			k := keys[op.Name]
+			return d.errorf(k, child("operations", op.Name), "idempotent is false, but %s, whose every method gRPC hedging takes for idempotent, is true (at %s): name the service's idempotent methods one by one instead",
+				child("operations", svc.Name), position(keys[svc.Name]))
+		}
+	}
+	return nil
 }
 
 // errEmpty is the error of a file with nothing in it.

@@ -235,7 +235,14 @@ func requestParts(r *http.Request) (host, port, path string) {
 			port = "443"
 		}
 	}
-	return host, port, u.Path
+	// The path in its clean form, as operation names are kept (parseName): a request to
+	// x//v1 or x/a/./v1 falls under the operation x/v1 or x/a/v1. Clean allocates nothing for
+	// a path that is clean already.
+	p := u.Path
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return host, port, pathpkg.Clean(p)
 }
 
 func joinHostPort(host, port string) string {
@@ -354,7 +361,9 @@ type GRPCMethods struct {
 	// Idempotent lists the gRPC operations whose idempotent is true (or inherited true from
 	// the defaults). hedgegrpc sends every other method once unless its protobuf descriptor
 	// says it is idempotent: idempotent: false cannot overrule the descriptor, and
-	// idempotent: true in the defaults reaches only the methods the file names.
+	// idempotent: true in the defaults reaches only the methods the file names. A service
+	// listed here covers every method of it, so Parse refuses a method whose idempotent is
+	// false under a service whose idempotent is true.
 	Idempotent []string
 }
 

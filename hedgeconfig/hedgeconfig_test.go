@@ -166,6 +166,10 @@ func TestErrors(t *testing.T) {
 			"policy.yaml:2:13: defaults.attempts: must not start with a zero, got 010: write it in decimal without one, or with 0o for octal"},
 		{"leading zero in a number", "defaults:\n  budget: {min_per_second: -0_5}\n",
 			"policy.yaml:2:28: defaults.budget.min_per_second: must not start with a zero, got -0_5"},
+		{"a method not idempotent under a service that is", "operations:\n  /pay.v1.Payments/:\n    idempotent: true\n  /pay.v1.Payments/Charge:\n    idempotent: false\n",
+			`policy.yaml:4:3: operations["/pay.v1.Payments/Charge"]: idempotent is false, but operations["/pay.v1.Payments/"], whose every method gRPC hedging takes for idempotent, is true (at line 2:3)`},
+		{"a method not idempotent by the defaults under a service that is", "defaults:\n  idempotent: false\noperations:\n  /pay.v1.Payments/Charge:\n    attempts: 3\n  /pay.v1.Payments/:\n    idempotent: true\n",
+			`policy.yaml:4:3: operations["/pay.v1.Payments/Charge"]: idempotent is false, but operations["/pay.v1.Payments/"]`},
 		{"policy rule", "defaults:\n  trigger: after 20ms\n  attempts: 2\n  maximum_concurrent: 3\n",
 			"policy.yaml:4:23: defaults.maximum_concurrent: hedge: invalid config: MaximumConcurrent (3) must not exceed Attempts (2)"},
 		{"nested policy rule", "operations:\n  a.example:\n    breaker:\n      failure_ratio: 2\n",
@@ -315,6 +319,12 @@ func TestOperationPathsMatchInTheirCleanForm(t *testing.T) {
 		"http://x.example/v1":       "X.example/v1//",
 		"http://x.example/a/b/c":    "x.example/a/./b/",
 		"http://x.example/v2":       "defaults",
+		// Requests' paths too: the transports send them as written.
+		"http://x.example//v1":         "X.example/v1//",
+		"http://x.example/v1/../v1/u":  "X.example/v1//",
+		"http://X.EXAMPLE/a//b/":       "x.example/a/./b/",
+		"http://x.example/a/./b/c":     "x.example/a/./b/",
+		"http://x.example/a/x/../b/cd": "x.example/a/./b/",
 	} {
 		r, _ := http.NewRequest("GET", url, nil)
 		if got := f.ForHTTP(r).Name; got != want {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,9 @@ type WatchConfig struct {
 	// was refused or could not be read, or a follower's error (f is then the file that keeps
 	// running). A file that stays as it is is not reported again. It runs on the goroutine
 	// that polls, or that called Reload, after the reload is done: it may read the
-	// Watcher's File and Status.
+	// Watcher's File and Status. A panic in it on the polling goroutine is recovered and
+	// dropped, as no goroutine the Watcher starts may crash the process; on the goroutine
+	// that called Reload it reaches that caller.
 	OnReload func(f *File, err error)
 }
 
@@ -53,14 +56,20 @@ type WatchConfig struct {
 //
 // Build it with [Watch] and stop it with [Watcher.Stop]. It is safe for concurrent use.
 type Watcher struct {
-	path     string
-	cfg      WatchConfig
-	cur      atomic.Pointer[File]
-	mu       sync.Mutex // serialises reloads, and guards what follows
-	last     []byte     // the content last read, valid or not
-	lastErr  string     // the read error last reported, when the file could not be read
-	follow   []func(*File) error
-	status   Status
+	path    string
+	cfg     WatchConfig
+	cur     atomic.Pointer[File]
+	mu      sync.Mutex // serialises reloads, and guards last and lastErr
+	last    []byte     // the content last read, valid or not
+	lastErr string     // the read error last reported, when the file could not be read
+	// The followers and the status have locks of their own, apart from the reload's: a
+	// follower may read Status, add a follower or close a Transport of NewTransport's (which
+	// lets its follower go) while a reload runs it.
+	fmu      sync.Mutex
+	follow   []follower // under fmu, replaced (not changed in place) when one comes or goes
+	nextID   int        // under fmu
+	smu      sync.Mutex
+	status   Status      // under smu
 	stopped  atomic.Bool // set once, by Stop; read by reload under mu
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -113,9 +122,22 @@ func (w *Watcher) poll(interval time.Duration) {
 		case <-w.stop:
 			return
 		case <-t.C:
-			w.Reload() // reported through OnReload and Status
+			w.pollOnce()
 		}
 	}
+}
+
+// pollOnce is one reload of the polling goroutine, reported through OnReload and Status. A
+// panic in OnReload is dropped here: it would end the process.
+func (w *Watcher) pollOnce() {
+	defer func() { _ = recover() }()
+	w.Reload()
+}
+
+// follower is a function that Follow added, with the number that lets it go.
+type follower struct {
+	id int
+	fn func(*File) error
 }
 
 // File returns the running configuration. Keep the result for one request at most: after
@@ -124,8 +146,8 @@ func (w *Watcher) File() *File { return w.cur.Load() }
 
 // Status returns what the watcher has done so far.
 func (w *Watcher) Status() Status {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.smu.Lock()
+	defer w.smu.Unlock()
 	return w.status
 }
 
@@ -161,7 +183,7 @@ func (w *Watcher) reload() (f *File, report bool, err error) {
 	}
 	w.lastErr = ""
 	if w.last != nil && bytes.Equal(data, w.last) {
-		return w.cur.Load(), false, w.status.Err
+		return w.cur.Load(), false, w.Status().Err
 	}
 	w.last = data
 	f, err = Parse(w.path, data)
@@ -175,27 +197,46 @@ func (w *Watcher) reload() (f *File, report bool, err error) {
 	w.cur.Store(f)
 	w.callbacks.Add(1)
 	defer w.callbacks.Add(-1)
-	for i, fn := range w.follow {
-		if err := fn(f); err != nil {
+	w.fmu.Lock()
+	follow := w.follow
+	w.fmu.Unlock()
+	for i, fl := range follow {
+		if err := tell(fl.fn, f); err != nil {
 			w.cur.Store(old)
 			errs := []error{err}
-			for _, back := range w.follow[:i] {
-				if err := back(old); err != nil {
+			for _, back := range follow[:i] {
+				if err := tell(back.fn, old); err != nil {
 					errs = append(errs, fmt.Errorf("hedgeconfig: a follower refused the running file again: %w", err))
 				}
 			}
 			return w.refused(errors.Join(errs...))
 		}
 	}
+	w.smu.Lock()
 	w.status.Loaded, w.status.Err = time.Now(), nil
 	w.status.Reloads++
+	w.smu.Unlock()
 	return f, true, nil
+}
+
+// tell gives a follower f. A follower that panics refuses f, as one that returns an error
+// does: a change half told, to some followers and not to those after, would run nowhere
+// whole, and no later reload would offer the same content again.
+func tell(fn func(*File) error, f *File) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("hedgeconfig: a follower panicked: %v", r)
+		}
+	}()
+	return fn(f)
 }
 
 // refused records a change that does not run, for Reload to report.
 func (w *Watcher) refused(err error) (*File, bool, error) {
+	w.smu.Lock()
 	w.status.Failures++
 	w.status.Err = err
+	w.smu.Unlock()
 	return w.cur.Load(), true, err
 }
 
@@ -208,13 +249,29 @@ func (w *Watcher) refused(err error) (*File, bool, error) {
 //		return interceptor.Reconfigure(g.Policy, g.Methods, g.Idempotent)
 //	})
 //
-// fn runs with reloads held off, and must not call Reload. An error refuses the change: the
-// file that was running stays (for every reader, and for the followers told before fn, which
-// are told it again), and the error is reported as the reload's.
+// fn runs with reloads held off, and must not call Reload (it may read File and Status, and
+// add followers, which hear from the next change on). An error, or a panic, refuses the
+// change: the file that was running stays (for every reader, and for the followers told
+// before fn, which are told it again), and the error is reported as the reload's.
 func (w *Watcher) Follow(fn func(*File) error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.follow = append(w.follow, fn)
+	w.addFollower(fn)
+}
+
+// addFollower adds fn to the followers and returns the number that unfollow takes.
+func (w *Watcher) addFollower(fn func(*File) error) int {
+	w.fmu.Lock()
+	defer w.fmu.Unlock()
+	w.nextID++
+	// A new slice: a reload in progress keeps the one it took.
+	w.follow = append(w.follow[:len(w.follow):len(w.follow)], follower{id: w.nextID, fn: fn})
+	return w.nextID
+}
+
+// unfollow lets the follower numbered id go.
+func (w *Watcher) unfollow(id int) {
+	w.fmu.Lock()
+	defer w.fmu.Unlock()
+	w.follow = slices.DeleteFunc(slices.Clone(w.follow), func(f follower) bool { return f.id == id })
 }
 
 // Stop ends the polling and waits for it to end. Calls of Reload after it return
@@ -255,12 +312,15 @@ func (w *Watcher) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, erro
 	if err != nil {
 		return nil, err
 	}
-	w.Follow(func(*File) error {
+	id := w.addFollower(func(*File) error {
 		if err := t.Refresh(); err != nil {
 			return fmt.Errorf("hedgeconfig: refreshing a hedgehttp.Transport: %w", err)
 		}
 		return nil
 	})
+	// A closed Transport is let go: a service that builds one per tenant must not keep every
+	// one it ever built, refreshing them all at each change.
+	t.OnClose(func() { w.unfollow(id) })
 	return t, nil
 }
 

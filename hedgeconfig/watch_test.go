@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -367,5 +369,134 @@ func TestWatchStopFromCallbacks(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A follower that panics refuses the change as one that returns an error does: the running
+// file stays, for every reader and for the followers told before it, and the change is
+// reported; none of it runs half applied.
+func TestWatchFollowerPanics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, "defaults:\n  attempts: 2\n")
+	w, err := hedgeconfig.Watch(path, hedgeconfig.WatchConfig{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var told, after []int
+	w.Follow(func(f *hedgeconfig.File) error { told = append(told, f.Defaults.Policy.Attempts); return nil })
+	w.Follow(func(f *hedgeconfig.File) error {
+		if f.Defaults.Policy.Attempts == 3 {
+			panic("a follower's bug")
+		}
+		return nil
+	})
+	w.Follow(func(f *hedgeconfig.File) error { after = append(after, f.Defaults.Policy.Attempts); return nil })
+	writeFile(t, path, "defaults:\n  attempts: 3\n")
+	err = w.Reload()
+	if err == nil || !strings.Contains(err.Error(), "a follower panicked: a follower's bug") {
+		t.Fatalf("Reload = %v, want the follower's panic as an error", err)
+	}
+	if a := w.File().Defaults.Policy.Attempts; a != 2 {
+		t.Errorf("readers run attempts %d, want the running 2", a)
+	}
+	if !slices.Equal(told, []int{3, 2}) || len(after) != 0 {
+		t.Errorf("followers told %v and %v, want [3 2] and nothing", told, after)
+	}
+	if st := w.Status(); st.Failures != 1 || st.Err == nil {
+		t.Errorf("Status = %+v, want the refusal counted", st)
+	}
+}
+
+// A panic in OnReload on the polling goroutine does not end the process, and the polling
+// goes on.
+func TestWatchOnReloadPanicOnThePollingGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "policy.yaml")
+		writeFile(t, path, "defaults:\n  attempts: 2\n")
+		var calls atomic.Int32
+		w, err := hedgeconfig.Watch(path, hedgeconfig.WatchConfig{Interval: time.Second, OnReload: func(*hedgeconfig.File, error) {
+			calls.Add(1)
+			panic("a callback's bug")
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		for _, n := range []string{"3", "4"} {
+			writeFile(t, path, "defaults:\n  attempts: "+n+"\n")
+			time.Sleep(time.Second + time.Millisecond)
+			synctest.Wait()
+		}
+		if a := w.File().Defaults.Policy.Attempts; a != 4 || calls.Load() != 2 {
+			t.Errorf("attempts %d after %d OnReload calls, want 4 after 2", a, calls.Load())
+		}
+	})
+}
+
+// A follower may read Status, and add a follower, while the reload runs it. (Not in a
+// bubble: a goroutine blocked on a mutex is not durably blocked, and the bubble would wait
+// for ever where the test must fail.)
+func TestWatchFollowerReadsStatus(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, "defaults:\n  attempts: 2\n")
+	w, err := hedgeconfig.Watch(path, hedgeconfig.WatchConfig{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var seen []int
+	w.Follow(func(*hedgeconfig.File) error {
+		seen = append(seen, w.Status().Reloads)
+		w.Follow(func(*hedgeconfig.File) error { return nil })
+		return nil
+	})
+	writeFile(t, path, "defaults:\n  attempts: 3\n")
+	done := make(chan error, 1)
+	go func() { done <- w.Reload() }()
+	select {
+	case err := <-done:
+		if err != nil || !slices.Equal(seen, []int{0}) {
+			t.Errorf("Reload = %v with the follower seeing Reloads %v, want nil and [0]", err, seen)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Reload deadlocked: its follower read Status")
+	}
+}
+
+// A Transport that NewTransport built and that was closed is let go: the watcher no longer
+// refreshes it, and keeps no reference to it.
+func TestWatchLetsClosedTransportsGo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, "defaults:\n  attempts: 2\n")
+	w, err := hedgeconfig.Watch(path, hedgeconfig.WatchConfig{Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var gone []weak.Pointer[hedgehttp.Transport]
+	for range 3 {
+		tr, err := w.NewTransport(hedgehttp.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Close()
+		gone = append(gone, weak.Make(tr))
+	}
+	kept, err := w.NewTransport(hedgehttp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
+	runtime.GC()
+	runtime.GC()
+	for i, p := range gone {
+		if p.Value() != nil {
+			t.Errorf("closed Transport %d is still held", i)
+		}
+	}
+	writeFile(t, path, "defaults:\n  attempts: 3\n")
+	if err := w.Reload(); err != nil {
+		t.Fatal(err)
 	}
 }
