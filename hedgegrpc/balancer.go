@@ -105,6 +105,7 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		addr := c.Endpoint.Addresses[0].Addr
 		ready = append(ready, readyBackend{addr: addr, picker: c.State.Picker, group: g, hasGroup: has, load: w.loadFor(c.Endpoint.Addresses)})
 	}
+	ready = firstOfEachAddr(ready)
 	if len(ready) == 0 {
 		// Nothing ready: endpointsharding's picker queues or fails picks.
 		w.install(nil)
@@ -140,6 +141,20 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 	p := newPicker(ready, w.pool)
 	w.install(p)
 	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: p})
+}
+
+// firstOfEachAddr keeps, of READY backends that share a first address, the first one listed.
+// The core's replica choice knows a backend by that address: two endpoints that share it (a
+// resolver may list an address in more than one) are one replica to it, and a pool refuses an
+// address twice (replica.NewPool), since a hedge could go back to the address its primary
+// used while another backend is unused. It runs on each state update, not on each pick.
+func firstOfEachAddr(ready []readyBackend) []readyBackend {
+	seen := make(map[string]bool, len(ready))
+	return slices.DeleteFunc(ready, func(r readyBackend) bool {
+		dup := seen[r.addr]
+		seen[r.addr] = true
+		return dup
+	})
 }
 
 type readyBackend struct {

@@ -187,3 +187,23 @@ func TestOOBNewSubConnOffSerializer(t *testing.T) {
 	}
 	<-done
 }
+
+// TestEndpointsSharingAFirstAddress: a resolver lists two endpoints whose first address is
+// the same backend. The balancer keeps one replica for the address (a pool refuses an address
+// twice) and calls go on being answered, hedged ones too.
+func TestEndpointsSharingAFirstAddress(t *testing.T) {
+	checkLeaks(t)
+	bs := startBackends(t, 2, func(int) *backend { return answerAtOnce() })
+	a, b := resolver.Address{Addr: bs[0].addr}, resolver.Address{Addr: bs[1].addr}
+	hi := newInterceptor(t, Config{Policy: hedgeNow()})
+	cc, _ := dialEndpoints(t, hi, []resolver.Endpoint{{Addresses: []resolver.Address{a}}, {Addresses: []resolver.Address{a, b}}})
+	client := healthpb.NewHealthClient(cc)
+	for i := range 20 {
+		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("call %d, with two endpoints sharing first address %s: %v", i, a.Addr, err)
+		}
+	}
+	if n := bs[0].calls.Load(); n == 0 {
+		t.Fatalf("the shared first address %s got none of 20 calls", a.Addr)
+	}
+}

@@ -50,6 +50,7 @@ type call struct {
 	// one of them does, so the body is closed once, by one goroutine.
 	bodyOwned atomic.Bool
 	firstDone bool // see first; beside bodyOwned, where the call has room for it
+	signals   bool // the host's trigger reads start signals (hostState.signals)
 
 	// first is the first attempt's request when it is sent on the caller's context over
 	// HTTP/1 (see attempt), for cancelFirst; firstDone, under firstMu, says its round trip has
@@ -192,7 +193,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	)
 	var stopCancel func() bool // unhooks cancelFirst from the attempt's context
 	switch proto := c.h.proto.Load(); {
-	case inline && !c.t.signals && proto == 1 && c.t.h1 != nil && plainScheme(c.req.URL.Scheme):
+	case inline && !c.signals && proto == 1 && c.t.h1 != nil && plainScheme(c.req.URL.Scheme):
 		// The first attempt on the caller's goroutine, to a host known to speak HTTP/1 over
 		// Next's *http.Transport, listening for no start signal: the request goes out on the
 		// caller's own context, as a plain RoundTrip would send it, and a loser is cancelled
@@ -207,7 +208,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		c.first = r
 		stopCancel = afterFunc(ctx, c.cancelFirst)
-	case inline && !c.t.signals && proto != 0:
+	case inline && !c.signals && proto != 0:
 		// The first attempt on the caller's goroutine, which listens for no start signal
 		// and has the host's protocol to learn no more: it needs nothing of a context of its
 		// own (a loser is cancelled at once, without the grace, whether its response has
@@ -228,8 +229,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			}
 		}
 		var reqCtx context.Context
-		reqCtx, ar = newAttemptRequest(c.req.Context(), ctx, c.h, c.t.signals, inline)
-		r = c.clone(reqCtx, inline && !c.t.signals)
+		reqCtx, ar = newAttemptRequest(c.req.Context(), ctx, c.h, c.signals, inline)
+		r = c.clone(reqCtx, inline && !c.signals)
 		if !inline {
 			u := *r.URL
 			r.URL = &u
@@ -252,12 +253,25 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		// may fill it in while the body is read (as net/http allows), after the copy.
 		r.Trailer = c.req.Trailer
 	}
-	if info.Hedge || info.Retry || c.t.signals {
-		c.t.mark(r, info)
+	if info.Hedge || info.Retry || c.signals {
+		mark(r, info, c.signals)
 	}
 	next, ri, again := c.t.next, -1, info.Hedge
+	// settled is set just before the attempt's end is told to its replica (before, so that a
+	// panic in Done itself, in Config.Replica.OnEjection, does not end the attempt twice).
+	settled := false
 	if pool := c.pool(); pool != nil {
 		ri, again = c.pick()
+		defer func() {
+			if !settled {
+				// Next panicked (or a body it returned did, read for a failure): the attempt
+				// is over all the same, and must not stay outstanding on its replica for
+				// good. A replica back from an ejection would then have an attempt out for
+				// ever, rank as ejected (Set.tier), and never get a first attempt again. The
+				// panic goes on to the core, which hands it to the caller.
+				c.done(ri, replica.Ignored)
+			}
+		}()
 		hedge.Routed(ctx, pool.Set(), ri) // the state machine tells this replica's trouble from the host's
 		u := *r.URL                       // the caller's URL is shared until here
 		u.Host = pool.Addr(ri)
@@ -304,6 +318,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			resp.Body.Close()
 		}
 		ar.end()
+		settled = true
 		return nil, c.failed(ctx, ri, err)
 	}
 	if se != nil {
@@ -313,11 +328,13 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			if code := resp.StatusCode; code >= 500 && code != http.StatusNotImplemented {
 				res = replica.Failure
 			}
+			settled = true
 			se.outcome.Ejected = c.done(ri, res)
 		}
 		return nil, se
 	}
 	if ri >= 0 {
+		settled = true
 		c.done(ri, replica.Success)
 	}
 	if ar == nil {
@@ -397,8 +414,8 @@ func (c *call) setBody(r *http.Request, index int) error {
 // of line, like newAttemptRequest, so that its frame does not sit under the whole round trip.
 //
 //go:noinline
-func (t *Transport) mark(r *http.Request, info hedge.AttemptInfo) {
-	if t.signals && !expectsContinue(r.Header) {
+func mark(r *http.Request, info hedge.AttemptInfo, signals bool) {
+	if signals && !expectsContinue(r.Header) {
 		r.Header[StartSignalHeader] = startSignalValue
 	}
 	if info.Hedge || info.Retry {

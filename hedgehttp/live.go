@@ -34,6 +34,11 @@ type hostState struct {
 	policy *hedge.Policy
 	repeat hedge.Repeatability
 	cfg    hedge.Config // as Policy or PolicyFor gave it, before this Transport's hooks
+
+	// signals: the host's trigger reads start signals, and its attempts ask servers for them
+	// and pass them on. A host's, not the Transport's: PolicyFor may give one host Tied and
+	// another a quantile trigger, which neither asks nor listens, and pays nothing for it.
+	signals bool
 }
 
 // hostState returns the state of the host named name under the current configuration,
@@ -52,10 +57,11 @@ func (t *Transport) hostState(name string, old *hostState) (*hostState, bool, er
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: Config.PolicyFor(%q): %w", ErrConfig, name, err)
 	}
-	if !changed && old.repeat == repeat {
+	signals := t.signals || pc.Trigger.ReadsStartSignals()
+	if !changed && old.repeat == repeat && old.signals == signals {
 		return old, false, nil
 	}
-	return &hostState{policy: p, repeat: repeat, cfg: pc}, true, nil
+	return &hostState{policy: p, repeat: repeat, cfg: pc, signals: signals}, true, nil
 }
 
 // Refresh asks Config.PolicyFor again for every host called so far and gives each host

@@ -107,7 +107,10 @@ type Config struct {
 	// URL's host changes: the Host header stays the request's (set Request.Host to control
 	// it). It runs on every request, so it must be fast; return the same slice until the
 	// addresses change, and never modify a slice once returned. Health carries over for
-	// addresses that stay when the list changes.
+	// addresses that stay when the list changes. List each address once: an address is one
+	// replica, and twice it would let a hedge go back to its primary's address while another
+	// one is healthy; a list with an address twice fails the key's calls with an error
+	// wrapping [ErrConfig] (see [replica.NewPool]).
 	Replicas func(key string) []string
 
 	// ReplicaGroups, when not nil, is Replicas in ordered groups with weights (set one or the
@@ -214,9 +217,9 @@ type Config struct {
 // 408) never wins and is returned only when every attempt failed, as the response of the last
 // one that answered.
 //
-// When the policy's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
-// [hedge.Tied] does), every attempt asks the server for one ([StartSignalHeader]); a [Queue]
-// answers with an informational [StartedStatus] response when a worker starts the request,
+// When a host's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
+// [hedge.Tied] does: Config.Policy's, or the one Config.PolicyFor gives the host), every
+// attempt to it asks the server for one ([StartSignalHeader]); a [Queue] answers with an informational [StartedStatus] response when a worker starts the request,
 // and the Transport passes it on to the policy with [hedge.StartedService], through an
 // httptrace.ClientTrace joined to any trace the caller set on the request's context. With
 // Tied, the first copy to start cancels the others. A server that sends no such response
@@ -230,7 +233,7 @@ type Transport struct {
 	discardFn  func(*http.Response, error) // t.discard, bound once rather than per request
 	maxBuffer  int64
 	errorLimit int64
-	signals    bool // ask servers for start signals and pass them on
+	signals    bool // ask every host for start signals, whatever its trigger (tests); see hostState.signals
 	inline     bool // Next honours its context: the first attempt runs on the caller's goroutine
 	// h1 is Next when it is an *http.Transport: over HTTP/1 a first attempt on the caller's
 	// goroutine is cancelled through it rather than through a context of its own (see
@@ -349,7 +352,6 @@ func NewTransport(cfg Config) (*Transport, error) {
 		classify:   cfg.Policy.Classify,
 		maxBuffer:  cfg.MaxBodyBuffer,
 		errorLimit: cfg.ErrorBodyLimit,
-		signals:    cfg.Policy.Trigger.ReadsStartSignals(),
 	}
 	t.discardFn = t.discard
 	streams, err := newLoadStreams(t, cfg)
@@ -583,9 +585,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var c *call
 	if pool == nil {
-		c = &call{t: t, h: h, req: sent}
+		c = &call{t: t, h: h, req: sent, signals: st.signals}
 	} else {
-		w := &withReplicas{call: call{t: t, h: h, req: sent}, rep: replicaCall{pool: pool}}
+		w := &withReplicas{call: call{t: t, h: h, req: sent, signals: st.signals}, rep: replicaCall{pool: pool}}
 		w.rep.used = w.rep.usedBuf[:0]
 		w.call.rep = &w.rep
 		c = &w.call

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -25,7 +26,7 @@ type Load struct {
 
 // loadSlot is one replica's latest load report.
 type loadSlot struct {
-	at   atomic.Int64  // ticks when received, plus one (0 = none)
+	at   atomic.Int64  // ticks when received, plus one (0 = none; see stamp)
 	v    atomic.Uint64 // queued (32 bits) | busy (16) | workers (16), each clamped
 	base atomic.Int64  // the replica's attempts outstanding (Set.Outstanding) at that report
 	wait atomic.Int64  // Wait, ns
@@ -33,6 +34,22 @@ type loadSlot struct {
 
 // clampBits is v held to 0 … 2^bits − 1, in 64 bits: an int of 32 would overflow at 1 << 32.
 func clampBits(v, bits int) uint64 { return uint64(min(max(int64(v), 0), int64(1)<<bits-1)) }
+
+// stamp is loadSlot.at for a report received at tick t: t plus one, so that 0 can mean none.
+// It is held below MaxInt64, which ticks reach for a time centuries after the anchor: one
+// more would wrap round to the distant past, and a report would come before every other.
+// A report received one tick before the anchor is stamped as at it, not as none.
+func stamp(t int64) int64 {
+	return max(min(t, math.MaxInt64-1)+1, 1)
+}
+
+// fresh reports whether the slot holds a report received less than maxAge before tick t.
+// The age saturates (see elapsed): a report received centuries before the anchor (at the zero
+// time.Time) is old, not, by a subtraction that wrapped round, fresh for ever.
+func (sl *loadSlot) fresh(t int64, maxAge time.Duration) bool {
+	at := sl.at.Load()
+	return at != 0 && elapsed(t, at-1) < int64(maxAge)
+}
 
 func (sl *loadSlot) load() (queued, busy, workers int) {
 	v := sl.v.Load()
@@ -79,7 +96,7 @@ func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 		}
 	}
 	sl := &(*ls)[i]
-	at := s.ticks(now) + 1
+	at := stamp(s.ticks(now))
 	last := sl.at.Load()
 	if last != 0 && at < last {
 		return
@@ -155,8 +172,7 @@ const waitRatio = 4
 
 // waited returns the wait of the latest report, and false when it is older than RouteMaxAge.
 func (sl *loadSlot) waited(t int64) (int64, bool) {
-	at := sl.at.Load()
-	if at == 0 || t-(at-1) >= int64(RouteMaxAge) {
+	if !sl.fresh(t, RouteMaxAge) {
 		return 0, false
 	}
 	return sl.wait.Load(), true
@@ -168,8 +184,7 @@ func (sl *loadSlot) waited(t int64) (int64, bool) {
 // it reported, which the report could not count. (Other clients' requests sent since, and any
 // request answered since, are unknown until the next report.)
 func (sl *loadSlot) routing(t, outstanding int64) (requests, workers int64, ok bool) {
-	at := sl.at.Load()
-	if at == 0 || t-(at-1) >= int64(RouteMaxAge) {
+	if !sl.fresh(t, RouteMaxAge) {
 		return 0, 0, false
 	}
 	q, busy, w := sl.load()
@@ -187,8 +202,7 @@ func (s *Set) leastQueued(tier int, t int64, used []int) (int, bool) {
 	best, bq, bw := -1, 0, 0
 	for i := range *ls {
 		sl := &(*ls)[i]
-		at := sl.at.Load()
-		if at == 0 || t-(at-1) >= int64(LoadMaxAge) || s.tier(i, t, used) != tier {
+		if !sl.fresh(t, LoadMaxAge) || s.tier(i, t, used) != tier {
 			continue
 		}
 		q, _, w := sl.load()
@@ -211,8 +225,7 @@ func (s *Set) Load(now time.Time, i int) (Load, bool) {
 		return Load{}, false
 	}
 	sl := &(*ls)[i]
-	at := sl.at.Load()
-	if at == 0 || s.ticks(now)-(at-1) >= int64(LoadMaxAge) {
+	if !sl.fresh(s.ticks(now), LoadMaxAge) {
 		return Load{}, false
 	}
 	q, b, w := sl.load()

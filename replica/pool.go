@@ -19,16 +19,42 @@ type Pool struct {
 }
 
 // NewPool returns a Pool over addrs, which must not be empty nor modified afterwards. It
-// returns an error wrapping [ErrInvalidConfig] when addrs is empty or cfg is invalid.
+// returns an error wrapping [ErrInvalidConfig] when addrs is empty, lists an address twice
+// (as [NewGroupedPool] does), or cfg is invalid. An address is one replica: twice, it
+// would be two replicas to the Set, and a hedge could go back to the very address its
+// primary used while another one is healthy and unused.
 func NewPool(addrs []string, cfg Config) (*Pool, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: a Pool needs at least one address", ErrInvalidConfig)
+	}
+	if a, ok := duplicate(addrs); ok {
+		return nil, fmt.Errorf("%w: address %q is listed twice", ErrInvalidConfig, a)
 	}
 	s, err := New(len(addrs), cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Pool{addrs: addrs, set: s}, nil
+}
+
+// duplicate returns an address that addrs lists twice, and false when there is none.
+func duplicate(addrs []string) (string, bool) {
+	if len(addrs) <= 16 { // the common case: no map
+		for i, a := range addrs {
+			if slices.Contains(addrs[:i], a) {
+				return a, true
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(addrs))
+	for _, a := range addrs {
+		if _, ok := seen[a]; ok {
+			return a, true
+		}
+		seen[a] = struct{}{}
+	}
+	return "", false
 }
 
 // Set returns the Set whose replica i is Addr(i).
@@ -82,8 +108,11 @@ func (p *Pool) Same(addrs []string) bool {
 // has keeps its health (its runs of failures and of Slow results, its ejection, its ejection
 // count and its trial), so a change in the list of replicas does not give a failing replica a
 // clean slate. A pool that shrank keeps no more ejections than its MaxEjectedPercent allows:
-// those that would end soonest end now. Outstanding counts start from zero: attempts picked
-// from p end on p.
+// of those still running, the ones that would end soonest end now, and their ejection counts
+// decay from now on, as after any ejection. With is given no time: now is the latest result
+// the Set was given, which for a Set in use is at most moments ago. Outstanding counts start
+// from zero: attempts picked from p end on p. It returns an error wrapping
+// [ErrInvalidConfig] when addrs is empty or lists an address twice (see [NewPool]).
 func (p *Pool) With(addrs []string) (*Pool, error) {
 	cfg := p.set.cfg
 	cfg.Seed = p.set.rand()
@@ -97,6 +126,8 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 	}
 	old.mu.Lock()
 	defer old.mu.Unlock()
+	now := old.seen()
+	nw.lastBad = now // the time of the change, for the next one (nw is not shared yet)
 	for i, addr := range addrs {
 		j := p.Index(addr)
 		if j < 0 {
@@ -104,7 +135,6 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 		}
 		from, to := &old.reps[j], &nw.reps[i]
 		to.until.Store(from.until.Load())
-		nw.noteEnd(from.until.Load())
 		to.failing.Store(from.failing.Load())
 		to.failures, to.unreachable, to.ejections = from.failures, from.unreachable, from.ejections
 		to.slow, to.slowSince = from.slow, from.slowSince
@@ -116,18 +146,25 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 	}
 	// A pool that shrank may hold more ejections than its Set allows at once (MaxEjectedPercent;
 	// none in a pool of one): the extra ones end now, those that would end soonest first, so
-	// that some replica is always in service. They stay on trial.
+	// that some replica is always in service. Only ejections still running count: one that
+	// ended before now is no ejection to end, and its end is where its ejection count decays
+	// from. An ejection ended here ends at now, not never, for the same reason: a replica
+	// whose end were never would remember its ejections for good, and its next one would
+	// last longer than one after as long a time in service should. They stay on trial.
 	var ejected []int
 	for i := range nw.reps {
-		if nw.reps[i].until.Load() != never {
+		if nw.reps[i].until.Load() > now {
 			ejected = append(ejected, i)
 		}
 	}
 	if len(ejected) > nw.maxEj {
 		slices.SortFunc(ejected, func(a, b int) int { return cmp.Compare(nw.reps[b].until.Load(), nw.reps[a].until.Load()) })
 		for _, i := range ejected[nw.maxEj:] {
-			nw.reps[i].until.Store(never)
+			nw.reps[i].until.Store(now)
 		}
+	}
+	for i := range nw.reps {
+		nw.noteEnd(nw.reps[i].until.Load())
 	}
 	return q, nil
 }

@@ -281,6 +281,7 @@ type Set struct {
 	ejected atomic.Int64              // ejections ever made, for Ejections
 	lastEnd atomic.Int64              // the latest end of any ejection: none is ejected after it
 	trials  atomic.Int32              // replicas with trial set
+	lastBad int64                     // guarded by mu: the latest tick of a result fail counted; never
 
 	loads atomic.Pointer[[]loadSlot] // the replicas' load reports (load.go); nil until the first
 }
@@ -301,6 +302,7 @@ func New(n int, cfg Config) (*Set, error) {
 		s.reps[i].lastAnswer.Store(never)
 	}
 	s.lastEnd.Store(never)
+	s.lastBad = never
 	s.rng.Store(cfg.Seed)
 	s.rr.Store(cfg.Seed)
 	s.rrAgain.Store(cfg.Seed)
@@ -324,6 +326,21 @@ func (s *Set) ticks(now time.Time) int64 {
 		a = s.setAnchor(now)
 	}
 	return int64(now.Sub(*a))
+}
+
+// elapsed is tick t less tick u, held to the int64 range. Ticks saturate for times
+// centuries from the anchor (as time.Time.Sub does: the zero time.Time, a clock far off),
+// and the plain difference of two such ticks wraps round: a report or a result from the
+// distant past would be from the future, and fresh for ever. Every age is taken with it.
+func elapsed(t, u int64) int64 {
+	d := t - u
+	if (d < t) != (u > 0) { // overflowed
+		if u > 0 {
+			return math.MinInt64
+		}
+		return math.MaxInt64
+	}
+	return d
 }
 
 // setAnchor makes now the anchor unless another goroutine got there first. It is out of line
@@ -587,6 +604,7 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	t := s.ticks(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastBad = max(s.lastBad, t)
 	if rep.until.Load() > t {
 		return 0, false
 	}
@@ -601,7 +619,7 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 			rep.slowSince = t
 		}
 		rep.slow++
-		due = s.cfg.ConsecutiveSlow > 0 && int(rep.slow) >= s.cfg.ConsecutiveSlow && t-rep.slowSince >= max(int64(s.cfg.SlowFor), 0)
+		due = s.cfg.ConsecutiveSlow > 0 && int(rep.slow) >= s.cfg.ConsecutiveSlow && elapsed(t, rep.slowSince) >= max(int64(s.cfg.SlowFor), 0)
 	default:
 		rep.failures++
 		due = s.cfg.ConsecutiveFailures > 0 && int(rep.failures) >= s.cfg.ConsecutiveFailures
@@ -619,7 +637,8 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	// Forget one ejection per BaseEjection spent in service since the last one ended.
 	base := int64(s.cfg.BaseEjection)
 	if last := rep.until.Load(); last != never && rep.ejections > 0 && t > last {
-		rep.ejections = max(rep.ejections-int((t-last)/base), 0)
+		// In 64 bits, and saturating: on a 32-bit platform the quotient may not fit an int.
+		rep.ejections = int(max(int64(rep.ejections)-elapsed(t, last)/base, 0))
 	}
 	rep.ejections++
 	d := timesAtMost(rep.ejections, s.cfg.BaseEjection, s.cfg.MaxEjection)
@@ -627,8 +646,11 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 		d = timesAtMost(rep.ejections, slowEjection(s.cfg), d)
 	}
 	until := t + int64(d)
-	if int64(d) > math.MaxInt64-t {
-		until = math.MaxInt64 // an ejection "for ever" (BaseEjection of MaxInt64) stays one
+	if t > 0 && int64(d) > math.MaxInt64-t {
+		// An ejection "for ever" (BaseEjection of MaxInt64) stays one. Only a positive t can
+		// overflow: for a result stamped before the anchor (t < 0) MaxInt64-t itself would,
+		// and a 30 s ejection would last for ever.
+		until = math.MaxInt64
 	}
 	rep.until.Store(until)
 	s.noteEnd(until)
@@ -639,6 +661,18 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	rep.failing.Store(false)
 	s.ejected.Add(1)
 	return d, true
+}
+
+// seen is the latest tick of a result the Set has been given, Success or not (never when
+// none), which s.mu must guard: the time of a change for Pool.With, which is given none. A
+// Set reads no clock, and a pick does not note its time (every core would write the same
+// word); every ejection was made by a result, and a Set in use is given results all the time.
+func (s *Set) seen() int64 {
+	t := s.lastBad
+	for i := range s.reps {
+		t = max(t, s.reps[i].lastAnswer.Load())
+	}
+	return t
 }
 
 // slowEjection is how long a replica's first ejection for Slow results lasts: four times
@@ -711,7 +745,7 @@ func (s *Set) Stats(now time.Time, i int) Stats {
 	st := Stats{Outstanding: int(rep.outstanding.Load()), Trial: rep.trial.Load()}
 	if u := rep.until.Load(); u > t {
 		st.Ejected = true
-		st.Until = now.Add(time.Duration(u - t))
+		st.Until = now.Add(time.Duration(elapsed(u, t)))
 	}
 	s.mu.Lock()
 	st.Ejections = rep.ejections
