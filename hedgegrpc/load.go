@@ -60,7 +60,10 @@ func (q *Queue) ServerOptions() []grpc.ServerOption {
 }
 
 // reportingUnary is UnaryServer with the queue's report on every call.
-func (q *Queue) reportingUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (q *Queue) reportingUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if q.probe(info) {
+		return handler(ctx, req) // see QueueConfig.QueueHealthCheck
+	}
 	wait, err := q.acquire(ctx, true)
 	if err != nil {
 		return nil, err

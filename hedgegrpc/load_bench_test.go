@@ -27,7 +27,7 @@ import (
 func BenchmarkORCAReport(b *testing.B) {
 	for _, mode := range []string{"off", "on"} {
 		b.Run(mode, func(b *testing.B) {
-			q, err := NewQueue(QueueConfig{Workers: 64})
+			q, err := NewQueue(QueueConfig{Workers: 64, QueueHealthCheck: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func BenchmarkORCAReport(b *testing.B) {
 func BenchmarkORCAReportPaired(b *testing.B) {
 	dial := dialAnswerAtOnce
 	newQueue := func(b *testing.B) *Queue {
-		q, err := NewQueue(QueueConfig{Workers: 64})
+		q, err := NewQueue(QueueConfig{Workers: 64, QueueHealthCheck: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,7 +25,10 @@ import (
 // and so can any ORCA-aware client (gRPC's weighted_round_robin among them). Here a plain
 // client decodes it by hand.
 func ExampleQueue_ServerOptions() {
-	q, err := hedgegrpc.NewQueue(hedgegrpc.QueueConfig{Workers: 4})
+	q, err := hedgegrpc.NewQueue(hedgegrpc.QueueConfig{
+		Workers:          4,
+		QueueHealthCheck: true, // the health service's Check stands in for real work here
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func answerAtOnce() *backend {
 // decoded with the standard message.
 func TestQueueORCAReport(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 4})
+	q, err := NewQueue(QueueConfig{Workers: 4, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestWeightedRoundRobinReadsQueueReports(t *testing.T) {
 	bs := startBackends(t, 2, func(int) *backend { return answerAtOnce() })
 	for i, b := range bs {
 		// startBackends serves without the queue: serve again, behind one.
-		q, err := NewQueue(QueueConfig{Workers: []int{1, 8}[i]})
+		q, err := NewQueue(QueueConfig{Workers: []int{1, 8}[i], QueueHealthCheck: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestWeightedRoundRobinReadsQueueReports(t *testing.T) {
 // the core: to the call's policy and to the replica it came from.
 func TestInterceptorReadsORCA(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 5})
+	q, err := NewQueue(QueueConfig{Workers: 5, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestInterceptorReadsORCA(t *testing.T) {
 // call carries one report with both.
 func TestQueueJoinsORCARecorder(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 2})
+	q, err := NewQueue(QueueConfig{Workers: 2, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestQueueJoinsORCARecorder(t *testing.T) {
 	}
 
 	// Without a recorder, UnaryServer installed by hand sends no report: only ServerOptions does.
-	q2, _ := NewQueue(QueueConfig{Workers: 2})
+	q2, _ := NewQueue(QueueConfig{Workers: 2, QueueHealthCheck: true})
 	cc2 := startBufconn(t, hi, answerAtOnce(), grpc.ChainUnaryInterceptor(q2.UnaryServer))
 	trailer = nil
 	if _, err := healthpb.NewHealthClient(cc2).Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {

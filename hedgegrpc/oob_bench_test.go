@@ -19,7 +19,7 @@ import (
 // reports when oob, and returns a client through the hedging balancer, which opens the
 // report stream (at DefaultOOBMinInterval) when oob. It waits for the first report.
 func dialOOB(b *testing.B, oob bool) healthpb.HealthClient {
-	q, err := NewQueue(QueueConfig{Workers: 64})
+	q, err := NewQueue(QueueConfig{Workers: 64, QueueHealthCheck: true})
 	if err != nil {
 		b.Fatal(err)
 	}

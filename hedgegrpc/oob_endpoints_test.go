@@ -89,7 +89,7 @@ type oobServer struct {
 
 func startOOBServer(t *testing.T, workers int) *oobServer {
 	t.Helper()
-	q, err := NewQueue(QueueConfig{Workers: workers, Queue: 8})
+	q, err := NewQueue(QueueConfig{Workers: workers, Queue: 8, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func startOOBBackends(t *testing.T, workers []int, b func(i int) *backend, befor
 	bs := make([]*backend, len(workers))
 	qs := make([]*Queue, len(workers))
 	for i, w := range workers {
-		q, err := NewQueue(QueueConfig{Workers: w, Queue: 8})
+		q, err := NewQueue(QueueConfig{Workers: w, Queue: 8, QueueHealthCheck: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestOOBConfig(t *testing.T) {
 	if _, err := NewInterceptor(Config{LoadReportInterval: -time.Millisecond}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("negative LoadReportInterval: %v, want ErrConfig", err)
 	}
-	q, err := NewQueue(QueueConfig{})
+	q, err := NewQueue(QueueConfig{QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +453,7 @@ func TestOOBStreamTakesNoWorker(t *testing.T) {
 	checkLeaks(t)
 	for _, name := range []string{"StreamServer", "ServerOptions"} {
 		t.Run(name, func(t *testing.T) {
-			q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1})
+			q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1, QueueHealthCheck: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,6 +43,16 @@ type QueueConfig struct {
 	// A copy that waits behind the queue cannot beat its primary anyway; it is worth serving
 	// only from spare capacity. false (the default) treats every call alike.
 	HedgedLast bool
+
+	// QueueHealthCheck makes the health service's Check (grpc.health.v1) wait for a worker
+	// like any other call. false (the default): a Check runs at once, without a worker, and
+	// carries no load report. Kubernetes' gRPC probes and most load balancers' health checks
+	// call Check: queued behind a backlog it would time out, or be answered
+	// RESOURCE_EXHAUSTED when the queue is full, and a server that is only busy would be
+	// restarted or taken out of service, its capacity gone when the fleet needs it most. Set
+	// it when Check stands for real work, as in a benchmark. (The health service's Watch
+	// never takes a worker: see [Queue.StreamServer].)
+	QueueHealthCheck bool
 }
 
 // QueueStats is a snapshot of a [Queue]'s state and its counters since it was built.
@@ -78,6 +88,7 @@ type QueueStats struct {
 type Queue struct {
 	trailer    metadata.MD
 	hedgedLast bool // read the AttemptKey metadata only when it matters
+	queueCheck bool // QueueHealthCheck
 	core       *workqueue.Queue
 	reports    reportCache // the trailers of the latest load reports (load.go)
 }
@@ -110,6 +121,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	return &Queue{
 		trailer:    metadata.Pairs(PushbackKey, strconv.FormatInt(int64((pb+time.Millisecond-1)/time.Millisecond), 10)),
 		hedgedLast: cfg.HedgedLast,
+		queueCheck: cfg.QueueHealthCheck,
 		core:       core,
 	}, nil
 }
@@ -128,7 +140,10 @@ func (q *Queue) Stats() QueueStats {
 // UnaryServer is a grpc.UnaryServerInterceptor that runs the handler when a worker is free,
 // waits in the queue when none is, and answers RESOURCE_EXHAUSTED with a pushback trailer
 // when the queue is full.
-func (q *Queue) UnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (q *Queue) UnaryServer(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if q.probe(info) {
+		return handler(ctx, req) // see QueueConfig.QueueHealthCheck
+	}
 	wait, err := q.acquire(ctx, false)
 	if err != nil {
 		return nil, err
@@ -159,6 +174,15 @@ func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 // healthWatchMethod is the health service's Watch (grpc.health.v1), the stream gRPC's
 // client-side health checking keeps open on each connection.
 const healthWatchMethod = "/grpc.health.v1.Health/Watch"
+
+// healthCheckMethod is the health service's Check (grpc.health.v1), which probes call.
+const healthCheckMethod = "/grpc.health.v1.Health/Check"
+
+// probe reports whether a unary call runs without a worker: a health Check, unless
+// QueueConfig.QueueHealthCheck says otherwise. info may be nil (an interceptor called by hand).
+func (q *Queue) probe(info *grpc.UnaryServerInfo) bool {
+	return !q.queueCheck && info != nil && info.FullMethod == healthCheckMethod
+}
 
 // bypassesQueue reports whether a stream runs without a worker: the connection-long streams
 // that carry a server's state rather than work (StreamServer).

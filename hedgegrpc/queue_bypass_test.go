@@ -27,7 +27,7 @@ func TestHealthWatchHoldsNoWorker(t *testing.T) {
 	checkLeaks(t)
 	for _, name := range []string{"ServerOptions", "StreamServer"} {
 		t.Run(name, func(t *testing.T) {
-			q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1})
+			q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1, QueueHealthCheck: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestHealthWatchHoldsNoWorker(t *testing.T) {
 // client most needs to hear of.
 func TestRejectedCallCarriesReport(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1})
+	q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func (oneMessageService) StreamingOutputCall(_ *testpb.StreamingOutputCallReques
 // unary call's, right after its trailer, is.
 func TestStreamReportsAreLeftOut(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 5})
+	q, err := NewQueue(QueueConfig{Workers: 5, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,5 +158,80 @@ func TestStreamReportsAreLeftOut(t *testing.T) {
 	}
 	if _, w, ok := hi.Policy(checkMethod).ServerQueue(time.Now()); !ok || w != 5 {
 		t.Errorf("a unary call's report: ServerQueue workers %d, %v; want 5, true", w, ok)
+	}
+}
+
+// holdingTestService holds each UnaryCall until release is closed, after telling started.
+type holdingTestService struct {
+	testpb.UnimplementedTestServiceServer
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s holdingTestService) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	s.started <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return &testpb.SimpleResponse{}, nil
+}
+
+// A health Check, which Kubernetes' gRPC probes and load balancers call, takes no worker by
+// default: with the only worker busy and no room to wait, the probe is still answered
+// SERVING, where a queued one would be turned away RESOURCE_EXHAUSTED and a busy server
+// restarted. QueueHealthCheck queues it like any other call.
+func TestHealthCheckTakesNoWorker(t *testing.T) {
+	checkLeaks(t)
+	for _, name := range []string{"ServerOptions", "UnaryServer", "QueueHealthCheck"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := NewQueue(QueueConfig{Workers: 1, Queue: -1, QueueHealthCheck: name == "QueueHealthCheck"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := q.ServerOptions()
+			if name == "UnaryServer" {
+				opts = []grpc.ServerOption{grpc.UnaryInterceptor(q.UnaryServer)}
+			}
+			lis := listen(t)
+			srv := grpc.NewServer(opts...)
+			healthpb.RegisterHealthServer(srv, health.NewServer())
+			svc := holdingTestService{started: make(chan struct{}, 1), release: make(chan struct{})}
+			testpb.RegisterTestServiceServer(srv, svc)
+			go srv.Serve(lis)
+			t.Cleanup(srv.Stop)
+			cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cc.Close() })
+			held := make(chan error, 1)
+			go func() {
+				_, err := testpb.NewTestServiceClient(cc).UnaryCall(t.Context(), &testpb.SimpleRequest{})
+				held <- err
+			}()
+			select {
+			case <-svc.started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the holding call never started")
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+			if name == "QueueHealthCheck" {
+				if status.Code(err) != codes.ResourceExhausted {
+					t.Errorf("with QueueHealthCheck and the only worker busy, Check: %v; want RESOURCE_EXHAUSTED", err)
+				}
+			} else if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Errorf("with the only worker busy, Check = %v, %v; want SERVING (Stats %+v)", resp, err, q.Stats())
+			}
+			close(svc.release)
+			if err := <-held; err != nil {
+				t.Errorf("the holding call: %v", err)
+			}
+			if s := q.Stats(); name != "QueueHealthCheck" && (s.Admitted != 1 || s.Rejected != 0) {
+				t.Errorf("Stats %+v: want only the holding call admitted, none rejected", s)
+			}
+		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 // The per-call ORCA report of a hedged client-streaming call never reaches its policy: the
 // replay stream leaves route.policy nil.
 func TestReplayStreamLoadReportReachesPolicy(t *testing.T) {
-	q, err := NewQueue(QueueConfig{Workers: 5})
+	q, err := NewQueue(QueueConfig{Workers: 5, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func blockUntil(release chan struct{}) *backend {
 
 func TestQueue(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 1, Queue: 1, Pushback: 1500 * time.Millisecond})
+	q, err := NewQueue(QueueConfig{Workers: 1, Queue: 1, Pushback: 1500 * time.Millisecond, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestQueue(t *testing.T) {
 
 func TestQueueHandsSlotToWaiter(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 1})
+	q, err := NewQueue(QueueConfig{Workers: 1, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestQueuePushbackRoundsUp(t *testing.T) {
 		pushback time.Duration
 		want     string
 	}{{300 * time.Microsecond, "1"}, {time.Millisecond, "1"}, {1500*time.Millisecond + 1, "1501"}, {0, "1000"}} {
-		q, err := NewQueue(QueueConfig{Pushback: c.pushback})
+		q, err := NewQueue(QueueConfig{Pushback: c.pushback, QueueHealthCheck: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestStartSignal(t *testing.T) {
 			return nil, status.Error(codes.Internal, "no start signal reached the client")
 		}
 	}}
-	q, err := NewQueue(QueueConfig{Workers: 1})
+	q, err := NewQueue(QueueConfig{Workers: 1, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestStartSignal(t *testing.T) {
 // and the Queue lets it go without running.
 func TestStartSignalCancelsQueuedCopy(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 1})
+	q, err := NewQueue(QueueConfig{Workers: 1, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestStartSignalCancelsQueuedCopy(t *testing.T) {
 // queue full pushes out the newest copy.
 func TestQueueHedgedLast(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 1, Queue: 2, HedgedLast: true, Pushback: 2 * time.Second})
+	q, err := NewQueue(QueueConfig{Workers: 1, Queue: 2, HedgedLast: true, Pushback: 2 * time.Second, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}

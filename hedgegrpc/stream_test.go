@@ -149,7 +149,7 @@ func TestStreamPassThrough(t *testing.T) {
 // the worker is held for the stream's life, and the client hears the start of its attempt.
 func TestStreamQueueAndStartSignal(t *testing.T) {
 	checkLeaks(t)
-	q, err := NewQueue(QueueConfig{Workers: 1})
+	q, err := NewQueue(QueueConfig{Workers: 1, QueueHealthCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
