@@ -231,6 +231,7 @@ type Breaker struct {
 
 	consecutive atomic.Int64 // failures in a row while closed
 	openUntil   atomic.Int64 // ticks at which an open breaker turns half-open
+	openedAt    atomic.Int64 // ticks at which it opened
 
 	ring [slots]slot
 
@@ -282,7 +283,35 @@ func (b *Breaker) ticks(now time.Time) int64 {
 			a = &t
 		}
 	}
-	return int64(now.Sub(*a))
+	d := now.Sub(*a)
+	if d == math.MaxInt64 || d == math.MinInt64 {
+		d = b.reanchor(a, now)
+	}
+	return int64(d)
+}
+
+// reanchor moves the anchor to now when now is 292 years or more from it (a
+// zero time.Time, a stray), where every tick would saturate to one value: the
+// window starts empty and an open breaker stays open OpenFor from now.
+func (b *Breaker) reanchor(old *time.Time, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if a := b.anchor.Load(); a != old {
+		return now.Sub(*a)
+	}
+	for i := range b.ring {
+		s := &b.ring[i]
+		s.epoch.Store(emptyEpoch)
+		s.calls.Store(0)
+		s.failures.Store(0)
+	}
+	t := now
+	b.anchor.Store(&t)
+	if stateOf(b.state.Load()) == Open {
+		b.openedAt.Store(0)
+		b.openUntil.Store(int64(b.cfg.OpenFor))
+	}
+	return 0
 }
 
 // floorDiv divides rounding towards negative infinity, so times before the
@@ -325,7 +354,7 @@ func (b *Breaker) Acquire(now time.Time) (Ticket, error) {
 
 func (b *Breaker) acquireSlow(now time.Time, w uint64) (Ticket, error) {
 	tk := b.ticks(now)
-	if stateOf(w) == Open && tk < b.openUntil.Load() {
+	if stateOf(w) == Open && b.stillOpen(tk) {
 		return Ticket{}, ErrOpen
 	}
 	b.mu.Lock()
@@ -360,6 +389,28 @@ func (b *Breaker) acquireSlow(now time.Time, w uint64) (Ticket, error) {
 	}
 	b.notify(tr)
 	return t, err
+}
+
+// stillOpen reports whether an open breaker is still within OpenFor at tk. A
+// tk before the time it opened is a clock stepped back: OpenFor runs again
+// from tk, rather than until the old clock's time comes back.
+func (b *Breaker) stillOpen(tk int64) bool {
+	if tk >= b.openUntil.Load() {
+		return false
+	}
+	if tk < b.openedAt.Load() {
+		b.mu.Lock()
+		if tk < b.openedAt.Load() && stateOf(b.state.Load()) == Open {
+			u := tk + int64(b.cfg.OpenFor)
+			if u < tk {
+				u = math.MaxInt64
+			}
+			b.openUntil.Store(u)
+			b.openedAt.Store(tk)
+		}
+		b.mu.Unlock()
+	}
+	return true
 }
 
 // maybeHalfOpenLocked turns an open breaker half-open once OpenFor has
@@ -438,6 +489,7 @@ func (b *Breaker) openLocked(tk int64, w uint64) {
 		u = math.MaxInt64
 	}
 	b.openUntil.Store(u)
+	b.openedAt.Store(tk)
 	b.consecutive.Store(0)
 	b.state.Store(pack(Open, genOf(w)+1))
 }
@@ -552,7 +604,7 @@ func (b *Breaker) State(now time.Time) State {
 		return stateOf(w)
 	}
 	tk := b.ticks(now)
-	if tk < b.openUntil.Load() {
+	if b.stillOpen(tk) {
 		return Open
 	}
 	b.mu.Lock()

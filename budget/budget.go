@@ -313,7 +313,15 @@ func (b *Budget) resolve(now time.Time) (ep, head int64) {
 		b.base.CompareAndSwap(nil, &t)
 		p = b.base.Load()
 	}
-	ep = floorDiv(int64(now.Sub(*p)), b.width)
+	d := now.Sub(*p)
+	if d == math.MaxInt64 || d == math.MinInt64 {
+		// 292 years or more from the base (a zero time.Time, a stray): every
+		// such time would share one epoch and nothing would ever expire.
+		// Start over, empty, with now as the base.
+		p = b.reanchor(p, now)
+		d = now.Sub(*p)
+	}
+	ep = floorDiv(int64(d), b.width)
 	head = b.head.Load()
 	switch {
 	case ep > head:
@@ -337,6 +345,31 @@ func (b *Budget) clearStale() {
 	if b.staleFrom.Load() != noStale {
 		b.staleFrom.Store(noStale)
 	}
+}
+
+// reanchor moves the base to now, emptying the window, unless another caller
+// already moved it from old.
+func (b *Budget) reanchor(old *time.Time, now time.Time) *time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.base.Load(); p != old {
+		return p
+	}
+	for e := int64(-numSlots + 1); e <= 0; e++ {
+		s := &b.slots[slotOf(e)]
+		for {
+			w := s.Load()
+			if s.CompareAndSwap(w, pack(e, 0)) {
+				b.balance.Add(-unpack(w))
+				break
+			}
+		}
+	}
+	b.head.Store(0)
+	b.staleFrom.Store(noStale)
+	t := now
+	b.base.Store(&t)
+	return &t
 }
 
 // rebase moves the window back to end at ep, dropping every slot's value.

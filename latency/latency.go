@@ -156,6 +156,10 @@ type Estimator struct {
 	// warmEp is the epoch of the last refresh that found the window warm.
 	warmEp atomic.Int64
 
+	// staleFrom is the first epoch of the current run of samples every slot
+	// is newer than (noEpoch: none). A run that spans a Window is the clock.
+	staleFrom atomic.Int64
+
 	slots [numSlots]slot
 }
 
@@ -184,6 +188,7 @@ func New(cfg Config) (*Estimator, error) {
 		minSamples: int64(cfg.MinimumSamples),
 	}
 	e.next.Store(math.MinInt64)
+	e.staleFrom.Store(noEpoch)
 	for i := range e.slots {
 		e.slots[i].epoch.Store(noEpoch)
 	}
@@ -225,12 +230,30 @@ func (e *Estimator) Record(now time.Time, d time.Duration) {
 			break
 		}
 		if cur > ep {
-			return // the slot already holds a newer epoch: this sample is too old
+			// The slot already holds a newer epoch: this sample is too old,
+			// unless such samples keep coming for a whole Window: then they
+			// are the clock (stepped back), and the window moves back to them.
+			if cur-ep < numSlots {
+				return
+			}
+			e.staleFrom.CompareAndSwap(noEpoch, ep)
+			if from := e.staleFrom.Load(); from == noEpoch || ep-from < numSlots {
+				return
+			}
+			for i := range e.slots {
+				e.slots[i].epoch.Store(noEpoch)
+			}
+			e.warmEp.Store(math.MinInt64)
+			e.staleFrom.Store(noEpoch)
+			continue
 		}
 		if s.epoch.CompareAndSwap(cur, ep) {
 			s.reset()
 			break
 		}
+	}
+	if e.staleFrom.Load() != noEpoch {
+		e.staleFrom.Store(noEpoch)
 	}
 	s.buckets[bucketOf(d)].Add(1)
 	s.count.Add(1)
@@ -261,7 +284,12 @@ func (e *Estimator) Threshold() (time.Duration, bool) {
 // Refresh recomputes the cached threshold from the window at now. A window
 // with fewer than MinimumSamples samples makes Threshold report (0, false).
 func (e *Estimator) Refresh(now time.Time) {
-	e.refresh(floorDiv(e.offset(now), e.slotWidth))
+	ep := floorDiv(e.offset(now), e.slotWidth)
+	if e.countAt(ep) < e.minSamples {
+		e.cached.Store(0) // as documented, also for a time behind the last warm refresh
+		return
+	}
+	e.refresh(ep)
 }
 
 func (e *Estimator) refresh(ep int64) {
@@ -362,7 +390,22 @@ func (e *Estimator) offset(now time.Time) int64 {
 		e.base.CompareAndSwap(nil, &t)
 		p = e.base.Load()
 	}
-	return int64(now.Sub(*p))
+	d := now.Sub(*p)
+	if d == math.MaxInt64 || d == math.MinInt64 {
+		// 292 years or more from the base (a zero time.Time, a stray): start
+		// over with now as the base.
+		t := now
+		if e.base.CompareAndSwap(p, &t) {
+			for i := range e.slots {
+				e.slots[i].epoch.Store(noEpoch)
+			}
+			e.next.Store(math.MinInt64)
+			e.warmEp.Store(0)
+			e.cached.Store(0)
+		}
+		d = now.Sub(*e.base.Load())
+	}
+	return int64(d)
 }
 
 func (s *slot) reset() {

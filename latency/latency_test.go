@@ -329,12 +329,23 @@ func TestConcurrentRecord(t *testing.T) {
 func TestConcurrentAcrossSlots(t *testing.T) {
 	// Goroutines move through many slot boundaries at once; samples may be
 	// lost while a slot is reset, but never invented, and nothing races.
-	const goroutines, each = 8, 5000
+	// They meet every 500 records (5 slots), so that none falls a whole
+	// window behind the others: samples that far behind for a whole window
+	// are a clock stepped back, and the window would move back to them.
+	const goroutines, each, phase = 8, 5000, 500
 	e := mustNew(t, Config{Window: 160 * time.Millisecond, MinimumSamples: 1})
 	var wg sync.WaitGroup
+	var meet [each / phase]sync.WaitGroup
+	for i := range meet {
+		meet[i].Add(goroutines)
+	}
 	for range goroutines {
 		wg.Go(func() {
 			for i := range each {
+				if i > 0 && i%phase == 0 {
+					meet[i/phase-1].Done()
+					meet[i/phase-1].Wait()
+				}
 				now := base.Add(time.Duration(i) * 100 * time.Microsecond)
 				e.Record(now, time.Millisecond)
 				e.Threshold()
@@ -350,7 +361,7 @@ func TestConcurrentAcrossSlots(t *testing.T) {
 	// The window at end holds the last 15 slots of 10ms, 100 records per
 	// slot per goroutine. Resets racing with recorders lose some (more
 	// under the race detector, which slows the reset loop down). These
-	// goroutines run up to a whole window apart, so when a slot rolls over,
+	// goroutines run up to 5 slots apart, so when a slot rolls over,
 	// each of the others may have one older sample in flight that lands in
 	// the new epoch: at most (goroutines-1) per slot, 15 slots.
 	slack := (goroutines - 1) * 15

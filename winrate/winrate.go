@@ -158,24 +158,34 @@ func (l *Loop) advance(now time.Time) {
 		l.anchored, l.anchor = true, now
 		return
 	}
-	idx := int64(now.Sub(l.anchor) / l.period)
+	el := now.Sub(l.anchor)
+	if el == math.MaxInt64 || el == math.MinInt64 {
+		// 292 years or more from the anchor (a zero time.Time, a stray): re-anchor.
+		l.anchor, l.cur, l.now, l.pending, l.won = now, 0, counts{}, [periods]counts{}, false
+		return
+	}
+	idx := int64(el / l.period)
+	if el < 0 && el%l.period != 0 {
+		idx-- // floor: times before the anchor fall in their own periods
+	}
 	if idx < l.cur-periods {
 		// The clock stepped back more than a Window (or an earlier call
 		// was dated far ahead): take this time as the present.
 		l.cur, l.now, l.pending = idx, counts{}, [periods]counts{}
+		l.won = false
 		return
 	}
-	if now.Before(l.anchor) || idx <= l.cur {
+	if idx <= l.cur {
 		// Not past the current period (or a clock read behind another
 		// goroutine's): count it in the current period.
 		return
 	}
 	// Closing more than periods+1 periods changes nothing more: by then
 	// every kept count has fallen out of the Window.
-	for n := min(idx-l.cur, periods+1); n > 0; n-- {
-		l.close()
+	n := min(idx-l.cur, periods+1)
+	for l.cur = idx - n; l.cur < idx; l.cur++ {
+		l.close() // closes period l.cur
 	}
-	l.cur = idx
 }
 
 // close ends the current period and decides if it can. l.mu must be held.
