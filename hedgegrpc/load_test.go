@@ -52,18 +52,25 @@ func TestQueueORCAReport(t *testing.T) {
 	t.Cleanup(func() { cc.Close() })
 	client := healthpb.NewHealthClient(cc)
 	var r v3orcapb.OrcaLoadReport
-	for i := range 2 {
+	// The first report has no rate, and the first estimate comes 100 ms on (workqueue's
+	// earlyEvery): calls until one carries it.
+	calls := 0
+	if !waitFor(5*time.Second, func() bool {
 		var trailer metadata.MD
 		if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)); err != nil {
 			t.Fatal(err)
 		}
+		calls++
 		v := trailer.Get(orcaTrailer)
 		if len(v) != 1 {
-			t.Fatalf("call %d: trailer %v has no ORCA report", i, trailer)
+			t.Fatalf("call %d: trailer %v has no ORCA report", calls, trailer)
 		}
 		if err := proto.Unmarshal([]byte(v[0]), &r); err != nil {
 			t.Fatal(err)
 		}
+		return calls >= 2 && r.GetRpsFractional() > 0
+	}) {
+		t.Fatalf("no report with a rate in %d calls over 5s", calls)
 	}
 	m := r.GetNamedMetrics()
 	if m[MetricQueued] != 0 || m[MetricBusy] != 1 || m[MetricWorkers] != 4 {

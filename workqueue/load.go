@@ -64,7 +64,10 @@ func (q *Queue) Load(wait time.Duration) Load {
 	l := q.countsLocked(wait)
 	switch el := now.Sub(q.rateAt); {
 	case q.rateAt.IsZero():
-		q.rateAt, q.rateN = now, q.stats.Admitted
+		// The first estimate comes earlyEvery on: a rate over the microseconds to the next
+		// report would read a handful of requests as thousands a second, and a load-aware
+		// balancer would send a new server everything.
+		q.rateAt, q.rateN, q.early = now, q.stats.Admitted, now
 	case el >= 2*rateEvery:
 		// The window spans a quiet spell: its rate is not the last second's. Start over
 		// as at the first report, with early estimates.

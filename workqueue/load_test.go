@@ -97,3 +97,25 @@ func TestUtilizationWithoutWorkers(t *testing.T) {
 		t.Fatalf("Utilization with no workers = %v, want 0", u)
 	}
 }
+
+// The first rate is estimated earlyEvery after the first report, not at the next one: a
+// handful of requests 50µs after it are no rate of 100,000 a second, which would have a
+// load-aware balancer send a new server everything.
+func TestFirstRateWaitsForEarlyEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := mustNew(t, Config{Workers: 2})
+		q.Load(0)
+		for range 5 {
+			q.Acquire(context.Background(), false)
+			q.Release(false)
+		}
+		time.Sleep(50 * time.Microsecond)
+		if l := q.Load(0); l.QPS != 0 {
+			t.Fatalf("QPS = %v 50µs after the first report, want 0 (no estimate before %v)", l.QPS, earlyEvery)
+		}
+		time.Sleep(earlyEvery)
+		if l := q.Load(0); math.Abs(l.QPS-5/(earlyEvery+50*time.Microsecond).Seconds()) > 1e-9 {
+			t.Fatalf("QPS = %v, want 5 admissions over %v", l.QPS, earlyEvery+50*time.Microsecond)
+		}
+	})
+}
