@@ -174,6 +174,9 @@ func (s *sim) deliver(si int32, gen uint32) {
 	if sl.finished || answerGen(0, sl.idx)>>5 != gen>>5 {
 		return
 	}
+	if k := int(gen & 31); s.reports && k < len(sl.late) {
+		s.reportFrom, s.report = sl.late[k].from, sl.late[k].l
+	}
 	s.cur = si
 	s.cl.done(s, si, int(gen&31))
 	s.flush()

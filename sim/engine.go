@@ -57,7 +57,14 @@ type slot struct {
 	used     []int   // replicas the call has sent attempts to, for the balancer
 	reqs     []int32 // attempt index → request index while the attempt is attached, else -1
 	rng      rand.PCG
-	rnd      *rand.Rand // per-call jitter stream, seeded from (seed, call index)
+	rnd      *rand.Rand   // per-call jitter stream, seeded from (seed, call index)
+	late     []lateReport // attempt index → the load report its late answer carries (ServerLoad with a busy client)
+}
+
+// lateReport is the load report of a response whose answer a busy client gets to later.
+type lateReport struct {
+	from int
+	l    hedge.Load
 }
 
 // client drives calls. The engine calls it for each event that concerns a call; the client
@@ -834,6 +841,12 @@ func (s *sim) complete(w int32) {
 	if s.lagging {
 		sl := s.slots[si]
 		if d := s.lag.answer(s.now, k, sl.idx, s.now-sl.arrive); d > 0 {
+			if s.reports {
+				for len(sl.late) <= k {
+					sl.late = append(sl.late, lateReport{})
+				}
+				sl.late[k] = lateReport{s.reportFrom, s.report}
+			}
 			s.h.push(event{t: later(s.now, d), kind: evAnswer, idx: si, gen: answerGen(k, sl.idx)})
 			return
 		}

@@ -200,9 +200,19 @@ type runner struct {
 	s   *sim
 	hc  hedgeClient
 	pol []*hedge.Policy
+
+	wrap func(*hedgeClient) client // in tests: the engine's client, wrapped round hc
 }
 
 func newRunner() *runner { return &runner{s: newSim()} }
+
+// client is the engine's client: hc, or in tests what wrap makes of it.
+func (r *runner) client() client {
+	if r.wrap != nil {
+		return r.wrap(&r.hc)
+	}
+	return &r.hc
+}
 
 // Run simulates one point: setup's policy (one *hedge.Policy shared by every call) against
 // the model in p, at loadPct percent of the load that keeps the workers busy without hedging
@@ -297,7 +307,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		seed:           seed,
 		reports:        setup.ServerLoad,
 		reportEvery:    int64(setup.LoadInterval),
-	}, &r.hc)
+	}, r.client())
 	r.hc.reset(r.pol, r.s, user)
 	var stop func() bool
 	if ctx.Done() != nil {
