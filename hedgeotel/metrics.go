@@ -45,8 +45,10 @@
 //
 // With a nil MeterProvider nothing is installed: the policy's Observer stays as it was, and a
 // call costs exactly what it costs without this package. (The global provider is not used
-// unless given: pass otel.GetMeterProvider() for it.) With a provider, each event is one
-// instrument update with attribute sets built once per operation.
+// unless given: pass otel.GetMeterProvider() for it.) With a provider, an event costs one
+// to three instrument updates (a finished call: its count and its duration, and a limit's
+// rejection when it was one; a discarded attempt: its duration and its count), with
+// attribute sets built once per operation.
 package hedgeotel
 
 import (
