@@ -11,7 +11,7 @@ import (
 // and withdrawals would never leave the window.
 func TestZeroTimeAnchorFreezesWindow(t *testing.T) {
 	b := mustNew(t, Config{Ratio: Zero}) // reserve only: 10 withdrawals per 10s
-	b.Balance(time.Time{})                // a reader with an unset time anchors the budget
+	b.Balance(time.Time{})               // a reader with an unset time anchors the budget
 	now := base
 	for i := 0; i < 10; i++ {
 		if !b.TryWithdraw(now) {

@@ -10,8 +10,8 @@ import (
 // the replica that served it, with the wait that response's request had.
 type reportSpy struct {
 	*hedgeClient
-	replica map[[2]int]int   // (call, attempt) → its replica (onStart)
-	wait    map[[2]int]int64 // (call, attempt) → its queue wait (onService)
+	replica        map[[2]int]int   // (call, attempt) → its replica (onStart)
+	wait           map[[2]int]int64 // (call, attempt) → its queue wait (onService)
 	checked, wrong int
 }
 
