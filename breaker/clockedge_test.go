@@ -10,7 +10,7 @@ import (
 // more than 292 years on: the breaker starts over from the first such time. Else each
 // would saturate to MaxInt64 ticks, openUntil = tk+OpenFor to the same value, and a
 // breaker that trips would be half-open at once.
-func TestZeroTimeAnchorNeverOpen(t *testing.T) {
+func TestZeroTimeAnchorStillOpens(t *testing.T) {
 	b := mustNew(t, Config{})
 	b.Counts(time.Time{})
 	for i := 0; i < 5; i++ {
@@ -23,7 +23,7 @@ func TestZeroTimeAnchorNeverOpen(t *testing.T) {
 
 // With the same anchor, failures leave the window: ten failures an hour ago count for
 // nothing.
-func TestZeroTimeAnchorWindowNeverExpires(t *testing.T) {
+func TestZeroTimeAnchorWindowExpires(t *testing.T) {
 	b := mustNew(t, Config{ConsecutiveFailures: -1, FailureRatio: -1})
 	b.Counts(time.Time{})
 	for i := 0; i < 10; i++ {
@@ -36,7 +36,7 @@ func TestZeroTimeAnchorWindowNeverExpires(t *testing.T) {
 
 // The wall clock steps back an hour right after the breaker trips: OpenFor runs again
 // from the new time, rather than the breaker refusing every call for the hour as well.
-func TestClockStepBackKeepsOpen(t *testing.T) {
+func TestClockStepBackReopensForOpenFor(t *testing.T) {
 	b := mustNew(t, Config{}) // OpenFor 5s
 	for i := 0; i < 5; i++ {
 		call(b, time.Hour, Failure)

@@ -8,7 +8,7 @@ import (
 // One refresh dated the zero time.Time as the Estimator's first: every later offset would
 // saturate, and all samples land in one epoch and never leave the 30s window. The
 // estimator starts over from the first time that far from its anchor.
-func TestZeroTimeAnchorFreezesWindow(t *testing.T) {
+func TestZeroTimeAnchorDoesNotFreezeWindow(t *testing.T) {
 	e := mustNew(t, Config{})
 	e.Refresh(time.Time{}) // a refresh with an unset time anchors the estimator
 	now := base
@@ -33,7 +33,7 @@ func TestZeroTimeAnchorFreezesWindow(t *testing.T) {
 // Window are the clock, as the budget takes them, and the window moves back to them.
 // Dropped instead until the clock caught up an hour later, they would leave the threshold
 // frozen at the old latency.
-func TestClockStepBackFreezesEstimator(t *testing.T) {
+func TestClockStepBackMovesTheWindow(t *testing.T) {
 	e := mustNew(t, Config{Window: 10 * time.Second})
 	now := base
 	for i := 0; i < 2000; i++ { // 20s of 1ms samples: every slot used
@@ -55,7 +55,7 @@ func TestClockStepBackFreezesEstimator(t *testing.T) {
 // Refresh's doc: "A window with fewer than MinimumSamples samples makes Threshold
 // report (0, false)", also for a time behind the last warm refresh: after the clock
 // steps back, Refresh(now) of an empty window does not keep the old warm threshold.
-func TestRefreshEmptyWindowStaysWarm(t *testing.T) {
+func TestRefreshEmptyWindowIsCold(t *testing.T) {
 	e := mustNew(t, Config{Window: 10 * time.Second})
 	now := base
 	for i := 0; i < 100; i++ {

@@ -8,7 +8,7 @@ import (
 // A first call dated the zero time.Time anchors the loop in year 1: every real time would
 // saturate to one period index, and no period would ever close. The loop starts over from
 // the first time that far from its anchor, and the allowance moves.
-func TestZeroTimeAnchorFreezesLoop(t *testing.T) {
+func TestZeroTimeAnchorDoesNotFreezeLoop(t *testing.T) {
 	l := mustNew(t, Config{})
 	l.Allowance(time.Time{})
 	for p := 0; p < 8; p++ {
@@ -23,7 +23,7 @@ func TestZeroTimeAnchorFreezesLoop(t *testing.T) {
 // new time as the present (cur = idx < 0), and times before the anchor fall in periods
 // of their own (floor division): counted in that one period, no decision would be made
 // until the clock passed the anchor again (an hour here).
-func TestClockBackBeforeAnchorFreezesLoop(t *testing.T) {
+func TestClockBackBeforeAnchorDecides(t *testing.T) {
 	l := mustNew(t, Config{})
 	l.Allowance(at(0)) // anchor
 	back := -time.Hour
@@ -53,7 +53,7 @@ func TestLoopDecidesAfterAnchor(t *testing.T) {
 // After the clock steps back (still after the anchor), the loop resets its counts and
 // its decision: a kept won/wonAt would say Winning, with no decision made, until the
 // clock came back to where it was (300 periods here), not for one Window.
-func TestWinningAfterClockBack(t *testing.T) {
+func TestClockBackForgetsWinning(t *testing.T) {
 	l := mustNew(t, Config{})
 	l.Allowance(at(0))
 	for p := 396; p < 400; p++ {
@@ -72,7 +72,7 @@ func TestWinningAfterClockBack(t *testing.T) {
 // A decision made on a later close of one advance (several periods closed at once) is
 // dated with the period it closed, not the one the batch started from: else Winning
 // would expire up to three periods early.
-func TestWonAtInBatchedClose(t *testing.T) {
+func TestDecisionDatedByThePeriodItClosed(t *testing.T) {
 	l := mustNew(t, Config{}) // Floor 0.1, MinimumSamples 10, period 15s
 	l.Allowance(at(0))
 	feed(l, 0, 20, 0) // 0 of 20: short of 0.1, by no more than chance: kept
