@@ -982,6 +982,11 @@ func (c *Call) backoff() time.Duration {
 		}
 		d -= d * b.Jitter * u
 	}
+	if d >= float64(b.Maximum) {
+		// Not converted: a Maximum near MaxInt64 (no cap) is 2^63 as a float64, which as a
+		// Duration wraps round to the most negative one, and the longest wait would be none.
+		return b.Maximum
+	}
 	return time.Duration(d)
 }
 

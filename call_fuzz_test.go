@@ -32,6 +32,9 @@ func FuzzCall(f *testing.F) {
 		case 2:
 			cfg.Trigger = hedge.After(0)
 		}
+		if cfg.MaximumConcurrent < 2 {
+			cfg.Trigger = hedge.Trigger{} // one in flight at most: retries alone (a trigger is refused)
+		}
 		p := hedge.MustNew(cfg)
 		c := p.NewCall(hedge.CallOptions{})
 		now := t0

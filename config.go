@@ -32,7 +32,8 @@ type Config struct {
 	// that never reached the dependency ([Outcome].Unsent) does not count; it is resent.
 	Attempts int
 	// MaximumConcurrent bounds the attempts of one call in flight at once, the first
-	// included. 0 = min(2, Attempts); at most Attempts.
+	// included. 0 = min(2, Attempts); at most Attempts, and with a Trigger at least 2 (a
+	// hedge runs beside the attempt it copies). 1 without a Trigger: retries, one at a time.
 	MaximumConcurrent int
 
 	// Budget bounds hedges and retries together (Finagle's RetryBudget). Zero = 10% of calls
@@ -165,6 +166,11 @@ func resolveAttempts(r *resolved) error {
 	}
 	if r.maxConcurrent > r.attempts {
 		return configError("MaximumConcurrent (%d) must not exceed Attempts (%d)", r.maxConcurrent, r.attempts)
+	}
+	if hedging && r.maxConcurrent < 2 {
+		// A hedge runs beside the attempt it copies: with one in flight at most, none would
+		// ever start, and hedging would be off without a word.
+		return configError("MaximumConcurrent must be >= 2 to hedge (Trigger is %v), got %d", c.Trigger, c.MaximumConcurrent)
 	}
 	if c.OverloadCooldown < 0 {
 		return configError("OverloadCooldown must be >= 0 (0 = 5s), got %v", c.OverloadCooldown)

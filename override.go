@@ -59,15 +59,7 @@ func (p *Policy) overrideThreshold(now time.Time, t Trigger) (hedges bool, d tim
 		if !ok {
 			return true, 0, false
 		}
-		return true, min(max(d, p.cfg.MinimumDelay), cmpMax(p.cfg.MaximumDelay, d)), true
+		return true, p.clampDelay(d), true
 	}
 	return false, 0, false
-}
-
-// cmpMax is the clamp's upper bound: m, or d itself when there is none (0).
-func cmpMax(m, d time.Duration) time.Duration {
-	if m > 0 {
-		return m
-	}
-	return d
 }

@@ -155,15 +155,19 @@ func (p *Policy) threshold() (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
-		if d < p.cfg.MinimumDelay {
-			d = p.cfg.MinimumDelay
-		}
-		if p.cfg.MaximumDelay > 0 && d > p.cfg.MaximumDelay {
-			d = p.cfg.MaximumDelay
-		}
-		return d, true
+		return p.clampDelay(d), true
 	}
 	return 0, false
+}
+
+// clampDelay holds a quantile's threshold d to MinimumDelay and, when there is one,
+// MaximumDelay: the policy's own trigger and a per-call one (WithTrigger) alike.
+func (p *Policy) clampDelay(d time.Duration) time.Duration {
+	d = max(d, p.cfg.MinimumDelay)
+	if m := p.cfg.MaximumDelay; m > 0 {
+		d = min(d, m)
+	}
+	return d
 }
 
 // recordLatency feeds the estimator, unless this process is saturated: then latencies
