@@ -148,6 +148,7 @@ type callState struct {
 	panicked  *PanicError
 	latest    time.Time // with a deadline and UseDeadline: the last moment a hedge can still answer in time; zero = none
 	firing    time.Time // while TimerFired runs: when the timer was due (the state machine's time, not the clock's lateness)
+	end       time.Time // when the call finished (done)
 }
 
 // NewCall returns a state machine for one call under p. Start it with Start.
@@ -234,6 +235,11 @@ func (c *Call) Log() Log {
 		l.Attempts[i] = r
 	}
 	if c.done {
+		// To the call's end, which may come after its last attempt's: a call cancelled, or
+		// refused its retry, while it waited out the retry's backoff.
+		if c.end.After(end) {
+			end = c.end
+		}
 		l.Duration = end.Sub(c.start)
 	}
 	slices.SortStableFunc(l.Attempts, func(x, y AttemptRecord) int {
@@ -291,7 +297,6 @@ func (c *Call) Start(now time.Time) []Action {
 	p := c.p
 	c.start = now
 	c.seq = p.calls.Add(1)
-	p.bud.Deposit(now)
 	if p.brk != nil {
 		t, err := c.acquireTicket(now)
 		if c.panicked != nil {
@@ -318,6 +323,11 @@ func (c *Call) Start(now time.Time) []Action {
 		c.finish(now, ErrLimitExceeded)
 		return c.settle(now)
 	}
+	// A call deposits once its first attempt is on its way: the budget grows with the
+	// traffic that reaches the dependency. Calls the open breaker or the full limit refused
+	// reach nothing, and during an outage there would be plenty of them, to spend on retries
+	// and hedges against a dependency just back.
+	p.bud.Deposit(now)
 	c.maybeHedge(now)
 	return c.settle(now)
 }
@@ -1155,6 +1165,7 @@ func (c *Call) finishWith(now time.Time, err error, o breaker.Outcome) {
 		}
 	}
 	c.done = true
+	c.end = now
 	c.timer = timerNone
 	c.err = err
 	if c.hasTicket {

@@ -58,10 +58,12 @@ func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, erro
 // discard, when not nil, receives every answer that will never be returned: those of losing
 // attempts that answered after the call had already been decided. It is where an adapter
 // closes a losing response body. It may run in an attempt's goroutine after DoDetached has
-// returned. A panic in discard while the call runs ends it as a panic in Classify does (a
-// *PanicError for the caller, the call ended cleanly first); one in an attempt's goroutine,
-// for an answer that arrived once the call was decided (even if DoDetached has not quite
-// returned yet), is recovered and dropped: no caller is left to receive it.
+// returned. A panic in discard on the caller's goroutine ends the call as a panic in
+// Classify does (a *PanicError for the caller, the call ended cleanly first). One in an
+// attempt's own goroutine is recovered and dropped: there discard takes the answer of an
+// attempt already cancelled (a loser's, once the call was decided, even if DoDetached has not
+// quite returned yet; or, with Tied, a queued copy's while the call runs on), and no caller is
+// waiting for it.
 func DoDetached[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error)) (v T, hold Hold, err error) {
 	v, w, err := run(ctx, p, fn, discard, true)
 	return v, detach(ctx, w), err

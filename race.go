@@ -462,7 +462,10 @@ func (s *race[T]) settle(atts []*attemptRun[T], keep bool, log *Log) (w int, win
 	err = c.Err()
 	c.drop()
 	s.c = nil
-	if err != nil || s.pan != nil {
+	if winner != nil && (err != nil || s.pan != nil) {
+		// No Hold will be handed out for it (the call fails or panics): its context must
+		// end here, or nothing would ever end it, nor run its AfterFunc callbacks.
+		winner.cancel(context.Canceled)
 		winner = nil
 	}
 	return w, winner, err
