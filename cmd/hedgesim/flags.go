@@ -124,7 +124,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 			fmt.Fprintf(stderr, "  %s\n", n)
 		}
 	}
-	calls := fs.Int("calls", defaultCalls, fmt.Sprintf("calls per point (setup × load × cancellation × seed), at most %d; the first 10%% are not measured", maxCalls))
+	calls := fs.Int("calls", defaultCalls, fmt.Sprintf("calls per point (setup × load × cancellation × seed), at most %d; the first 10%% are not measured (-scorecard: default %d)", maxCalls, defaultScorecardCalls))
 	seeds := fs.String("seeds", defaultSeeds, "comma-separated seeds, e.g. 1,2 (-scorecard: default 1,2,3)")
 	loads := fs.String("loads", defaultLoads, "comma-separated loads in % of worker capacity without hedges, each in (0, 100)")
 	setups := fs.String("setups", "all", "setups to run, separated by ';' (names as listed below), or all")
