@@ -355,18 +355,7 @@ func (b *Budget) reanchor(old *time.Time, now time.Time) *time.Time {
 	if p := b.base.Load(); p != old {
 		return p
 	}
-	for e := int64(-numSlots + 1); e <= 0; e++ {
-		s := &b.slots[slotOf(e)]
-		for {
-			w := s.Load()
-			if s.CompareAndSwap(w, pack(e, 0)) {
-				b.balance.Add(-unpack(w))
-				break
-			}
-		}
-	}
-	b.head.Store(0)
-	b.staleFrom.Store(noStale)
+	b.emptyLocked(0)
 	t := now
 	b.base.Store(&t)
 	return &t
@@ -379,6 +368,12 @@ func (b *Budget) rebase(ep int64) int64 {
 	if head := b.head.Load(); ep > head-numSlots {
 		return head
 	}
+	b.emptyLocked(ep)
+	return ep
+}
+
+// emptyLocked makes the window end at ep with every slot's value dropped. b.mu must be held.
+func (b *Budget) emptyLocked(ep int64) {
 	for e := ep - numSlots + 1; e <= ep; e++ {
 		s := &b.slots[slotOf(e)]
 		for {
@@ -391,7 +386,6 @@ func (b *Budget) rebase(ep int64) int64 {
 	}
 	b.head.Store(ep)
 	b.staleFrom.Store(noStale)
-	return ep
 }
 
 // advance moves the head to ep, rolling every slot whose epoch leaves the
