@@ -38,6 +38,7 @@ type Policy struct {
 
 	overloadUntil atomic.Int64  // unix nanoseconds; hedging pauses until then
 	overloadFor   atomic.Int64  // the length of that pause, ns: more than this of it left is a clock stepped back
+	overloadMu    sync.Mutex    // serialises noteOverload's writers (overloaded reads without it)
 	yieldScore    atomic.Int32  // whether Do's yield before arming a timer tends to pay
 	lastSignal    atomic.Int64  // unix nanoseconds of the latest start signal (StartAware)
 	lag           atomic.Int64  // nanoseconds: how late timers fire, a moving average (backlog gate)
@@ -471,17 +472,24 @@ func (p *Policy) noteOverload(now time.Time, retryAfter time.Duration) {
 	if d > 0 && until < t {
 		until = 1<<63 - 1 // a pause past the year 2262: as long as can be, not none
 	}
-	for {
-		cur := p.overloadUntil.Load()
-		if cur >= until {
-			return
-		}
-		if p.overloadUntil.CompareAndSwap(cur, until) {
-			p.overloadFor.Store(until - t)
-			return
-		}
+	p.overloadMu.Lock()
+	defer p.overloadMu.Unlock()
+	if p.overloadUntil.Load() >= until {
+		return
 	}
+	// The length first, then the end: a reader (overloaded) that saw the new end beside the
+	// old length would take a pause longer than its length for a clock stepped back, and end
+	// it at once. One that sees the new length beside the old end may cut the old pause
+	// short; the new end, stored next whatever the reader did, follows it.
+	p.overloadFor.Store(until - t)
+	if overloadStored != nil {
+		overloadStored()
+	}
+	p.overloadUntil.Store(until)
 }
+
+// overloadStored, when set (by tests), runs in noteOverload between its two stores.
+var overloadStored func()
 
 // overloaded reports whether hedging is paused at now by an overload (noteOverload). A pause
 // with more of it left than its length was set before the wall clock stepped back: it ends

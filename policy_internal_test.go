@@ -88,3 +88,18 @@ func TestRouteReadWhileRouted(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// A reader of the overload pause (overloaded, on every hedge decision) that runs while
+// noteOverload stores it must not end it: the pause's length is stored before its end, so
+// that no reader finds an end further off than the length (what a clock stepped back looks
+// like) and cuts the pause to nothing.
+func TestOverloadPauseSurvivesAReaderBetweenItsStores(t *testing.T) {
+	p := MustNew(Config{Trigger: After(time.Millisecond)})
+	now := time.Unix(1_000_000, 0)
+	overloadStored = func() { p.overloaded(now) }
+	t.Cleanup(func() { overloadStored = nil })
+	p.noteOverload(now, 0) // the default cooldown, 5s
+	if !p.overloaded(now.Add(time.Second)) {
+		t.Fatalf("a second into a 5s overload pause, hedging is not paused (until %d, for %d)", p.overloadUntil.Load()-now.UnixNano(), p.overloadFor.Load())
+	}
+}
