@@ -736,9 +736,18 @@ func (c *Call) breakerState(now time.Time) (s breaker.State) {
 // instead (deferred is true, the timer armed): the backlog's, while the first attempt's
 // replica has answered nothing since the attempt was sent but the attempt is not yet lost.
 func (c *Call) tryHedge(now time.Time, tie bool) (deferred bool) {
+	return c.tryHedgeAsked(now, tie, false)
+}
+
+// tryHedgeAsked is tryHedge; asked says a failure asked for the hedge at once (Outcome.Next),
+// whose events then carry as Delay how long after the latest attempt it came, not a
+// threshold the call did not wait for.
+func (c *Call) tryHedgeAsked(now time.Time, tie, asked bool) (deferred bool) {
 	p := c.p
 	delay := c.threshold
 	switch {
+	case asked:
+		delay = now.Sub(c.lastStart)
 	case tie:
 		delay = p.cfg.tieDelay
 	case !c.warm:
@@ -908,7 +917,7 @@ func (c *Call) AttemptDone(now time.Time, k int, o Outcome) []Action {
 		}
 	case c.inflight > 0:
 		if o.Next && c.hedging && c.sent() < p.cfg.attempts && c.inflight < p.cfg.maxConcurrent {
-			c.tryHedge(now, false)
+			c.tryHedgeAsked(now, false, true)
 		}
 		c.maybeHedge(now)
 	default:

@@ -87,3 +87,27 @@ func TestMaximumConcurrentOneWithATriggerIsRefused(t *testing.T) {
 		t.Errorf("retries alone with MaximumConcurrent 1: Validate = %v, want nil", err)
 	}
 }
+
+// A hedge a failure asks for at once (Outcome.Next) reports as its Delay how long after the
+// latest attempt's start it came, not the threshold it did not wait for.
+func TestHedgeAskedByAFailureReportsItsDelay(t *testing.T) {
+	delays := map[int]time.Duration{}
+	p := hedge.MustNew(hedge.Config{
+		Trigger: hedge.After(50 * time.Millisecond), Attempts: 3, MaximumConcurrent: 3, Budget: noBudget,
+		Observer: func(e hedge.Event) {
+			if e.Kind == hedge.HedgeStarted {
+				delays[e.Attempt] = e.Delay
+			}
+		},
+	})
+	c := p.NewCall(hedge.CallOptions{})
+	c.Start(t0)
+	c.TimerFired(ms(50)) // the first hedge, attempt 1, at the threshold
+	c.AttemptDone(ms(60), 1, hedge.Outcome{Class: hedge.Retriable, Next: true, Err: errors.New("try another")})
+	if d, ok := delays[1]; !ok || d != 50*time.Millisecond {
+		t.Fatalf("the hedge at the threshold: Delay %v (sent %v), want 50ms", d, ok)
+	}
+	if d, ok := delays[2]; !ok || d != 10*time.Millisecond {
+		t.Errorf("the hedge attempt 1's failure asked for, 10ms after attempt 1 started: Delay %v (sent %v), want 10ms", d, ok)
+	}
+}

@@ -11,7 +11,8 @@ const (
 	// AttemptFinished: an attempt answered (Attempt, Duration, Err; Err is nil on success).
 	AttemptFinished
 	// HedgeStarted: a hedge was sent because the call outlived the threshold (Delay; for a
-	// tie of Tied, Adaptive.TieDelay).
+	// tie of Tied, Adaptive.TieDelay; for a hedge a failure asked for at once, Outcome.Next,
+	// how long after the latest attempt's start it came).
 	HedgeStarted
 	// HedgeWon: a hedge answered first (Attempt, Duration).
 	HedgeWon
