@@ -536,7 +536,9 @@ type Measured struct {
 	Calls         int64 // calls started
 	HedgesStarted int64
 	HedgesWon     int64
-	Retries       int64
+	// Retries counts retries scheduled (RetryScheduled events), each funded by the budget
+	// when it was scheduled: one whose call ended during its backoff counts too.
+	Retries int64
 	// Suppressed counts suppressed hedges by reason.
 	Suppressed map[Reason]int64
 
