@@ -471,6 +471,7 @@ type attemptError struct {
 	st      *status.Status
 	result  *attemptResult
 	outcome hedge.Outcome
+	stop    bool // the pushback trailer said not to retry (negative or not a number)
 }
 
 func (e *attemptError) Error() string              { return e.err.Error() }
@@ -490,6 +491,7 @@ func (i *Interceptor) mark(err error, r *attemptResult, unsent bool) error {
 	}
 	code := st.Code()
 	pushback, hasPushback, stop := pushbackFrom(r.trailer)
+	e.stop = stop
 	switch {
 	case code == codes.ResourceExhausted || code == codes.Unavailable && hasPushback:
 		// The server says it is overloaded: hedging pauses. A negative pushback says
@@ -499,7 +501,12 @@ func (i *Interceptor) mark(err error, r *attemptResult, unsent bool) error {
 			e.outcome.Class = hedge.Permanent
 		}
 	case code < 32 && i.nonFatal&(1<<code) != 0:
-		e.outcome = hedge.Outcome{Class: hedge.Retriable, Err: e}
+		// A pushback on another retriable code spaces the retry as well; a negative one
+		// ("do not retry", whatever the code, as gRFC A6 has it) makes the failure final.
+		e.outcome = hedge.Outcome{Class: hedge.Retriable, Err: e, RetryAfter: pushback}
+		if stop {
+			e.outcome.Class = hedge.Permanent
+		}
 	default:
 		e.outcome = hedge.Outcome{Class: hedge.Permanent, Err: e}
 	}

@@ -268,7 +268,7 @@ func a6Classify(set uint32, hedging bool, th *throttle) func(error) hedge.Outcom
 			}
 			return o
 		}
-		if code := e.st.Code(); code <= 16 && set&(1<<code) != 0 && (o.Class == hedge.Retriable || !o.Overload) { // the config's code, whatever Config.NonFatal says; a negative pushback still commits
+		if code := e.st.Code(); code <= 16 && set&(1<<code) != 0 && !e.stop { // the config's code, whatever Config.NonFatal says; a negative pushback still commits
 			o.Class, o.Next = hedge.Retriable, hedging
 			if th != nil {
 				th.failure()
