@@ -159,7 +159,7 @@ func (m *method) Policy() *hedge.Policy { return m.policy }
 func NewInterceptor(cfg Config) (*Interceptor, error) {
 	cfg.Methods, cfg.Idempotent = maps.Clone(cfg.Methods), slices.Clone(cfg.Idempotent) // the caller's to change
 	i := &Interceptor{cfg: cfg, descriptors: cfg.Descriptors}
-	i.templates.Store(&templates{policy: cfg.Policy, methods: cfg.Methods, idempotent: cfg.Idempotent})
+	i.templates.Store(&templates{policy: cfg.Policy, methods: cfg.Methods, idempotent: cfg.Idempotent, everyRepeatable: cfg.a6 != nil && cfg.a6.defaultRepeatable})
 	if i.descriptors == nil {
 		i.descriptors = protoregistry.GlobalFiles
 	}
@@ -275,7 +275,7 @@ func serviceKey(name string) string {
 // idempotent reports whether the configuration or the method's descriptor says the method is
 // safe to send more than once.
 func (i *Interceptor) idempotent(tm *templates, name, svc string) bool {
-	if i.cfg.a6 != nil && i.cfg.a6.defaultRepeatable {
+	if tm.everyRepeatable {
 		return true
 	}
 	for _, k := range tm.idempotent {

@@ -13,6 +13,10 @@ type templates struct {
 	policy     hedge.Config
 	methods    map[string]hedge.Config
 	idempotent []string
+	// everyRepeatable: every method may be sent more than once, as a service config whose
+	// default entry has a policy says (ConfigFromServiceConfig). Reconfigure's templates
+	// have their Idempotent list alone.
+	everyRepeatable bool
 }
 
 // Reconfigure replaces the interceptor's Policy, Methods and Idempotent while it runs, as a
