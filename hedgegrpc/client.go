@@ -83,8 +83,9 @@ type Config struct {
 
 	// ReplayBuffer bounds, in bytes of protobuf encoding, the messages a client-streaming or
 	// bidi call keeps to replay on its copies (gRFC A6's per-RPC buffer). A call whose
-	// messages outgrow it commits to its earliest attempt still running, and is never
-	// hedged again. 0 means [DefaultReplayBuffer].
+	// messages outgrow it commits to the attempt that has answered, if one has, else to its
+	// earliest attempt still running, and is never hedged again; past it, SendMsg waits for
+	// the committed attempt to send each message. 0 means [DefaultReplayBuffer].
 	ReplayBuffer int
 
 	// LoadReportInterval, when positive, has the hedging balancer ([Interceptor.DialOptions])

@@ -24,8 +24,8 @@
 //
 // Server-streaming calls are hedged until their first response message, the commit point.
 // Client-streaming and bidi calls are hedged with gRFC A6's replay buffer: sent messages are
-// replayed in order on each copy until the call commits, at its first response message or
-// when the messages outgrow Config.ReplayBuffer.
+// replayed in order on each copy until the call commits, at its first response message, when
+// the caller asks for the response headers, or when the messages outgrow Config.ReplayBuffer.
 //
 // # Native retries
 //

@@ -26,8 +26,8 @@ const DefaultReplayBuffer = 256 << 10
 // caller sends is kept (up to the replay buffer) and sent on every attempt, a copy started
 // later replaying them in order first; the call commits to the first attempt that receives a
 // response message, or, when the buffer overflows first or the caller asks for the response
-// headers, to the earliest attempt still running, which then carries the rest of the call
-// alone.
+// headers, to the attempt that has answered (on its way to win) or else the earliest attempt
+// still running, which then carries the rest of the call alone.
 type replayStream struct {
 	ctx      context.Context
 	rctx     routeCtx
@@ -43,15 +43,17 @@ type replayStream struct {
 
 	mu       sync.Mutex
 	cond     *sync.Cond
-	buf      []proto.Message // every message sent, in order
+	buf      []proto.Message // every message sent, in order, from the off'th on
+	off      int             // messages dropped from buf's head: no attempt will send them again
 	size     int
 	closed   bool             // CloseSend was called
 	early    bool             // the buffer overflowed, or the caller asked for headers: the call commits to commitTo
 	running  []*replayAttempt // attempts that opened a stream, in order
 	commitTo *replayAttempt
-	commit   chan struct{} // closed when the call commits early
-	lost     chan struct{} // closed when the attempt committed to early fails
-	lostErr  error         // its failure
+	answered *replayAttempt // the one attempt that reports a response to the core (attempt)
+	commit   chan struct{}  // closed when the call commits early
+	lost     chan struct{}  // closed when the attempt committed to early fails
+	lostErr  error          // its failure
 
 	done    chan struct{} // the race is decided
 	winner  *replayAttempt
@@ -75,8 +77,9 @@ type replayAttempt struct {
 	cs       grpc.ClientStream
 	ctx      context.Context
 	cancel   context.CancelFunc
-	next     int   // the next buffered message its sender sends (under replayStream.mu)
+	next     int   // the next buffered message its sender sends, counted from the first (under replayStream.mu)
 	sendErr  error // why its sender stopped early
+	exited   bool  // its sender has stopped (under replayStream.mu)
 	sendDone chan struct{}
 	first    proto.Message // the first response, until the caller reads it
 	pending  chan error    // committed early: the first receive still runs
@@ -124,6 +127,7 @@ func (i *Interceptor) responseType(name string) protoreflect.MessageType {
 }
 
 func (s *replayStream) race() {
+	defer func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() }() // a SendMsg waiting for a commit (below) sees the race over
 	defer close(s.done)
 	w, hold, err := hedge.DoDetached(context.Context(&s.rctx), s.m.policy, s.attempt, nil)
 	if err != nil {
@@ -139,8 +143,20 @@ func (s *replayStream) race() {
 	}
 	s.mu.Lock()
 	s.commitTo = w
-	s.cond.Broadcast() // the winner's sender now follows the caller, unbounded
+	s.dropSentLocked(w) // no other attempt will send them
+	s.cond.Broadcast()  // the winner's sender now follows the caller, unbounded
 	s.mu.Unlock()
+}
+
+// dropSentLocked lets go of the messages a, the attempt the call is committed to, has sent:
+// no other attempt will send them, and a long stream would otherwise keep every message it
+// ever sent. s.mu is held.
+func (s *replayStream) dropSentLocked(a *replayAttempt) {
+	for s.off < a.next && len(s.buf) > 0 {
+		s.buf[0] = nil
+		s.buf = s.buf[1:]
+		s.off++
+	}
 }
 
 // failure is the error the caller sees for a race no attempt won (see streamFailure).
@@ -178,6 +194,7 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 	s.running = append(s.running, a)
 	if s.early && s.commitTo == nil {
 		s.commitTo = a
+		s.cond.Broadcast() // a SendMsg waiting for an attempt to carry the call
 	}
 	s.mu.Unlock()
 	stop := context.AfterFunc(actx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
@@ -195,6 +212,9 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 	case <-s.commit:
 		s.mu.Lock()
 		mine := s.commitTo == a
+		if mine {
+			s.answered = a
+		}
 		s.mu.Unlock()
 		if mine {
 			a.pending, a.first = recv, first
@@ -202,13 +222,34 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 		}
 		rerr = <-recv
 	}
-	switch rerr {
-	case nil:
-		a.first = first
-		return a, nil
-	case io.EOF:
-		a.eof = true
-		return a, nil
+	if rerr == nil || rerr == io.EOF {
+		// One attempt alone reports a response to the core, and it is the one an early
+		// commit chose when there was one: else the core could pick as winner an attempt
+		// whose messages another attempt's sender, committed to, had carried alone (and let
+		// go of), and the winner would never send them. Another that answers too is a loser:
+		// it waits to be cancelled, or for the committed attempt's failure.
+		s.mu.Lock()
+		won := s.answered == nil && (s.commitTo == nil || s.commitTo == a)
+		if won {
+			s.answered = a
+		}
+		s.mu.Unlock()
+		if won {
+			if rerr == io.EOF {
+				a.eof = true
+			} else {
+				a.first = first
+			}
+			return a, nil
+		}
+		cancel()
+		<-a.sendDone
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.lost:
+			return nil, s.lostErr
+		}
 	}
 	r.header, _ = cs.Header()
 	r.trailer = cs.Trailer()
@@ -229,24 +270,28 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 func (s *replayStream) send(a *replayAttempt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		a.exited = true
+		s.cond.Broadcast() // a SendMsg waiting for this sender must not wait for ever
+	}()
 	for {
-		for a.next == len(s.buf) && !s.closed && a.ctx.Err() == nil {
+		for a.next == s.off+len(s.buf) && !s.closed && a.ctx.Err() == nil {
 			s.cond.Wait()
 		}
 		if a.ctx.Err() != nil {
 			return
 		}
-		if a.next < len(s.buf) {
-			m := s.buf[a.next]
-			if m == nil {
-				return // let go once another attempt carried it alone: this one has lost
-			}
+		if a.next < s.off {
+			return // another attempt carried these alone: this one has lost
+		}
+		if a.next < s.off+len(s.buf) {
+			m := s.buf[a.next-s.off]
 			s.mu.Unlock()
 			err := a.cs.SendMsg(m)
 			s.mu.Lock()
 			a.next++
 			if s.commitTo == a {
-				s.buf[a.next-1] = nil // no other attempt will replay it
+				s.dropSentLocked(a) // no other attempt will replay it
 			}
 			s.cond.Broadcast()
 			if err != nil {
@@ -284,24 +329,46 @@ func (s *replayStream) SendMsg(m any) error {
 	default:
 	}
 	s.buf = append(s.buf, pm)
-	k := len(s.buf)
+	k := s.off + len(s.buf)
 	if s.commitTo == nil && !s.early {
 		if s.size += proto.Size(pm); s.size > s.limit {
 			s.commitEarlyLocked()
 		}
 	}
 	s.cond.Broadcast()
-	a := s.commitTo
-	if a == nil {
-		return nil
-	}
-	for a.next < k && a.sendErr == nil && a.ctx.Err() == nil {
+	// Committed early with no attempt running (the one that failed waits out its retry's
+	// backoff): the buffer is full, and m waits for the attempt that takes the commit, as
+	// a plain stream's SendMsg waits for flow control, or for the race's end.
+	for s.early && s.commitTo == nil && !isClosed(s.done) {
 		s.cond.Wait()
 	}
-	if a.sendErr != nil {
+	a := s.commitTo
+	if a == nil {
+		if isClosed(s.done) {
+			return io.EOF // the call is over: RecvMsg has its status
+		}
+		return nil
+	}
+	for a.next < k && a.sendErr == nil && a.ctx.Err() == nil && !a.exited {
+		s.cond.Wait()
+	}
+	switch {
+	case a.sendErr != nil:
 		return a.sendErr
+	case a.next < k:
+		return io.EOF // the attempt is over before it sent m: RecvMsg has the call's status
 	}
 	return nil
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // commitEarlyLocked commits the call, before any attempt has received a response, to the
@@ -312,7 +379,10 @@ func (s *replayStream) commitEarlyLocked() {
 		return
 	}
 	s.early = true
-	s.commitTo = s.earliestRunning()
+	s.commitTo = s.answered // one that reported a response to the core is the one it will pick
+	if s.commitTo == nil {
+		s.commitTo = s.earliestRunning()
+	}
 	close(s.commit)
 }
 

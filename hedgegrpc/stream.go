@@ -22,7 +22,8 @@ import (
 // after its first message returns its error. Client-streaming and bidi calls are hedged as
 // gRFC A6 says (see Config.ReplayBuffer): every sent message is kept and replayed in order on
 // each copy, and the call commits to the first attempt that receives a response message, or,
-// once the messages sent outgrow the buffer, to the earliest attempt still running. Such a
+// once the messages sent outgrow the buffer, to the attempt that has answered, if one has,
+// else the earliest attempt still running. Such a
 // call needs its response type: a method whose descriptor is not registered passes through.
 //
 // The race starts at the caller's first RecvMsg, which gives the response type. A caller that
