@@ -142,13 +142,42 @@ func (c *call) bufferBody() error {
 	if limit < 0 || req.ContentLength > limit {
 		return nil
 	}
+	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		req.Body.Close() // as a plain RoundTrip would, sending nothing
+		return err
+	}
 	var buf bytes.Buffer
 	if req.ContentLength > 0 {
 		// Trust the declared length only so far: a request that declares 200 MiB and
 		// sends 4 bytes must not cost 200 MiB. Past this, the buffer grows as bytes arrive.
 		buf.Grow(int(min(req.ContentLength, 64<<10)))
 	}
-	_, err := buf.ReadFrom(io.LimitReader(req.Body, limit+1))
+	read := func() error {
+		_, err := buf.ReadFrom(io.LimitReader(req.Body, limit+1))
+		return err
+	}
+	var err error
+	if ctx.Done() == nil {
+		err = read()
+	} else {
+		// A body that stalls (a pipe, a slow client's upload a proxy forwards) must not
+		// hold RoundTrip past its caller's context, as the read would on the caller's
+		// goroutine: it runs on one of its own, and a caller that gives up leaves it the
+		// body to close once the read returns (closing it now could wait for the read, as
+		// a server's request body does).
+		done := make(chan error, 1)
+		go func() { done <- read() }()
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			go func() {
+				<-done
+				req.Body.Close()
+			}()
+			return ctx.Err()
+		}
+	}
 	if err != nil {
 		req.Body.Close()
 		return err

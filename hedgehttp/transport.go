@@ -214,8 +214,8 @@ type Config struct {
 // arrived is drained (up to ErrorBodyLimit bytes, for at most 250ms) and closed, so that its
 // connection is reused (but for a first attempt sent on the caller's goroutine, which is
 // cancelled either way: see Config.NextHonoursContext); a failing response (5xx but 501, 429,
-// 408) never wins and is returned only when every attempt failed, as the response of the last
-// one that answered.
+// 408) never wins and is returned only when every attempt failed: a final one (a 4xx) over a
+// retriable one, else the last one that answered (see RoundTrip).
 //
 // When a host's trigger reads start signals ([hedge.Trigger.ReadsStartSignals], as
 // [hedge.Tied] does: Config.Policy's, or the one Config.PolicyFor gives the host), every
@@ -534,6 +534,30 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if v := req.Header["Upgrade"]; len(v) > 0 && v[0] != "" { // Header.Get, without canonicalising a canonical key
 		// A protocol switch hands the connection to the caller: nothing to race or replay.
+		// The headers meant for this Transport go no further, as on any other request: a
+		// trigger header is checked and dropped (it has nothing to decide here), and an
+		// attempt mark that is not this call's is dropped too.
+		_, hasTrigger := req.Header[TriggerHeader]
+		_, hasMark := req.Header[AttemptHeader]
+		if hasTrigger || hasMark {
+			sent := req
+			if hasTrigger {
+				var err error
+				if sent, _, err = withTriggerHeader(req); err != nil {
+					closeBody(req)
+					return nil, err
+				}
+			}
+			if hasMark {
+				if sent == req {
+					cp := *req
+					cp.Header = req.Header.Clone()
+					sent = &cp
+				}
+				delete(sent.Header, AttemptHeader)
+			}
+			return t.next.RoundTrip(sent)
+		}
 		return t.next.RoundTrip(req)
 	}
 	h, err := t.hostFor(req)
