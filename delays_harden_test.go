@@ -46,10 +46,10 @@ func TestBackoffHugeMaximum(t *testing.T) {
 	})
 	c := p.NewCall(hedge.CallOptions{})
 	now := t0
-	as := c.Start(now)
+	c.Start(now)
 	fail := hedge.Outcome{Class: hedge.Retriable, Err: errors.New("boom")}
 	for k := 0; k < 5; k++ {
-		as = c.AttemptDone(now, k, fail)
+		as := c.AttemptDone(now, k, fail)
 		var at time.Time
 		for _, a := range as {
 			if a.Kind == hedge.ArmTimer {

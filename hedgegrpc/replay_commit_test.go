@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -232,15 +233,15 @@ func TestEarlyCommitGoesToTheAttemptThatAnswered(t *testing.T) {
 			t.Fatalf("iteration %d: the winner is not the hedge, which answered before the commit", iter)
 		}
 		done := make(chan error, 1)
+		var echoed []int // written before done is sent
 		go func() {
-			var lens []int
 			for range 3 {
 				var m testpb.StreamingOutputCallResponse
 				if err := cs.RecvMsg(&m); err != nil {
 					done <- err
 					return
 				}
-				lens = append(lens, len(m.GetPayload().GetBody()))
+				echoed = append(echoed, len(m.GetPayload().GetBody()))
 			}
 			done <- nil
 		}()
@@ -267,6 +268,9 @@ func TestEarlyCommitGoesToTheAttemptThatAnswered(t *testing.T) {
 		}
 		if rerr != nil {
 			t.Fatalf("iteration %d: winner (the hedge) received %v of [10 200 30]; reading its 3 echoes: %v", iter, got, rerr)
+		}
+		if !slices.Equal(echoed, []int{10, 200, 30}) {
+			t.Fatalf("iteration %d: the winner echoed messages of %v bytes, want [10 200 30]", iter, echoed)
 		}
 	}
 }
