@@ -3,7 +3,6 @@ package hedgegrpc
 import (
 	"context"
 	"io"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/hedgekit/hedge/budget"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 )
@@ -47,20 +45,7 @@ func (s *replayTestServer) StreamingInputCall(st grpc.ClientStreamingServer[test
 
 func replayTestDial(t *testing.T, hi *Interceptor, srvImpl testpb.TestServiceServer) testpb.TestServiceClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	testpb.RegisterTestServiceServer(srv, srvImpl)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	cc, err := grpc.NewClient(lis.Addr().String(), append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return testpb.NewTestServiceClient(cc)
+	return testpb.NewTestServiceClient(dialTestService(t, hi, srvImpl))
 }
 
 // The first attempt fails (UNAVAILABLE, retriable); while the retry waits out its backoff,
