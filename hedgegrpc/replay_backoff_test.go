@@ -43,6 +43,17 @@ func (s *replayTestServer) StreamingInputCall(st grpc.ClientStreamingServer[test
 	return st.SendAndClose(&testpb.StreamingInputCallResponse{AggregatedPayloadSize: int32(total)})
 }
 
+// failsFirstAttempt is a server whose first stream fails UNAVAILABLE (retriable) and whose
+// later ones succeed.
+func failsFirstAttempt() *replayTestServer {
+	return &replayTestServer{fail: func(n int32) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, "first attempt fails")
+		}
+		return nil
+	}}
+}
+
 func replayTestDial(t *testing.T, hi *Interceptor, srvImpl testpb.TestServiceServer) testpb.TestServiceClient {
 	t.Helper()
 	return testpb.NewTestServiceClient(dialTestService(t, hi, srvImpl))
@@ -55,12 +66,7 @@ func TestReplayOverflowDuringBackoff(t *testing.T) {
 	pol := hedge.Config{Attempts: 2, Budget: budget.Config{Off: true},
 		Backoff: hedge.Backoff{Initial: 300 * time.Millisecond, Maximum: 300 * time.Millisecond, Jitter: hedge.Off}}
 	hi := newInterceptor(t, Config{Policy: pol, Idempotent: []string{"/grpc.testing.TestService/"}, ReplayBuffer: 100})
-	sv := &replayTestServer{fail: func(n int32) error {
-		if n == 1 {
-			return status.Error(codes.Unavailable, "first attempt fails")
-		}
-		return nil
-	}}
+	sv := failsFirstAttempt()
 	client := replayTestDial(t, hi, sv)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()

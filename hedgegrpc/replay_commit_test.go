@@ -13,10 +13,8 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/budget"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/status"
 )
 
 func dialTestService(t *testing.T, hi *Interceptor, impl testpb.TestServiceServer) *grpc.ClientConn {
@@ -92,12 +90,7 @@ func TestReplayBufferBoundsSendsDuringBackoff(t *testing.T) {
 		Backoff: hedge.Backoff{Initial: 2 * time.Second, Maximum: 2 * time.Second, Jitter: hedge.Off}}
 	const limit = 1024
 	hi := newInterceptor(t, Config{Policy: pol, Idempotent: []string{"/grpc.testing.TestService/"}, ReplayBuffer: limit})
-	sv := &replayTestServer{fail: func(n int32) error {
-		if n == 1 {
-			return status.Error(codes.Unavailable, "first attempt fails")
-		}
-		return nil
-	}}
+	sv := failsFirstAttempt()
 	cc := dialTestService(t, hi, sv)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -219,14 +212,16 @@ func TestEarlyCommitGoesToTheAttemptThatAnswered(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("hedge never answered")
 		}
-		if err := send(200); err != nil { // overflows: commits early to attempt 0
+		if err := send(200); err != nil { // overflows: commits early, to the hedge that answered
 			t.Fatal(err)
 		}
 		close(proceed)
 		<-rs.done
-		rs.mu.Lock()
-		winnerIs1 := rs.winner != nil && len(rs.running) > 1 && rs.winner == rs.running[1]
-		rs.mu.Unlock()
+		var winnerIs1 bool
+		if rs.winner != nil { // set before done was closed
+			info, _ := hedge.AttemptFrom(rs.winner.ctx)
+			winnerIs1 = info.Index == 1
+		}
 		if !winnerIs1 {
 			cancel()
 			cs.RecvMsg(new(testpb.StreamingOutputCallResponse))
