@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // DefaultReplayBuffer is the default of Config.ReplayBuffer: 256 KiB of sent messages per
@@ -119,11 +120,14 @@ func (i *Interceptor) responseType(name string) protoreflect.MessageType {
 	if !ok {
 		return nil
 	}
-	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Output().FullName())
-	if err != nil {
-		return nil
+	if mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Output().FullName()); err == nil {
+		return mt
 	}
-	return mt
+	// A descriptor found through Config.Descriptors whose message no generated package
+	// registered (a descriptor set loaded at run time, a proxy's dynamic messages): the
+	// first response is decoded as a dynamic message of that descriptor, and deliver copies
+	// it into whatever message the caller receives into.
+	return dynamicpb.NewMessageType(md.Output())
 }
 
 func (s *replayStream) race() {
@@ -489,9 +493,23 @@ func (a *replayAttempt) deliver(m any) error {
 	if !ok {
 		return status.Error(codes.Internal, "hedgegrpc: a hedged stream receives protobuf messages only")
 	}
-	proto.Reset(pm)
-	proto.Merge(pm, a.first)
+	first := a.first
 	a.first = nil
+	proto.Reset(pm)
+	if pm.ProtoReflect().Descriptor() == first.ProtoReflect().Descriptor() {
+		proto.Merge(pm, first)
+		return nil
+	}
+	// The caller's message is of another descriptor of the same name (a generated type
+	// against a dynamic message, or descriptors built twice): Merge would panic, the wire
+	// form carries over.
+	b, err := proto.Marshal(first)
+	if err == nil {
+		err = proto.Unmarshal(b, pm)
+	}
+	if err != nil {
+		return status.Errorf(codes.Internal, "hedgegrpc: copying the first response into %T: %v", m, err)
+	}
 	return nil
 }
 

@@ -23,8 +23,10 @@ import (
 // gRFC A6 says (see Config.ReplayBuffer): every sent message is kept and replayed in order on
 // each copy, and the call commits to the first attempt that receives a response message, or,
 // once the messages sent outgrow the buffer, to the attempt that has answered, if one has,
-// else the earliest attempt still running. Such a
-// call needs its response type: a method whose descriptor is not registered passes through.
+// else the earliest attempt still running. Such a call needs its method's descriptor, found
+// through Config.Descriptors, to decode a first response before the caller asks for it (as a
+// dynamic message when no generated type is registered): a method whose descriptor is not
+// found passes through.
 //
 // The race starts at the caller's first RecvMsg, which gives the response type. A caller that
 // asks for Header before its first RecvMsg gets an unhedged stream: the headers of a stream
