@@ -138,7 +138,10 @@ type Config struct {
 	// hedge at once. (Over HTTP/1 every request in flight has a connection of its own
 	// already.) The clone costs one connection per HTTP/2 host that hedges, and nothing on
 	// calls that do not; close its idle connections with [Transport.CloseIdleConnections] (or
-	// the http.Client's), not only Next's.
+	// the http.Client's), not only Next's. When Next has an HTTP/2 upgrade of its own in
+	// TLSNextProto (golang.org/x/net/http2.ConfigureTransport installs one), the clone leaves
+	// it out, since it would pool the clone's connections with Next's, and speaks net/http's
+	// own HTTP/2 with Next.HTTP2's settings.
 	ShareConnections bool
 
 	// Observer, when not nil, receives every event of every call with the key of the host
@@ -364,7 +367,7 @@ func NewTransport(cfg Config) (*Transport, error) {
 	}
 	ht, isTransport := t.next.(*http.Transport)
 	if isTransport && !cfg.ShareConnections {
-		t.apart = ht.Clone()
+		t.apart = cloneApart(ht)
 	}
 	t.inline = isTransport || cfg.NextHonoursContext
 	if isTransport {
@@ -758,4 +761,22 @@ func (b *body) Close() error {
 	err := b.rc.Close()
 	b.hold.Release()
 	return err
+}
+
+// cloneApart is a clone of next for hedges that must not ride their primary's connections.
+// Clone copies an "h2" upgrade that next's user installed (golang.org/x/net/http2's
+// ConfigureTransport does): that function hands every connection it is given to one pool
+// of its own, next's, so the clone's hedges would go back on their primary's HTTP/2
+// connection. The clone drops it and speaks net/http's own HTTP/2, with next's HTTP2
+// settings, on connections of its own.
+func cloneApart(next *http.Transport) *http.Transport {
+	c := next.Clone()
+	if c.TLSNextProto["h2"] != nil {
+		// All of the map goes (x/net puts an "unencrypted_http2" entry of the same pool
+		// beside it): a map without "h2" would turn net/http's HTTP/2 off, while the TLS
+		// config, which still offers h2, lets servers choose it.
+		c.TLSNextProto = nil
+		c.ForceAttemptHTTP2 = true
+	}
+	return c
 }
