@@ -302,7 +302,13 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			}
 		}()
 		hedge.Routed(ctx, pool.Set(), ri) // the state machine tells this replica's trouble from the host's
-		u := *r.URL                       // the caller's URL is shared until here
+		if r.Host == "" {
+			// A request built without NewRequest has no Host: net/http would then send the
+			// URL's host, which is now the replica's address. The Host header stays the
+			// request's, as Config.Replicas says (a virtual host answers by the name).
+			r.Host = r.URL.Host
+		}
+		u := *r.URL // the caller's URL is shared until here
 		u.Host = pool.Addr(ri)
 		r.URL = &u
 	}

@@ -18,14 +18,22 @@ func TestReplicasKeepTheHostOfARequestWithoutOne(t *testing.T) {
 			checkGoroutines(t)
 			var mu sync.Mutex
 			var hosts []string
+			var once sync.Once
+			primaryIn := make(chan struct{})
 			srv, base, _ := startCountingServer(t, proto, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				hosts = append(hosts, r.Host)
 				mu.Unlock()
 				if r.Header.Get(AttemptHeader) == "" {
+					once.Do(func() { close(primaryIn) })
 					select { // the first attempt is slow enough to be hedged
-					case <-time.After(100 * time.Millisecond):
+					case <-time.After(5 * time.Second):
 					case <-r.Context().Done():
+					}
+				} else {
+					select { // the hedge wins once its primary is on the server
+					case <-primaryIn:
+					case <-time.After(5 * time.Second):
 					}
 				}
 				io.WriteString(w, "ok")
