@@ -160,6 +160,10 @@ type Estimator struct {
 	// is newer than (noEpoch: none). A run that spans a Window is the clock.
 	staleFrom atomic.Int64
 
+	// last is the epoch of the latest sample Record kept (noEpoch: none): the present,
+	// which tells a slot claimed by a stray time far ahead from one that is current.
+	last atomic.Int64
+
 	slots [numSlots]slot
 }
 
@@ -189,6 +193,7 @@ func New(cfg Config) (*Estimator, error) {
 	}
 	e.next.Store(math.MinInt64)
 	e.staleFrom.Store(noEpoch)
+	e.last.Store(noEpoch)
 	for i := range e.slots {
 		e.slots[i].epoch.Store(noEpoch)
 	}
@@ -230,6 +235,17 @@ func (e *Estimator) Record(now time.Time, d time.Duration) {
 			break
 		}
 		if cur > ep {
+			if last := e.last.Load(); last != noEpoch && cur > last && ep > last-numSlots {
+				// The slot holds an epoch ahead of the latest sample's (a stray time far
+				// ahead) and this sample is in the latest's window: the stray is not,
+				// so the slot is this sample's. Kept, the stray would drop a slot width
+				// of every Window until the clock caught up with it.
+				if s.epoch.CompareAndSwap(cur, ep) {
+					s.reset()
+					break
+				}
+				continue
+			}
 			// The slot already holds a newer epoch: this sample is too old,
 			// unless such samples keep coming for a whole Window: then they
 			// are the clock (stepped back), and the window moves back to them.
@@ -254,6 +270,9 @@ func (e *Estimator) Record(now time.Time, d time.Duration) {
 	}
 	if e.staleFrom.Load() != noEpoch {
 		e.staleFrom.Store(noEpoch)
+	}
+	if e.last.Load() != ep {
+		e.last.Store(ep)
 	}
 	s.buckets[bucketOf(d)].Add(1)
 	s.count.Add(1)
@@ -400,6 +419,7 @@ func (e *Estimator) offset(now time.Time) int64 {
 				e.slots[i].epoch.Store(noEpoch)
 			}
 			e.next.Store(math.MinInt64)
+			e.last.Store(noEpoch)
 			e.warmEp.Store(0)
 			e.cached.Store(0)
 		}

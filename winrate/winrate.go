@@ -181,11 +181,13 @@ func (l *Loop) advance(now time.Time) {
 		return
 	}
 	// Closing more than periods+1 periods changes nothing more: by then
-	// every kept count has fallen out of the Window.
-	n := min(idx-l.cur, periods+1)
-	for l.cur = idx - n; l.cur < idx; l.cur++ {
+	// every kept count has fallen out of the Window. The closes made are the
+	// first ones, each dated with the period it closes (a decision's wonAt).
+	last := l.cur + min(idx-l.cur, periods+1)
+	for ; l.cur < last; l.cur++ {
 		l.close() // closes period l.cur
 	}
+	l.cur = idx
 }
 
 // close ends the current period and decides if it can. l.mu must be held.
