@@ -349,7 +349,7 @@ func (cl *caller) send(i int, due time.Time) {
 	}
 	if err := client.call(hedge.WithLog(cctx, &lg), i); err != nil {
 		rec.failed = true
-		rec.rejected = errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)
+		rec.rejected = sim.Rejected(err) // refused before any attempt reached a server
 	}
 	end := time.Now()
 	rec.lat = end.Sub(due)

@@ -1041,6 +1041,16 @@ func (s *sim) armTimer(si int32, at int64) {
 	s.h.push(event{t: at, kind: evTimer, idx: si, gen: sl.timerGen})
 }
 
+// Rejected reports whether a call that ended with err was refused before any of its attempts
+// reached the server: the adaptive limit or an open breaker refused its first attempt. A call
+// whose attempts failed and whose retry or hedge the limit then refused ended with an
+// *hedge.AttemptsError whose Cause is ErrLimitExceeded: it reached the server, and is failed,
+// not rejected (as hedgeotel counts it).
+func Rejected(err error) bool {
+	var ae *hedge.AttemptsError
+	return (errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen)) && !errors.As(err, &ae)
+}
+
 // finish records the end of the call in slot si; err is the call's error (nil: it succeeded).
 // A call refused before reaching the server (the adaptive limit, an open breaker) counts as
 // rejected; every failed call counts as failed. Attempts still attached are discarded (the
@@ -1066,7 +1076,7 @@ func (s *sim) finishCall(si int32, err error, started bool) {
 		s.finishedN++
 		if err != nil {
 			s.failed++
-			if errors.Is(err, hedge.ErrLimitExceeded) || errors.Is(err, hedge.ErrBreakerOpen) {
+			if Rejected(err) {
 				s.rejected++
 			}
 		} else {

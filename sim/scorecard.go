@@ -315,6 +315,11 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 			}
 		}
 	}
+	if len(jobs) == 0 {
+		// Every load asked for is above every family's headroom: nothing to judge, and a
+		// scorecard that "holds on 0 of 0 points" would read as a pass.
+		return ScorecardResult{}, fmt.Errorf("sim: the scorecard has no point to judge: every load %v is above the families' headroom (MaxLoadPct)", loads)
+	}
 	if _, err := hedge.New(setup.Config); err != nil {
 		return ScorecardResult{}, fmt.Errorf("sim: setup %q: %w", setup.Name, err)
 	}

@@ -174,8 +174,7 @@ func Timelines(ctx context.Context, cfg SweepConfig, slowAfter time.Duration) ([
 type secondsRecorder struct {
 	mu        sync.Mutex
 	slowAfter time.Duration
-	first     int64 // the first event's second; valid once any is recorded
-	secs      []second
+	secs      []second // by second of virtual time since the run's start (vtime(0))
 }
 
 // second is a Second being recorded, with the latencies (ns) of its successful calls.
@@ -188,16 +187,15 @@ func newSeconds(slowAfter time.Duration) *secondsRecorder {
 	return &secondsRecorder{slowAfter: slowAfter}
 }
 
-// at returns the second t falls in, nil for one before the first recorded.
+// at returns the second t falls in, counted from the run's start (virtual time 0, not the
+// first event's: Seconds[i] is second i of the run, as the reports label it), nil for a time
+// before the start.
 func (r *secondsRecorder) at(t time.Time) *second {
-	k := t.UnixNano() / int64(time.Second)
-	if len(r.secs) == 0 {
-		r.first = k
+	d := t.Sub(epoch)
+	if d < 0 {
+		return nil // none of the run's
 	}
-	i := int(k - r.first)
-	if i < 0 {
-		return nil // virtual time does not go back; an event before the first is none of the run's
-	}
+	i := int(d / time.Second)
 	for len(r.secs) <= i {
 		r.secs = append(r.secs, second{})
 	}

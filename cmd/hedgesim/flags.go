@@ -205,8 +205,14 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 			if !slices.Contains(familyNames, f) {
 				return config{}, usagef("-families: unknown family %q; the families are:\n  %s", f, strings.Join(familyNames, "\n  "))
 			}
+			if slices.Contains(cfg.families, f) {
+				return config{}, usagef("-families: family %q is listed twice", f)
+			}
 			cfg.families = append(cfg.families, f)
 		}
+	}
+	if len(cfg.families) > 0 && !cfg.scorecard {
+		return config{}, usagef("-families chooses the scorecard's families: it needs -scorecard (-family runs a sweep on one family's model)")
 	}
 	if cfg.clients < 0 || cfg.clients > sim.MaxClients {
 		return config{}, usagef("-clients must be in [1, %d], or 0 for the family's (1 in the reference model), got %d", sim.MaxClients, cfg.clients)
