@@ -61,6 +61,10 @@ func TestParseArgsChecks(t *testing.T) {
 		{[]string{"-service", "stragglers:2"}, "-service stragglers takes no argument"},
 		{[]string{"-hedge-delay", "5ns", "-time-scale", "0.1"}, "-hedge-delay × -time-scale must be at least 1µs, got 5ns × 0.1 = 0s"},
 		{[]string{"-hedge-delay", "1µs", "-time-scale", "0.5"}, "-hedge-delay × -time-scale must be at least 1µs"},
+		// A tiny load would send its calls for days (or overflow the point's deadline): refused
+		// with the time it would take, where it ran silently.
+		{[]string{"-loads", "50,0.0000001"}, "-loads 1e-07: a point sends its 22300 calls in real time"},
+		{[]string{"-loads", "1", "-calls", "1000000"}, "takes about 24 hours; the most is 6h0m0s"},
 	} {
 		_, err := parseArgs(c.args, &bytes.Buffer{})
 		var ue *usageError
@@ -71,6 +75,7 @@ func TestParseArgsChecks(t *testing.T) {
 	for _, args := range [][]string{
 		{"-calls", "1000000"}, {"-replicas", "2", "-balancer", "random"}, {"-replicas", "2"},
 		{"-hedge-delay", "10µs", "-time-scale", "0.1"}, {"-service", "Stragglers"}, {"-service", " STRAGGLERS "},
+		{"-loads", "1"}, {"-loads", "1", "-calls", "1000000", "-time-scale", "0.1"}, {"-loads", "0.0000001", "-concurrency", "8"},
 	} {
 		c, err := parseArgs(args, &bytes.Buffer{})
 		if err != nil {

@@ -227,7 +227,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-service stragglers takes no argument, got %q", *svc)
 	case kind == stragglersName:
 		r.service = stragglers()
-		return c, nil
+		return c, checkPace(r)
 	case kind != sim.ServiceMixture && kind != sim.ServiceExponential && kind != sim.ServiceEmpirical:
 		return c, usagef("-service must be mixture, exponential:MEAN, empirical:FILE or %s, got %q", stragglersName, *svc)
 	}
@@ -236,7 +236,31 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-service %v", err)
 	}
 	r.service = spec.Distribution()
-	return c, nil
+	return c, checkPace(r)
+}
+
+// maxPointPace bounds how long one point of an open loop takes to send its calls: they go out
+// in real time at the load's rate, so a tiny load (-loads 0.001) would run for days without a
+// word, and one small enough overflows the point's deadline. Six hours is twelve times what
+// the default 22,300 calls take at 1 % of the reference model's capacity (about half an hour);
+// a million calls, the most -calls allows, fit in it from about 5 %.
+const maxPointPace = 6 * time.Hour
+
+// checkPace refuses an open loop whose lowest load would take longer than maxPointPace to send
+// a point's calls, naming the time it would take.
+func checkPace(r *runConfig) error {
+	if r.callers > 0 {
+		return nil // a closed loop sends as fast as its callers get answers
+	}
+	mean := r.service.Mean().Seconds() * r.timeScale // on the wire
+	for _, l := range r.loads {
+		secs := float64(r.calls) / (l / 100 * float64(r.workers*r.replicas) / mean)
+		if secs > maxPointPace.Seconds() {
+			return usagef("-loads %v: a point sends its %d calls in real time, and at %v %% of %d workers' capacity that takes about %.0f hours; the most is %v: raise the load or lower -calls",
+				l, r.calls, l, r.workers*r.replicas, secs/3600, maxPointPace)
+		}
+	}
+	return nil
 }
 
 // flagError is a bad value of the flag name: err, the simulator's reason, as a usage error.

@@ -289,6 +289,11 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	if cfg.modes, err = parseCancellation(*cancel); err != nil {
 		return config{}, err
 	}
+	if cfg.tieDelay > 0 && !slices.Contains(cfg.modes, "reaches") {
+		// Refused, not ignored: with cancellation ignored no cancel is sent, so the delay
+		// would change nothing and the report would read as though it had been modelled.
+		return config{}, usagef("-tie-delay is how long a cancellation takes to reach the server: it needs -cancellation reaches or both, got %q", *cancel)
+	}
 	if cfg.timeline {
 		switch {
 		case cfg.scorecard || cfg.tablesOnly || cfg.from != "":

@@ -329,3 +329,19 @@ func TestParseScorecardAlone(t *testing.T) {
 		}
 	}
 }
+
+// -tie-delay models a cancellation on its way to the server; with -cancellation ignored no
+// cancellation is sent, so the flag would change nothing: it is refused, as other flags that
+// would do nothing are.
+func TestTieDelayNeedsCancellationThatReaches(t *testing.T) {
+	_, err := parseArgs([]string{"-tie-delay", "1ms", "-cancellation", "ignored"}, testNames, testFamilies, &bytes.Buffer{})
+	if _, ok := err.(*usageError); !ok || !strings.Contains(err.Error(), "-tie-delay") {
+		t.Errorf("-tie-delay 1ms -cancellation ignored: error %v, want a usage error naming -tie-delay", err)
+	}
+	for _, mode := range []string{"reaches", "both"} {
+		cfg, err := parseArgs([]string{"-tie-delay", "1ms", "-cancellation", mode}, testNames, testFamilies, &bytes.Buffer{})
+		if err != nil || cfg.tieDelay != time.Millisecond {
+			t.Errorf("-tie-delay 1ms -cancellation %s: tie delay %v, error %v", mode, cfg.tieDelay, err)
+		}
+	}
+}
