@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strconv"
@@ -43,6 +44,9 @@ func Parse(name string, data []byte) (f *File, err error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, syntaxError(name, data, err)
+	}
+	if err := oneDocument(name, data); err != nil {
+		return nil, err
 	}
 	d := decoder{file: name}
 	f = &File{Defaults: Operation{Name: DefaultsName}}
@@ -109,6 +113,11 @@ func (d *decoder) operations(n *yaml.Node, f *File) error {
 	keys := map[string]*yaml.Node{}   // each operation's key node, by name
 	err := d.eachKey(n, "operations", func(key string, k, v *yaml.Node) error {
 		path := child("operations", key)
+		if key == DefaultsName {
+			// File.Lookup gives the defaults block for this name (hedgesim -operation too):
+			// the operation could never be looked up, and would be simulated as the defaults.
+			return d.errorf(k, path, "the name %q is the defaults block's (File.Lookup): write the host in another case, such as %q, which matches the same requests", key, "Defaults")
+		}
 		m, err := parseName(key)
 		if err != nil {
 			return d.wrap(k, path, err)
@@ -160,6 +169,33 @@ func (d *decoder) grpcRepeatability(f *File, keys map[string]*yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// oneDocument refuses a second document in data. yaml.Unmarshal reads the first document
+// and ignores whatever follows it, unparsed: two files written one after the other, or text
+// after "...", would load as the first part alone and drop the rest without a word. A
+// document with nothing in it (a trailing ---) holds no policy and is let be.
+func oneDocument(name string, data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var first yaml.Node
+	if err := dec.Decode(&first); err != nil {
+		return nil // nothing at all (io.EOF): the empty-file check says so
+	}
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return syntaxError(name, data, err)
+		}
+		if len(next.Content) == 1 && next.Content[0].Tag == "!!null" && next.Content[0].Value == "" {
+			continue
+		}
+		return &Error{File: name, Line: next.Line, Column: next.Column,
+			Err: errors.New("a second YAML document: a policy file is one document, a mapping with the keys defaults and operations")}
+	}
 }
 
 // errEmpty is the error of a file with nothing in it.
@@ -264,10 +300,9 @@ func (d *decoder) operation(n *yaml.Node, path string, op *Operation) error {
 			switch {
 			case val.Kind == yaml.ScalarNode && val.Tag == "!!null":
 				op.Repeatable = hedge.RepeatableDefault
-			case val.Kind == yaml.ScalarNode && val.Tag == "!!bool":
-				b, _ := strconv.ParseBool(val.Value)
+			case val.Kind == yaml.ScalarNode && val.Tag == "!!bool" && isBool(val.Value):
 				op.Repeatable = hedge.NotRepeatable
-				if b {
+				if isTrue(val.Value) {
 					op.Repeatable = hedge.Repeatable
 				}
 			default:
@@ -335,11 +370,10 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || !isBool(n.Value) {
 			return d.errorf(n, path, "must be true or false, got %s", describe(n))
 		}
-		b, _ := strconv.ParseBool(n.Value)
-		v.SetBool(b)
+		v.SetBool(isTrue(n.Value))
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && isDigits(n.Value) {
 			// The parser reads a whole number too long for 64 bits as a float.
@@ -408,8 +442,8 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 	case reflect.Pointer:
 		// An optional block: a mapping turns it on (over the defaults' block, if any), true
 		// turns it on as it is, false or null turns it off.
-		if n.Kind == yaml.ScalarNode && (n.Tag == "!!bool" || n.Tag == "!!null") {
-			if n.Tag == "!!null" || n.Value == "false" || n.Value == "False" || n.Value == "FALSE" {
+		if n.Kind == yaml.ScalarNode && (n.Tag == "!!bool" && isBool(n.Value) || n.Tag == "!!null") {
+			if n.Tag == "!!null" || !isTrue(n.Value) {
 				v.SetZero()
 				return nil
 			}
@@ -430,6 +464,14 @@ func (d *decoder) value(v reflect.Value, n *yaml.Node, path string) error {
 	}
 	return nil
 }
+
+// isBool reports whether s is a boolean as the parser spells one. The parser tags only
+// these as !!bool; a tag written out (!!bool yes) makes a boolean of any text, which must be
+// an error, not false (strconv.ParseBool's reading, its error dropped) or, for a block, on.
+func isBool(s string) bool { return isTrue(s) || s == "false" || s == "False" || s == "FALSE" }
+
+// isTrue reports whether s is true as the parser spells it.
+func isTrue(s string) bool { return s == "true" || s == "True" || s == "TRUE" }
 
 // isOff reports whether n is the word off.
 func isOff(n *yaml.Node) bool {

@@ -132,7 +132,7 @@ func Load(path string) (*File, error) {
 }
 
 // Lookup returns the operation named name as written in the file, or the defaults for
-// "defaults".
+// "defaults" (which is why Parse refuses an operation of that name).
 func (f *File) Lookup(name string) (Operation, bool) {
 	if name == DefaultsName {
 		return f.Defaults, true

@@ -43,7 +43,9 @@ type WatchConfig struct {
 // refuses it refuses it for all: the running file stays, as for an invalid one); when invalid, the
 // running configuration stays, and the error is reported (WatchConfig.OnReload,
 // [Watcher.Status]) until the file changes again. A file that cannot be read (removed,
-// mid-rename) counts as invalid: the running configuration stays.
+// mid-rename) counts as invalid: the running configuration stays. Change the file by renaming
+// a new one over it (as most editors and a Kubernetes ConfigMap volume do): a file rewritten in
+// place can be read half written, and a half that happens to parse would run until the next poll.
 //
 // Built on it, a [hedgehttp.Transport] ([Watcher.HTTPConfig], [Watcher.NewTransport]) and a
 // hedgegrpc interceptor (through Follow) follow the file without a restart, and the policy of
@@ -191,8 +193,10 @@ func (w *Watcher) reload() (f *File, report bool, err error) {
 		return w.refused(err)
 	}
 	// All or nothing: a change a follower refuses (a hedgegrpc interceptor that cannot run
-	// it) does not run anywhere. The followers told before it are told the running file
-	// again, and every reader goes on reading it.
+	// it) does not run anywhere. Every other follower is told the running file again, those
+	// after the refusing one too: while the followers ran, the new file was the one readers
+	// read, and a Transport's host first called then took its policy from it. Every reader
+	// goes on reading the running file.
 	old := w.cur.Load()
 	w.cur.Store(f)
 	w.callbacks.Add(1)
@@ -204,7 +208,10 @@ func (w *Watcher) reload() (f *File, report bool, err error) {
 		if err := tell(fl.fn, f); err != nil {
 			w.cur.Store(old)
 			errs := []error{err}
-			for _, back := range follow[:i] {
+			for j, back := range follow {
+				if j == i {
+					continue
+				}
 				if err := tell(back.fn, old); err != nil {
 					errs = append(errs, fmt.Errorf("hedgeconfig: a follower refused the running file again: %w", err))
 				}
@@ -251,8 +258,9 @@ func (w *Watcher) refused(err error) (*File, bool, error) {
 //
 // fn runs with reloads held off, and must not call Reload (it may read File and Status, and
 // add followers, which hear from the next change on). An error, or a panic, refuses the
-// change: the file that was running stays (for every reader, and for the followers told
-// before fn, which are told it again), and the error is reported as the reload's.
+// change: the file that was running stays (for every reader, and for every other follower,
+// which is told it again: readers read the new file while the followers ran), and the error
+// is reported as the reload's.
 func (w *Watcher) Follow(fn func(*File) error) {
 	w.addFollower(fn)
 }

@@ -324,7 +324,7 @@ func (m *Metrics) record(o *operation, e hedge.Event) {
 		switch {
 		case c == callRejected:
 			m.limitRejections.Add(ctx, 1, o.kind[kindPrimary]...)
-		case c == callError && errors.Is(e.Err, hedge.ErrLimitExceeded):
+		case c == callError && retryRefusedByLimit(e.Err):
 			m.limitRejections.Add(ctx, 1, o.kind[kindRetry]...) // a retry the limit refused
 		}
 		m.calls.Add(ctx, 1, o.callAdd[c]...)
@@ -332,19 +332,35 @@ func (m *Metrics) record(o *operation, e hedge.Event) {
 	}
 }
 
+// retryRefusedByLimit reports whether a failed call ended because this policy's limit
+// refused its retry: the Cause of its *AttemptsError. errors.Is on the whole error would
+// also find an ErrLimitExceeded that an attempt's error wraps (another hedging layer's limit,
+// which counts its own rejection), and count it against a policy that may have no limit.
+func retryRefusedByLimit(err error) bool {
+	var ae *hedge.AttemptsError
+	return errors.As(err, &ae) && errors.Is(ae.Cause, hedge.ErrLimitExceeded)
+}
+
 // callOutcome classifies a finished call's error: nil is ok; the limit and the breaker
 // refusing it before any attempt are rejected and breaker_open; no attempt reaching the
 // dependency is unreachable; the caller giving up is cancelled; anything else (every attempt
 // failed, a permanent failure) is error.
+//
+// Unreachable is the policy's own verdict, the Cause of its *AttemptsError: errors.Is on the
+// whole error would also find an ErrUnreachable that an attempt's error wraps (an attempt
+// made through another hedging layer), which says nothing about this call's attempts.
 func callOutcome(err error) int {
 	var ae *hedge.AttemptsError
 	switch {
 	case err == nil:
 		return callOK
+	case errors.As(err, &ae):
+		if errors.Is(ae.Cause, hedge.ErrUnreachable) {
+			return callUnreachable
+		}
+		return callError
 	case errors.Is(err, hedge.ErrUnreachable):
 		return callUnreachable
-	case errors.As(err, &ae):
-		return callError
 	case errors.Is(err, hedge.ErrLimitExceeded):
 		return callRejected
 	case errors.Is(err, hedge.ErrBreakerOpen):

@@ -40,3 +40,12 @@ func (a attemptSpans) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return a.next.RoundTrip(r)
 }
+
+// CloseIdleConnections passes the call on to next, when next has such a method: the
+// connections are next's, and a hedgehttp.Transport's Close (or http.Client's
+// CloseIdleConnections) reaches them only through every layer above them.
+func (a attemptSpans) CloseIdleConnections() {
+	if c, ok := a.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
