@@ -235,11 +235,13 @@ func (e *Estimator) Record(now time.Time, d time.Duration) {
 			break
 		}
 		if cur > ep {
-			if last := e.last.Load(); last != noEpoch && cur > last && ep > last-numSlots {
-				// The slot holds an epoch ahead of the latest sample's (a stray time far
-				// ahead) and this sample is in the latest's window: the stray is not,
-				// so the slot is this sample's. Kept, the stray would drop a slot width
-				// of every Window until the clock caught up with it.
+			if last := e.last.Load(); last != noEpoch && cur > last && ep > last-numSlots && uint64(cur)-uint64(ep) > numSlots {
+				// The slot holds an epoch ahead of the latest sample's by more than a
+				// Window (a stray time far ahead) and this sample is in the latest's
+				// window: the stray is not, so the slot is this sample's. Kept, the
+				// stray would drop a slot width of every Window until the clock caught
+				// up with it. A sample just a Window late, which finds the present in
+				// its slot, is dropped below: it must not empty the present's slot.
 				if s.epoch.CompareAndSwap(cur, ep) {
 					s.reset()
 					break

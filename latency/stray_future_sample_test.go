@@ -25,3 +25,21 @@ func TestStraySampleDoesNotPoisonItsSlot(t *testing.T) {
 		t.Errorf("Count = %d after 40s of 100 samples/s, want 1501 (15 whole slots of 100 and the one at 40s): the samples of the stray's slot were dropped", n)
 	}
 }
+
+// A sample a whole Window late (a recorder descheduled, an old time passed in) finds the
+// present's epoch in its slot. It is too old and dropped; it must not take the slot back as
+// though the present were a stray, even when the latest sample kept, a moment late itself,
+// is of the epoch before the present's.
+func TestSampleAWindowLateKeepsThePresentsSlot(t *testing.T) {
+	e := mustNew(t, Config{Window: 16 * time.Second, MinimumSamples: 1})
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	for ms := 90_000; ms < 100_500; ms += 10 {
+		e.Record(at(ms), time.Millisecond)
+	}
+	e.Record(at(99_990), time.Millisecond) // a moment late: the latest kept is of second 99
+	before := e.Count(at(100_500))
+	e.Record(at(84_500), time.Millisecond) // a Window late: the slot of second 100 is the present's
+	if n := e.Count(at(100_500)); n != before {
+		t.Errorf("Count = %d after a sample a Window late, want %d: it emptied the present's slot", n, before)
+	}
+}
