@@ -235,6 +235,10 @@ type Breaker struct {
 
 	ring [slots]slot
 
+	// last is the slot number of the latest call record kept (emptyEpoch: none): the
+	// present, which tells a slot claimed by a stray time far ahead from a current one.
+	last atomic.Int64
+
 	mu        sync.Mutex // serialises state changes and slot rotation
 	issued    int        // half-open trial permits out
 	succeeded int        // half-open trials that succeeded
@@ -264,6 +268,7 @@ func New(cfg Config) (*Breaker, error) {
 	for i := range b.ring {
 		b.ring[i].epoch.Store(emptyEpoch)
 	}
+	b.last.Store(emptyEpoch)
 	b.state.Store(pack(Closed, 1))
 	return b, nil
 }
@@ -274,6 +279,23 @@ func genOf(w uint64) uint64           { return w >> 2 }
 
 // ticks converts now to nanoseconds since the breaker's anchor.
 func (b *Breaker) ticks(now time.Time) int64 {
+	a, d := b.since(now)
+	if d == math.MaxInt64 || d == math.MinInt64 {
+		d = b.reanchor(a, now)
+	}
+	return int64(d)
+}
+
+// readTicks is ticks for a reader, which must change nothing: a time 292 years or more
+// from the anchor (a reader's unset, zero time.Time beside a running breaker) keeps the
+// anchor and reads as the saturated tick, in no window, before or after every OpenFor.
+func (b *Breaker) readTicks(now time.Time) int64 {
+	_, d := b.since(now)
+	return int64(d)
+}
+
+// since returns the anchor, set to now if there is none yet, and now less it.
+func (b *Breaker) since(now time.Time) (*time.Time, time.Duration) {
 	a := b.anchor.Load()
 	if a == nil {
 		t := now
@@ -283,11 +305,7 @@ func (b *Breaker) ticks(now time.Time) int64 {
 			a = &t
 		}
 	}
-	d := now.Sub(*a)
-	if d == math.MaxInt64 || d == math.MinInt64 {
-		d = b.reanchor(a, now)
-	}
-	return int64(d)
+	return a, now.Sub(*a)
 }
 
 // reanchor moves the anchor to now when now is 292 years or more from it (a
@@ -305,6 +323,7 @@ func (b *Breaker) reanchor(old *time.Time, now time.Time) time.Duration {
 		s.calls.Store(0)
 		s.failures.Store(0)
 	}
+	b.last.Store(emptyEpoch)
 	t := now
 	b.anchor.Store(&t)
 	if stateOf(b.state.Load()) == Open {
@@ -542,7 +561,7 @@ func (b *Breaker) record(tk int64, failed bool) {
 	ep := floorDiv(tk, b.width)
 	s := &b.ring[int(ep-floorDiv(ep, slots)*slots)]
 	if e := s.epoch.Load(); e != ep {
-		if e > ep {
+		if e > ep && !b.strayAhead(e, ep) {
 			// The slot already holds a later period: this call is at
 			// least a full window late and no longer in any window.
 			return
@@ -550,7 +569,7 @@ func (b *Breaker) record(tk int64, failed bool) {
 		b.mu.Lock()
 		// Counters are cleared before the epoch is published, so a
 		// lock-free writer that sees the new epoch adds to clean counters.
-		if e := s.epoch.Load(); e < ep {
+		if e := s.epoch.Load(); e < ep || e > ep && b.strayAhead(e, ep) {
 			s.calls.Store(0)
 			s.failures.Store(0)
 			s.epoch.Store(ep)
@@ -564,10 +583,31 @@ func (b *Breaker) record(tk int64, failed bool) {
 	if failed {
 		s.failures.Add(1)
 	}
+	if b.last.Load() != ep {
+		b.last.Store(ep)
+	}
+}
+
+// strayAhead reports whether slot period e, later than the period ep of a call, was
+// claimed by a stray time far ahead rather than by the present: e is more than a window
+// past ep and past the latest call kept, and ep is within a window of that latest call.
+// Kept, such a slot would drop the calls of one slot of every window until the clock
+// caught up with the stray. A call a window late finds its slot taken by a period no later
+// than the latest call's, and is still dropped. (Differences in uint64: e > ep, and width
+// 1ns makes periods span the whole int64 range.)
+func (b *Breaker) strayAhead(e, ep int64) bool {
+	last := b.last.Load()
+	if last == emptyEpoch || e <= last || uint64(e)-uint64(ep) <= slots {
+		return false
+	}
+	return ep >= last || uint64(last)-uint64(ep) < slots
 }
 
 // sum adds up the slots inside the window ending at tk.
 func (b *Breaker) sum(tk int64) (calls, failures int64) {
+	if tk == math.MaxInt64 || tk == math.MinInt64 {
+		return 0, 0 // a read 292 years or more from the anchor (readTicks): no window holds it
+	}
 	ep := floorDiv(tk, b.width)
 	for i := range b.ring {
 		s := &b.ring[i]
@@ -621,7 +661,7 @@ func (b *Breaker) State(now time.Time) State {
 // such as a metrics exporter.
 func (b *Breaker) Peek(now time.Time) State {
 	s := stateOf(b.state.Load())
-	if s == Open && b.ticks(now) >= b.openUntil.Load() {
+	if s == Open && b.readTicks(now) >= b.openUntil.Load() {
 		return HalfOpen
 	}
 	return s
@@ -633,7 +673,7 @@ func (b *Breaker) Peek(now time.Time) State {
 // failure, or a handful of calls, is not a trend. The window restarts empty
 // each time the breaker closes.
 func (b *Breaker) ErrorRate(now time.Time) (rate float64, armed bool) {
-	calls, failures := b.sum(b.ticks(now))
+	calls, failures := b.sum(b.readTicks(now))
 	if calls == 0 {
 		return 0, false
 	}
@@ -642,7 +682,7 @@ func (b *Breaker) ErrorRate(now time.Time) (rate float64, armed bool) {
 
 // Counts reports the calls and failures in the window ending at now.
 func (b *Breaker) Counts(now time.Time) (calls, failures int) {
-	c, f := b.sum(b.ticks(now))
+	c, f := b.sum(b.readTicks(now))
 	return int(c), int(f)
 }
 

@@ -292,7 +292,21 @@ func (b *Budget) Balance(now time.Time) float64 {
 }
 
 // units returns the raw balance at now, which can be negative.
+//
+// A read 292 years or more from the base (a reader's unset, zero time.Time beside a running
+// budget) leaves the base alone, where resolve would move it and empty the window: each such
+// read would forgive every withdrawal in it. Far behind, it reads the balance as it stands,
+// which a withdrawal dated then would be charged against; far ahead, the empty window's
+// reserve.
 func (b *Budget) units(now time.Time) int64 {
+	if p := b.base.Load(); p != nil {
+		switch now.Sub(*p) {
+		case math.MinInt64:
+			return b.balance.Load()
+		case math.MaxInt64:
+			return b.reserve
+		}
+	}
 	b.resolve(now)
 	return b.balance.Load()
 }

@@ -43,12 +43,19 @@ func stamp(t int64) int64 {
 	return max(min(t, math.MaxInt64-1)+1, 1)
 }
 
-// fresh reports whether the slot holds a report received less than maxAge before tick t.
-// The age saturates (see elapsed): a report received centuries before the anchor (at the zero
-// time.Time) is old, not, by a subtraction that wrapped round, fresh for ever.
+// fresh reports whether the slot holds a report received less than maxAge before tick t, or
+// less than maxAge after it (another goroutine's clock read a moment later): a report dated
+// further ahead (a clock since stepped back, a bogus time) tells nothing of the load now, and
+// would otherwise be fresh for as long as it is ahead. The age saturates (see elapsed): a
+// report received centuries before the anchor (at the zero time.Time) is old, not, by a
+// subtraction that wrapped round, fresh for ever.
 func (sl *loadSlot) fresh(t int64, maxAge time.Duration) bool {
 	at := sl.at.Load()
-	return at != 0 && elapsed(t, at-1) < int64(maxAge)
+	if at == 0 {
+		return false
+	}
+	age := elapsed(t, at-1)
+	return age < int64(maxAge) && age > -int64(maxAge)
 }
 
 func (sl *loadSlot) load() (queued, busy, workers int) {
@@ -57,8 +64,9 @@ func (sl *loadSlot) load() (queued, busy, workers int) {
 }
 
 // ReportLoad records that replica i reported its load l on a response received at now. A
-// report received before the latest one recorded for i is ignored (out-of-band reports and
-// per-call ones can arrive out of order).
+// report received less than [LoadMaxAge] before the latest one recorded for i is ignored
+// (out-of-band reports and per-call ones can arrive out of order); one received longer
+// before it replaces it, since the latest is then from before the clock stepped back.
 //
 // A fresh report routes attempts:
 //
@@ -98,7 +106,11 @@ func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 	sl := &(*ls)[i]
 	at := stamp(s.ticks(now))
 	last := sl.at.Load()
-	if last != 0 && at < last {
+	if last != 0 && at < last && elapsed(last, at) < int64(LoadMaxAge) {
+		// A report received a moment before the newest one, delivered after it: the newer
+		// stands. One dated LoadMaxAge or more before it replaces it: the newest is from
+		// before the clock stepped back, or a stray time ahead, and refusing every report
+		// until the clock caught up would keep its load for the length of the step.
 		return
 	}
 	sl.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Busy, 16)<<16 | clampBits(l.Workers, 16))
