@@ -61,8 +61,10 @@ func clampBits(v, bits int) uint64 { return uint64(min(max(int64(v), 0), int64(1
 //
 // What the policy does with reports (docs/design.md, "Server load reports"): while one
 // received within [LoadMaxAge] exists (and the trigger is not [Tied]), a hedge is sent only if
-// the replica with the shortest reported queue (where the transport's replica choice sends it)
-// would start it soon and the reporting fleet is not backlogged as a whole, and it is then sent
+// the replica with the shortest reported queue would start it soon (of every reporting replica,
+// the call's own included: the policy does not know a call's replicas; the transport's choice
+// sends the copy to the shortest among those the call has not used, which is that one unless
+// the call's own is the shortest) and the reporting fleet is not backlogged as a whole, and it is then sent
 // without waiting for in-service evidence; a queue under one service time still passes a
 // straggler's copy while the servers have had idle workers lately (see Policy.serverGate).
 // A refusal is reported as [ReasonBacklog]. Reports never start a hedge on their own: the
@@ -133,7 +135,7 @@ func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 		return loadView{}, false
 	}
 	n := int(b.used.Load())
-	var want, have int
+	var want, have int64 // 64 bits: a queue near an int's largest, plus its busy workers, wraps round an int of 32
 	v.spare = true
 	for i := range n {
 		s := &b.slots[i]
@@ -142,8 +144,8 @@ func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 		}
 		r := s.v.Load()
 		q, w, busy := int(r>>32), int(r>>16&0xffff), int(r&0xffff)
-		want += q + busy
-		have += w
+		want += int64(q) + int64(busy)
+		have += int64(w)
 		if idle := s.idle.Load(); idle == 0 || now.UnixNano()-idle >= int64(spareMaxAge) || idle-now.UnixNano() >= int64(spareMaxAge) { // the second: see fresh
 			v.spare = false
 		}

@@ -217,7 +217,13 @@ func (c *call) noteLoad(ri int, resp *http.Response) {
 	if len(v) == 0 {
 		return
 	}
-	l, ok := ParseLoad(v[0])
+	s := v[0]
+	if len(v) > 1 {
+		// One field on several lines is one dictionary, its lines joined with commas (RFC 8941,
+		// section 4.2): a later line's key replaces an earlier one's.
+		s = strings.Join(v, ",")
+	}
+	l, ok := ParseLoad(s)
 	if !ok {
 		return
 	}

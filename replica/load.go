@@ -200,7 +200,7 @@ func (sl *loadSlot) routing(t, outstanding int64) (requests, workers int64, ok b
 		return 0, 0, false
 	}
 	q, busy, w := sl.load()
-	return int64(q+busy) + max(outstanding-sl.base.Load(), 0), int64(w), true
+	return int64(q) + int64(busy) + max(outstanding-sl.base.Load(), 0), int64(w), true // summed in 64 bits: q+busy in an int of 32 wraps round for a queue near its largest
 }
 
 // leastQueued returns the replica of the tier with the shortest fresh reported queue for a
