@@ -153,7 +153,7 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 	// last longer than one after as long a time in service should. They stay on trial.
 	var ejected []int
 	for i := range nw.reps {
-		if nw.reps[i].until.Load() > now {
+		if nw.inForce(nw.reps[i].until.Load(), now) {
 			ejected = append(ejected, i)
 		}
 	}

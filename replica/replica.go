@@ -380,7 +380,7 @@ func randn(bits uint32, n int) int {
 // time of its share, and one that does not, one call at a time.
 func (s *Set) tier(i int, t int64, used []int) int {
 	r := 0
-	if rep := &s.reps[i]; rep.until.Load() > t || rep.trial.Load() && rep.outstanding.Load() > 0 {
+	if rep := &s.reps[i]; s.inForce(rep.until.Load(), t) || rep.trial.Load() && rep.outstanding.Load() > 0 {
 		r = 2
 	}
 	if slices.Contains(used, i) {
@@ -605,7 +605,7 @@ func (s *Set) fail(now time.Time, i int, r Result) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastBad = max(s.lastBad, t)
-	if rep.until.Load() > t {
+	if s.inForce(rep.until.Load(), t) {
 		return 0, false
 	}
 	rep.failing.Store(true)
@@ -705,11 +705,21 @@ func (s *Set) noteEnd(end int64) {
 	}
 }
 
+// inForce reports whether an ejection that ends at tick until is in force at tick t: it ends
+// after t, and no later than one made at t could (MaxEjection after it). One that ends later
+// was made at a time ahead of t, by results stamped ahead or a clock since stepped back: held,
+// it would keep its replica out for the length of the step, past MaxEjection, and, as each
+// ejection was allowed at its own time, more than MaxEjectedPercent of the replicas (every
+// one) could be out at once.
+func (s *Set) inForce(until, t int64) bool {
+	return until > t && elapsed(until, t) <= int64(s.cfg.MaxEjection)
+}
+
 // ejectedAt counts the replicas ejected at tick t.
 func (s *Set) ejectedAt(t int64) int {
 	n := 0
 	for i := range s.reps {
-		if s.reps[i].until.Load() > t {
+		if s.inForce(s.reps[i].until.Load(), t) {
 			n++
 		}
 	}
@@ -718,7 +728,7 @@ func (s *Set) ejectedAt(t int64) int {
 
 // Ejected reports whether replica i is ejected at now.
 func (s *Set) Ejected(now time.Time, i int) bool {
-	return s.reps[i].until.Load() > s.ticks(now)
+	return s.inForce(s.reps[i].until.Load(), s.ticks(now))
 }
 
 // Healthy counts the replicas not ejected at now.
@@ -743,7 +753,7 @@ func (s *Set) Stats(now time.Time, i int) Stats {
 	t := s.ticks(now)
 	rep := &s.reps[i]
 	st := Stats{Outstanding: int(rep.outstanding.Load()), Trial: rep.trial.Load()}
-	if u := rep.until.Load(); u > t {
+	if u := rep.until.Load(); s.inForce(u, t) {
 		st.Ejected = true
 		st.Until = now.Add(time.Duration(elapsed(u, t)))
 	}

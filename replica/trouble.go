@@ -76,14 +76,14 @@ const (
 // has no others to compare with.
 func (s *Set) troubledAt(i int, t int64) bool {
 	n := len(s.reps)
-	if n < 2 || s.reps[i].until.Load() > t {
+	if n < 2 || s.inForce(s.reps[i].until.Load(), t) {
 		return false
 	}
 	var others int
 	var bad int64
 	var quiet uint32 // the most attempts any other replica has had since its last answer
 	for j := range n {
-		if j == i || s.reps[j].until.Load() > t {
+		if j == i || s.inForce(s.reps[j].until.Load(), t) {
 			continue
 		}
 		others++
@@ -109,7 +109,7 @@ func (s *Set) slowIsOwn(i int, t int64) bool {
 	var others int
 	var bad int64
 	for j := range s.reps {
-		if j == i || s.reps[j].until.Load() > t {
+		if j == i || s.inForce(s.reps[j].until.Load(), t) {
 			continue
 		}
 		others++
@@ -148,7 +148,7 @@ func (s *Set) SilentSince(now, since time.Time, i int) bool {
 	}
 	u := s.ticks(now)
 	for j := range s.reps {
-		if j != i && s.reps[j].until.Load() <= u && s.reps[j].lastAnswer.Load() >= t {
+		if j != i && !s.inForce(s.reps[j].until.Load(), u) && s.reps[j].lastAnswer.Load() >= t {
 			return true
 		}
 	}
