@@ -61,8 +61,9 @@ type Watcher struct {
 	path    string
 	cfg     WatchConfig
 	cur     atomic.Pointer[File]
-	mu      sync.Mutex // serialises reloads, and guards last and lastErr
+	mu      sync.Mutex // serialises reloads, and guards last, running and lastErr
 	last    []byte     // the content last read, valid or not
+	running []byte     // the content of the running file
 	lastErr string     // the read error last reported, when the file could not be read
 	// The followers and the status have locks of their own, apart from the reload's: a
 	// follower may read Status, add a follower or close a Transport of NewTransport's (which
@@ -100,7 +101,7 @@ func Watch(path string, cfg WatchConfig) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{path: path, cfg: cfg, last: data, stop: make(chan struct{})}
+	w := &Watcher{path: path, cfg: cfg, last: data, running: data, stop: make(chan struct{})}
 	w.cur.Store(f)
 	w.status.Loaded = time.Now()
 	interval := cfg.Interval
@@ -153,10 +154,11 @@ func (w *Watcher) Status() Status {
 	return w.status
 }
 
-// Reload reads the file now. It returns nil when the file is unchanged or its new content
-// now runs; otherwise the error (an [*Error] for invalid content, a read error, or the error
-// of the follower that refused the change), which OnReload also receives, and the running
-// configuration stays. After Stop it returns [ErrStopped].
+// Reload reads the file now. It returns nil when what the file holds runs (its new content,
+// or the running file's); otherwise the error (an [*Error] for invalid content, a read error,
+// or the error of the follower that refused the change), which OnReload also receives, and
+// the running configuration stays. A file unchanged since a refusal returns that refusal's
+// error again (OnReload is not called again). After Stop it returns [ErrStopped].
 func (w *Watcher) Reload() error {
 	f, report, err := w.reload()
 	if report && w.cfg.OnReload != nil {
@@ -188,6 +190,15 @@ func (w *Watcher) reload() (f *File, report bool, err error) {
 		return w.cur.Load(), false, w.Status().Err
 	}
 	w.last = data
+	if bytes.Equal(data, w.running) {
+		// The running file's content again, after a read failure or a refused change (a
+		// file removed and put back, an edit undone): nothing to swap in or tell anyone,
+		// only the error to clear. Counted as a reload, it would tell the followers again.
+		w.smu.Lock()
+		w.status.Err = nil
+		w.smu.Unlock()
+		return w.cur.Load(), true, nil
+	}
 	f, err = Parse(w.path, data)
 	if err != nil {
 		return w.refused(err)
@@ -219,6 +230,7 @@ func (w *Watcher) reload() (f *File, report bool, err error) {
 			return w.refused(errors.Join(errs...))
 		}
 	}
+	w.running = data
 	w.smu.Lock()
 	w.status.Loaded, w.status.Err = time.Now(), nil
 	w.status.Reloads++
