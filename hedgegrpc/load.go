@@ -49,7 +49,9 @@ const (
 // recorder is in the call's context all the same (orca.CallMetricsServerOption installed
 // before the queue, for metrics of your own), the queue adds its figures to it instead, so the
 // call carries one report; installed by hand with that option, UnaryServer and StreamServer
-// report the same way. Install that option before these, never after: after, its recorder
+// report the same way. The queue's figures are set as the call ends, so they replace a value
+// your code gave the same fields (application utilization, QPS, the queue's named metrics);
+// your other metrics and utilizations are kept. Install that option before these, never after: after, its recorder
 // runs inside the queue, which cannot see it, the call carries two reports, and ORCA readers
 // (gRPC's own among them) refuse a call with two.
 func (q *Queue) ServerOptions() []grpc.ServerOption {
