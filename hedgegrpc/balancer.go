@@ -226,7 +226,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 			next(di)
 		}
 		if r != nil && !r.stream || r == nil && info.Ctx.Value(streamKey{}) == nil {
-			noteLoad(info.Ctx, set, i, p.ready[i].load, di.ServerLoad) // the server's ORCA report (load.go)
+			noteLoad(info.Ctx, set, i, p.current(i), p.ready[i].load, di.ServerLoad) // the server's ORCA report (load.go)
 		}
 		if r != nil && !di.BytesSent {
 			r.mu.Lock()
@@ -236,6 +236,30 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		set.Done(time.Now(), i, resultOf(info.Ctx, di))
 	}
 	return res, nil
+}
+
+// current returns the number that the picker in use gives the backend that is p's replica
+// i, and -1 when that picker does not have it (or no backend is READY). The policy's load
+// board is numbered by the picker in use (deliver, feedOOB): an attempt picked from an
+// earlier picker may end after another one was installed, where its old number can belong to
+// another backend.
+func (p *picker) current(i int) int {
+	if p.state == nil {
+		return i // a picker built alone, in tests
+	}
+	cur := p.state.cur.Load()
+	if cur == p {
+		return i
+	}
+	if cur == nil {
+		return -1
+	}
+	for j := range cur.ready {
+		if cur.ready[j].addr == p.ready[i].addr {
+			return j
+		}
+	}
+	return -1
 }
 
 // unreadyPicker is the picker while no backend is READY: gRPC's own, which queues picks

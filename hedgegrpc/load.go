@@ -257,10 +257,11 @@ const (
 // picker leaves those calls' per-call reports out; out-of-band reports (RegisterOOB) tell a
 // client of such streams how loaded its servers are.
 // bl, when not nil, is the backend's out-of-band reports (oob.go), which this newer one
-// makes stale.
+// makes stale. i is the backend's replica in set, pi its number on the policy's load board,
+// which the picker in use decides (picker.current); -1 leaves the policy out.
 func noteLoad(ctx context.Context, set interface {
 	ReportLoad(time.Time, int, replica.Load)
-}, i int, bl *backendLoad, sl any) {
+}, i, pi int, bl *backendLoad, sl any) {
 	l, ok := loadOf(sl)
 	if !ok {
 		return
@@ -270,7 +271,7 @@ func noteLoad(ctx context.Context, set interface {
 		bl.callAt.Store(now.UnixNano())
 	}
 	set.ReportLoad(now, i, replica.Load{Queued: l.Queued, Busy: l.Busy, Workers: l.Workers, Wait: l.Wait})
-	if r, _ := ctx.Value(routeKey{}).(*route); r != nil && r.policy != nil {
-		r.policy.ReportLoad(now, i, l)
+	if r, _ := ctx.Value(routeKey{}).(*route); r != nil && r.policy != nil && pi >= 0 {
+		r.policy.ReportLoad(now, pi, l)
 	}
 }
