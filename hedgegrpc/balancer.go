@@ -30,7 +30,8 @@ import (
 // DATA_LOSS, or a connection that never carried the request), or whose cancelled losers keep
 // having run past the call's hedge threshold (replica.Slow: it swallows requests while hedges
 // rescue its calls), is ejected for a while that grows each time, as in Envoy's outlier
-// detection. Select it with a service config, for example
+// detection; a backend whose connection drops and comes back (a restart) comes back as it
+// left, ejected and remembered, while the resolver lists it. Select it with a service config, for example
 // [ServiceConfig]. Its one setting, {"oobReportInterval":"0.05s"}, opens an ORCA out-of-band
 // load report stream to every backend ([Config.LoadReportInterval] writes it;
 // [Queue.RegisterOOB] serves it), so that first attempts and hedges weigh every backend's
@@ -92,12 +93,21 @@ func (b *hedgeBalancer) UpdateClientConnState(s balancer.ClientConnState) error 
 type ccWrapper struct {
 	balancer.ClientConn
 	pool *replica.Pool
+	// left is, for each backend the resolver still lists that is out of the pool (only READY
+	// backends are in it: its connection dropped), the pool it was last in. One that comes
+	// back takes its health from there (replica.Pool.With): a backend that fails, restarts and
+	// fails again is ejected, for longer each time, instead of coming back with a clean slate.
+	left map[string]*replica.Pool
 	oobState
 }
 
 func (w *ccWrapper) UpdateState(s balancer.State) {
 	var ready []readyBackend
+	known := map[string]bool{} // every backend the resolver lists, READY or not
 	for _, c := range endpointsharding.ChildStatesFromPicker(s.Picker) {
+		if len(c.Endpoint.Addresses) > 0 {
+			known[c.Endpoint.Addresses[0].Addr] = true
+		}
 		if c.State.ConnectivityState != connectivity.Ready || len(c.Endpoint.Addresses) == 0 {
 			continue
 		}
@@ -112,7 +122,8 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: unreadyPicker{s.Picker}})
 		return
 	}
-	if groups := groupsOf(ready); groups != nil && w.updateGroupedPool(groups) {
+	earlier := w.comeback(ready, known)
+	if groups := groupsOf(ready); groups != nil && w.updateGroupedPool(groups, earlier) {
 		p := newPicker(ready, w.pool)
 		w.install(p)
 		w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: p})
@@ -136,11 +147,48 @@ func (w *ccWrapper) UpdateState(s balancer.State) {
 		// by p2c on per-call reports, 0.55× in turn).
 		w.pool, _ = replica.NewPool(addrs, replica.Config{Balancer: replica.P2C}) // a valid config, addrs not empty
 	case w.pool.Layout() != nil || !w.pool.Same(addrs): // groups before, or other backends
-		w.pool, _ = w.pool.With(addrs) // the backends that stay keep their health
+		w.pool, _ = w.pool.With(addrs, earlier...) // the backends that stay, or come back, keep their health
 	}
 	p := newPicker(ready, w.pool)
 	w.install(p)
 	w.ClientConn.UpdateState(balancer.State{ConnectivityState: s.ConnectivityState, Picker: p})
+}
+
+// comeback notes, of the backends in the pool in use, those that ready leaves out and the
+// resolver still lists (known), with that pool, and returns the pools that those of ready the
+// pool in use lacks were last in, for replica.Pool.With. A backend the resolver no longer
+// lists is forgotten.
+func (w *ccWrapper) comeback(ready []readyBackend, known map[string]bool) []*replica.Pool {
+	if w.pool == nil {
+		return nil
+	}
+	for a := range w.left {
+		if !known[a] {
+			delete(w.left, a)
+		}
+	}
+	in := make(map[string]bool, len(ready))
+	for _, r := range ready {
+		in[r.addr] = true
+	}
+	for i := range w.pool.Len() {
+		if a := w.pool.Addr(i); !in[a] && known[a] {
+			if w.left == nil {
+				w.left = map[string]*replica.Pool{}
+			}
+			w.left[a] = w.pool
+		}
+	}
+	var earlier []*replica.Pool
+	for _, r := range ready {
+		if e, ok := w.left[r.addr]; ok {
+			if !slices.Contains(earlier, e) {
+				earlier = append(earlier, e)
+			}
+			delete(w.left, r.addr)
+		}
+	}
+	return earlier
 }
 
 // firstOfEachAddr keeps, of READY backends that share a first address, the first one listed.

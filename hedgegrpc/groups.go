@@ -73,14 +73,15 @@ func groupsOf(ready []readyBackend) []replica.Group {
 }
 
 // updateGroupedPool makes w.pool the pool of groups, keeping the health of the backends that
-// stay, whether the pool had groups before or not. It reports false when the groups are not
+// stay (and of those that come back, from earlier: see ccWrapper.comeback), whether the pool
+// had groups before or not. It reports false when the groups are not
 // a valid pool (a backend twice), and then leaves w.pool as it was.
-func (w *ccWrapper) updateGroupedPool(groups []replica.Group) bool {
+func (w *ccWrapper) updateGroupedPool(groups []replica.Group, earlier []*replica.Pool) bool {
 	if w.pool != nil && w.pool.SameGroups(groups) {
 		return true
 	}
 	if w.pool != nil {
-		if p, err := w.pool.WithGroups(groups); err == nil {
+		if p, err := w.pool.WithGroups(groups, earlier...); err == nil {
 			w.pool = p
 			return true
 		}

@@ -76,13 +76,14 @@ func (p *Pool) SameGroups(groups []Group) bool {
 }
 
 // WithGroups is [Pool.With] for groups: a Pool over groups with p's configuration, in which
-// every address that p also has keeps its health, whatever group it moved to.
-func (p *Pool) WithGroups(groups []Group) (*Pool, error) {
+// every address that p also has keeps its health, whatever group it moved to, and one p
+// lacks takes it from the first of earlier that has it.
+func (p *Pool) WithGroups(groups []Group, earlier ...*Pool) (*Pool, error) {
 	q, err := NewGroupedPool(groups, p.set.cfg)
 	if err != nil {
 		return nil, err
 	}
-	moved, err := p.With(q.addrs) // the health of the addresses that stay
+	moved, err := p.With(q.addrs, earlier...) // the health of the addresses that stay, or came back
 	if err != nil {
 		return nil, err
 	}

@@ -113,7 +113,14 @@ func (p *Pool) Same(addrs []string) bool {
 // the Set was given, which for a Set in use is at most moments ago. Outstanding counts start
 // from zero: attempts picked from p end on p. It returns an error wrapping
 // [ErrInvalidConfig] when addrs is empty or lists an address twice (see [NewPool]).
-func (p *Pool) With(addrs []string) (*Pool, error) {
+//
+// An address p does not have takes its health from the first of earlier that has it: a
+// transport whose pool holds only the replicas it can reach now (gRPC's READY backends) keeps,
+// for one whose connection dropped, the pool it was last in, so that a replica that fails,
+// drops its connection and comes back (a crash loop, a restart) comes back as it left, ejected
+// and remembered, not with a clean slate. An earlier pool counts only if it was derived from
+// p's line (by With or WithGroups, sharing p's clock); others are passed over.
+func (p *Pool) With(addrs []string, earlier ...*Pool) (*Pool, error) {
 	cfg := p.set.cfg
 	cfg.Seed = p.set.rand()
 	q, err := NewPool(addrs, cfg)
@@ -124,6 +131,29 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 	if a := old.anchor.Load(); a != nil {
 		nw.anchor.Store(a)
 	}
+	// From earlier pools first, each under its own lock alone: no two Sets' locks are held
+	// at once, whatever pools a caller passes.
+	for i, addr := range addrs {
+		if p.Index(addr) >= 0 {
+			continue
+		}
+		for _, e := range earlier {
+			j := -1
+			if e != nil && e != p {
+				j = e.Index(addr)
+			}
+			if j < 0 {
+				continue
+			}
+			if a := e.set.anchor.Load(); a != nil && a != nw.anchor.Load() {
+				break // another clock: its ticks would misdate the ejection
+			}
+			e.set.mu.Lock()
+			copyHealth(&e.set.reps[j], &nw.reps[i], nw)
+			e.set.mu.Unlock()
+			break
+		}
+	}
 	old.mu.Lock()
 	defer old.mu.Unlock()
 	now := old.seen()
@@ -133,16 +163,7 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 		if j < 0 {
 			continue
 		}
-		from, to := &old.reps[j], &nw.reps[i]
-		to.until.Store(from.until.Load())
-		to.failing.Store(from.failing.Load())
-		to.failures, to.unreachable, to.ejections = from.failures, from.unreachable, from.ejections
-		to.slow, to.slowSince = from.slow, from.slowSince
-		if from.trial.Load() {
-			// Back from an ejection and not yet answered: still one attempt at a time.
-			to.trial.Store(true)
-			nw.trials.Add(1)
-		}
+		copyHealth(&old.reps[j], &nw.reps[i], nw)
 	}
 	// A pool that shrank may hold more ejections than its Set allows at once (MaxEjectedPercent;
 	// none in a pool of one): the extra ones end now, those that would end soonest first, so
@@ -167,4 +188,18 @@ func (p *Pool) With(addrs []string) (*Pool, error) {
 		nw.noteEnd(nw.reps[i].until.Load())
 	}
 	return q, nil
+}
+
+// copyHealth gives replica to of nw (not shared yet) the health of from, whose Set's lock the
+// caller holds.
+func copyHealth(from, to *replica, nw *Set) {
+	to.until.Store(from.until.Load())
+	to.failing.Store(from.failing.Load())
+	to.failures, to.unreachable, to.ejections = from.failures, from.unreachable, from.ejections
+	to.slow, to.slowSince = from.slow, from.slowSince
+	if from.trial.Load() && !to.trial.Load() {
+		// Back from an ejection and not yet answered: still one attempt at a time.
+		to.trial.Store(true)
+		nw.trials.Add(1)
+	}
 }
