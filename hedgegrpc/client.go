@@ -324,6 +324,11 @@ func (i *Interceptor) Measured() map[string]hedge.Measured { return i.methods.Me
 // does), the start-signal stats handler ([StatsHandler]). Pass them to grpc.NewClient with
 // your transport credentials.
 //
+// Use an Interceptor for one ClientConn: a method's policy knows the backends by their number
+// in its connection's balancer (the servers' load reports, the replicas a call has used), and
+// two connections calling the same method through one Interceptor would number theirs over
+// each other.
+//
 // The stats handler is left out when no trigger reads start signals because any stats
 // handler costs every call of the connection: gRPC then builds an event, and copies the
 // metadata, at each step of the call (about 15 allocations, a few per cent of a loopback
