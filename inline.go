@@ -138,13 +138,14 @@ func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (
 	return v, w, err
 }
 
-// recycle hands the driver back to its policy's pool after a call that no hedge raced,
+// recycle hands the driver back to its policy's pool after a call that no hedge raced (or
+// that the breaker or the limit refused before any attempt: during an outage every call is),
 // when nothing can reach it any more: its kit is reusable, its timer never went off (the
 // timer's function, once its wake-up is received, may still be trying to take the call
 // over), and no goroutine was started that may yet try to. (An attempt that ran on a goroutine of its own may still
 // be finishing, and holds the driver.)
 func (d *driver[T]) recycle() {
-	if len(d.atts) != 1 || d.fired || d.spawned.Load() || !d.reusable() {
+	if len(d.atts) > 1 || d.fired || d.spawned.Load() || !d.reusable() {
 		d.stopTimer()      // left armed by settle (see race.park)
 		calls.Put(d.kit.c) // the state machine, at least, is free
 		return
@@ -155,7 +156,7 @@ func (d *driver[T]) recycle() {
 		// driver for a later call's first attempt (see attemptState.release).
 		d.winner.home = &d.spare
 		d.firstState = nil
-	} else {
+	} else if d.firstState != nil { // nil: a detached winner took it, and a refused call made none
 		d.firstState.renew()
 	}
 	d.inlineCall = inlineCall[T]{}

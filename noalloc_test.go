@@ -4,10 +4,12 @@ package hedge_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/breaker"
 )
 
 // TestNoHedgeAllocations: a call whose first attempt answers before its hedge is due
@@ -73,5 +75,32 @@ func TestChildContextAllocations(t *testing.T) {
 	call() // fill the pool
 	if got := testing.AllocsPerRun(200, call); got > 6 {
 		t.Errorf("DoInline with a child context: %v allocations per call, want ≤ 6", got)
+	}
+}
+
+// TestRefusedCallAllocations: a call the breaker refuses before any attempt allocates
+// nothing, with either driver: during an outage every call is refused, and DoInline's driver
+// (its state machine, event channel and timer) goes back to the pool as after a call that
+// ran, where a refused call once dropped it and the next call built a new one.
+func TestRefusedCallAllocations(t *testing.T) {
+	ctx := context.Background()
+	fail := func(context.Context) (int, error) { return 0, errors.New("down") }
+	for _, tc := range []struct {
+		name string
+		do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
+	}{
+		{"DoInline", hedge.DoInline[int]},
+		{"Do", hedge.Do[int]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour), Breaker: &breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Hour}})
+			tc.do(ctx, p, fail) // opens the breaker
+			if _, err := tc.do(ctx, p, fail); !errors.Is(err, hedge.ErrBreakerOpen) {
+				t.Fatalf("setup: err %v, want the breaker open", err)
+			}
+			if n := testing.AllocsPerRun(200, func() { tc.do(ctx, p, fail) }); n > 0 {
+				t.Errorf("%s allocates %v times per refused call, want none", tc.name, n)
+			}
+		})
 	}
 }
