@@ -177,6 +177,9 @@ func (s *sim) deliver(si int32, gen uint32) {
 	if k := int(gen & 31); s.reports && k < len(sl.late) {
 		s.reportFrom, s.report = sl.late[k].from, sl.late[k].l
 	}
+	if k := int(gen & 31); k < len(sl.pending) {
+		sl.pending[k] = 0 // the answer reaches the call: no longer pending
+	}
 	s.cur = si
 	s.cl.done(s, si, int(gen&31))
 	s.flush()

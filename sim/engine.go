@@ -59,6 +59,10 @@ type slot struct {
 	rng      rand.PCG
 	rnd      *rand.Rand   // per-call jitter stream, seeded from (seed, call index)
 	late     []lateReport // attempt index → the load report its late answer carries (ServerLoad with a busy client)
+	// pending: attempt index → the service time of a measured attempt the server answered but
+	// whose answer a busy client has not got to yet (0: none). If the call drops that answer
+	// (another attempt wins first, or the attempt is cancelled), its service was wasted.
+	pending []int64
 }
 
 // lateReport is the load report of a response whose answer a busy client gets to later.
@@ -556,6 +560,7 @@ func (s *sim) arrive() {
 	sl.measured = i >= s.warm && i < s.calls
 	sl.reqs = sl.reqs[:0]
 	sl.used, sl.client, sl.waiting = sl.used[:0], s.clientOf(i), false
+	sl.pending = sl.pending[:0]
 	sl.rng.Seed(s.jitKey, mix(uint64(i)))
 	if sl.measured {
 		s.outstanding++
@@ -756,6 +761,23 @@ func (s *sim) pausedUntil(rp int, t int64) int64 {
 	return 0
 }
 
+// pausedBetween is how long replica rp was in a stop-the-world pause between times a and b (a ≤ b).
+func (s *sim) pausedBetween(rp int, a, b int64) int64 {
+	ph := s.pausePhase[rp]
+	if ph < 0 {
+		return 0
+	}
+	// before(x) is the pause time in [ph, x): whole cycles, then the part of the last one.
+	before := func(x int64) int64 {
+		if x <= ph {
+			return 0
+		}
+		d := x - ph
+		return d/s.pauseEvery*s.pauseLen + min(d%s.pauseEvery, s.pauseLen)
+	}
+	return before(b) - before(a)
+}
+
 // unpaused is when a service of svc ns that starts at t on replica rp ends, the replica's
 // stop-the-world pauses (Every apart, Length long, at the replica's phase) not counting as work.
 func (s *sim) unpaused(rp int, t, svc int64) int64 {
@@ -841,6 +863,12 @@ func (s *sim) complete(w int32) {
 	if s.lagging {
 		sl := s.slots[si]
 		if d := s.lag.answer(s.now, k, sl.idx, s.now-sl.arrive); d > 0 {
+			if req.measured {
+				for len(sl.pending) <= k {
+					sl.pending = append(sl.pending, 0)
+				}
+				sl.pending[k] = req.svc
+			}
 			if s.reports {
 				for len(sl.late) <= k {
 					sl.late = append(sl.late, lateReport{})
@@ -962,6 +990,7 @@ func (s *sim) startAttempt(si int32, k int) int {
 // attempt that already completed (or was never started) does nothing.
 func (s *sim) cancelAttempt(si int32, k int, slow bool) {
 	sl := s.slots[si]
+	s.dropLate(sl, k)
 	if k < 0 || k >= len(sl.reqs) || sl.reqs[k] < 0 {
 		return
 	}
@@ -973,6 +1002,15 @@ func (s *sim) cancelAttempt(si int32, k int, slow bool) {
 		s.answered(si, &s.reqs[r], false)
 	}
 	s.discard(r)
+}
+
+// dropLate accounts for attempt k's answer, given by the server but not yet got to by a busy
+// client, being discarded: its service was wasted.
+func (s *sim) dropLate(sl *slot, k int) {
+	if k >= 0 && k < len(sl.pending) && sl.pending[k] > 0 {
+		s.wastedNs += sl.pending[k]
+		sl.pending[k] = 0
+	}
 }
 
 // discard detaches request r from its call: its answer will not be used.
@@ -1019,7 +1057,12 @@ func (s *sim) cancelAtServer(r int32) {
 		s.wgen[w]++
 		s.setBusy(-1)
 		if req.measured {
+			// The work its worker did on it: a stop-the-world pause while it was in service
+			// did none (a completed request counts its service time, pauses excluded, too).
 			served := s.now - req.start
+			if s.pauseEvery > 0 {
+				served -= s.pausedBetween(int(req.replica), req.start, s.now)
+			}
 			s.reached++
 			s.serverNs += served
 			s.wastedNs += served
@@ -1085,6 +1128,9 @@ func (s *sim) finishCall(si int32, err error, started bool) {
 				s.onFinish(sl.idx, s.now-sl.arrive)
 			}
 		}
+	}
+	for k := range sl.pending {
+		s.dropLate(sl, k)
 	}
 	for k, r := range sl.reqs {
 		if r >= 0 {

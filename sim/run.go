@@ -53,8 +53,9 @@ type Params struct {
 	Calls int
 	// WarmupFraction of the calls (by arrival) are not measured. 0 = 0.1; must be in [0, 1).
 	WarmupFraction float64
-	// MaxQueue bounds the queue: a run whose queue grows past it has collapsed and stops at
-	// once. 0 = 2000 × Workers.
+	// MaxQueue bounds the requests queued at every replica together (and, apart, the calls
+	// waiting in their clients): a run whose queue grows past it has collapsed and stops at
+	// once. 0 = 2000 × Workers × Replicas (2000 per worker).
 	MaxQueue int
 	// MaxEvents bounds the work of one run; a run that reaches it is reported as a collapse.
 	// 0 = 100 × Calls + 1,000,000.
@@ -140,7 +141,7 @@ func (p Params) resolve() (Params, error) {
 	case !(p.WarmupFraction >= 0 && p.WarmupFraction < 1):
 		return p, fmt.Errorf("sim: WarmupFraction must be in [0, 1), got %v", p.WarmupFraction)
 	case p.MaxQueue < 0:
-		return p, fmt.Errorf("sim: MaxQueue must be >= 1 (0 = 2000 × Workers), got %d", p.MaxQueue)
+		return p, fmt.Errorf("sim: MaxQueue must be >= 1 (0 = 2000 × Workers × Replicas), got %d", p.MaxQueue)
 	case p.MaxEvents < 0:
 		return p, fmt.Errorf("sim: MaxEvents must be >= 1 (0 = 100 × Calls + 1e6), got %d", p.MaxEvents)
 	case p.Clients < 0 || p.Clients > MaxClients:
@@ -234,7 +235,7 @@ func (r *runner) client() client {
 //   - WastedWorkPct is the server time spent on attempts whose answer was discarded (all of
 //     a discarded attempt's service time in "ignored" mode; the time it had been served when
 //     cancelled in "reaches" mode), as a share of the server time of all measured attempts.
-//   - UtilisationPct is busy worker time / (Workers × elapsed time) over the measurement
+//   - UtilisationPct is busy worker time / (Workers × Replicas × elapsed time) over the measurement
 //     window: from the arrival of the first measured call to the end of the last one.
 //   - HedgeRate and HedgeWinRate come from the policy's HedgeStarted and HedgeWon events for
 //     measured calls, Suppressed from its HedgeSuppressed events, by reason.
