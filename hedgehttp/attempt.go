@@ -217,8 +217,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// connection goes back to the pool rather than being torn down.
 	inline := info.Index == 0 && c.t.inline
 	var (
-		r  *http.Request
-		ar *attemptRequest // nil: the request runs on the attempt's own context
+		r       *http.Request
+		ar      *attemptRequest // nil: the request runs on the attempt's own context
+		trailer http.Header     // the caller's, shared (see ownTrailer)
 	)
 	var stopCancel func() bool // unhooks cancelFirst from the attempt's context
 	switch proto := c.h.proto.Load(); {
@@ -263,8 +264,22 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		if !inline {
 			u := *r.URL
 			r.URL = &u
-			err := c.setBody(r, info.Index)
+			getBody, err := c.takeBody(r, info.Index)
+			trailer = c.ownTrailer(info.Index) // the caller's request is read only while copying
 			c.copying.Add(-1)
+			if err == nil && getBody != nil {
+				// GetBody is the caller's code, which may take its time (a file reopened, a
+				// body rebuilt from a source that stalls): it runs once the request is copied,
+				// as RoundTrip waits for the copies, and a winner's answer or the caller's
+				// cancellation must not wait for a hedge's body. A body got once the call is
+				// over is not sent.
+				if r.Body, err = getBody(); err == nil && c.over.Load() {
+					if r.Body != nil {
+						r.Body.Close()
+					}
+					err = errCallOver
+				}
+			}
 			if err != nil {
 				ar.end()
 				return nil, err
@@ -276,11 +291,10 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			ar.end()
 			return nil, err
 		}
+		trailer = c.ownTrailer(info.Index)
 	}
-	if info.Index == 0 && c.req.Trailer != nil && c.body() == nil {
-		// The attempt that sends the caller's own body shares its trailer map: the caller
-		// may fill it in while the body is read (as net/http allows), after the copy.
-		r.Trailer = c.req.Trailer
+	if trailer != nil {
+		r.Trailer = trailer
 	}
 	if info.Hedge || info.Retry || c.signals {
 		mark(r, info, c.signals)
@@ -417,9 +431,29 @@ func (t *Transport) sentBefore(req *http.Request) bool {
 // connections (not a RoundTripper registered for the scheme), where CancelRequest reaches it.
 func plainScheme(s string) bool { return s == "http" || s == "https" }
 
+// ownTrailer is the caller's trailer map for attempt index when that attempt sends the
+// caller's own body, nil otherwise: such an attempt shares the map, since the caller may fill
+// it in while the body is read (as net/http allows), after the copy.
+func (c *call) ownTrailer(index int) http.Header {
+	if index == 0 && c.req.Trailer != nil && c.body() == nil {
+		return c.req.Trailer
+	}
+	return nil
+}
+
 // setBody gives attempt index's request r its body: a copy of the buffered body, the caller's
 // own for the first attempt (behind what buffering read of it), or a fresh one from GetBody.
 func (c *call) setBody(r *http.Request, index int) error {
+	getBody, err := c.takeBody(r, index)
+	if err == nil && getBody != nil {
+		r.Body, err = getBody()
+	}
+	return err
+}
+
+// takeBody is setBody but for a body from the caller's GetBody, which it returns to be called
+// rather than calling it: reading only the request, it is quick.
+func (c *call) takeBody(r *http.Request, index int) (getBody func() (io.ReadCloser, error), err error) {
 	switch {
 	case c.body() != nil:
 		r.Body, _ = c.getBody()
@@ -428,19 +462,15 @@ func (c *call) setBody(r *http.Request, index int) error {
 		if c.req.Body != nil && c.req.Body != http.NoBody && !c.bodyOwned.CompareAndSwap(false, true) {
 			// RoundTrip has already returned and closed the caller's body: this attempt
 			// started after the call was over.
-			return errBodyTaken
+			return nil, errBodyTaken
 		}
 		if prefix := c.prefix(); prefix != nil {
 			r.Body = prefixed{io.MultiReader(bytes.NewReader(prefix), c.req.Body), c.req.Body}
 		}
 	case c.req.GetBody != nil && c.req.Body != nil && c.req.Body != http.NoBody:
-		b, err := c.req.GetBody()
-		if err != nil {
-			return err
-		}
-		r.Body = b
+		return c.req.GetBody, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // mark sets the headers of an attempt's request (whose header map clone made): the
