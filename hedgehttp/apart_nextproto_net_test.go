@@ -23,21 +23,34 @@ func TestHedgeOffPrimaryConnectionWithOwnH2Upgrade(t *testing.T) {
 	var mu sync.Mutex
 	primaryAddr := map[string]string{} // call → the primary's client address
 	hedgeAddr := map[string]string{}
+	arrived := map[string]chan struct{}{} // call → closed once its primary reached the server
+	arrival := func(call string) chan struct{} {
+		if arrived[call] == nil {
+			arrived[call] = make(chan struct{})
+		}
+		return arrived[call]
+	}
 	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := r.URL.Query().Get("call")
+		primary := r.Header.Get(AttemptHeader) == ""
 		mu.Lock()
-		if r.Header.Get(AttemptHeader) == "" {
+		if primary {
 			primaryAddr[call] = r.RemoteAddr
+			close(arrival(call))
 		} else {
 			hedgeAddr[call] = r.RemoteAddr
 		}
+		ch := arrival(call)
 		mu.Unlock()
-		if r.Header.Get(AttemptHeader) == "" {
-			select { // the primary is slow: its hedge wins
-			case <-r.Context().Done():
-				return
-			case <-time.After(5 * time.Second):
-			}
+		wait := ch // the hedge answers once its primary is in: a win before would cancel it unseen
+		if primary {
+			wait = nil // the primary is slow: its hedge wins
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-wait:
+		case <-time.After(5 * time.Second):
 		}
 		io.WriteString(w, "ok")
 	}))
