@@ -21,13 +21,7 @@ import (
 func TestNoHedgeAllocations(t *testing.T) {
 	ctx := context.Background()
 	answer := func(context.Context) (int, error) { return 1, nil }
-	for _, tc := range []struct {
-		name string
-		do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
-	}{
-		{"DoInline", hedge.DoInline[int]},
-		{"Do", hedge.Do[int]},
-	} {
+	for _, tc := range intDrivers {
 		t.Run(tc.name, func(t *testing.T) {
 			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour)})
 			tc.do(ctx, p, answer) // fill the pool
@@ -85,13 +79,7 @@ func TestChildContextAllocations(t *testing.T) {
 func TestRefusedCallAllocations(t *testing.T) {
 	ctx := context.Background()
 	fail := func(context.Context) (int, error) { return 0, errors.New("down") }
-	for _, tc := range []struct {
-		name string
-		do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
-	}{
-		{"DoInline", hedge.DoInline[int]},
-		{"Do", hedge.Do[int]},
-	} {
+	for _, tc := range intDrivers {
 		t.Run(tc.name, func(t *testing.T) {
 			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour), Breaker: &breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Hour}})
 			tc.do(ctx, p, fail) // opens the breaker

@@ -9,6 +9,16 @@ import (
 	"github.com/hedgekit/hedge"
 )
 
+// intDrivers are the two drivers, for a call that answers an int: tests that hold for both
+// run each.
+var intDrivers = []struct {
+	name string
+	do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
+}{
+	{"DoInline", hedge.DoInline[int]},
+	{"Do", hedge.Do[int]},
+}
+
 // TestKeptContextStaysCancelled: the drivers reuse a call's state for the next call of the
 // policy, but an attempt function that keeps its context past the call (a goroutine it
 // started, a logger) sees the context it was left with, cancelled, whatever later calls do
@@ -17,13 +27,7 @@ import (
 // calls' own contexts are live while their attempts run (a start signal sent through a kept
 // context, which is dropped, neither blocks nor disturbs them).
 func TestKeptContextStaysCancelled(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		do   func(context.Context, *hedge.Policy, func(context.Context) (int, error)) (int, error)
-	}{
-		{"DoInline", hedge.DoInline[int]},
-		{"Do", hedge.Do[int]},
-	} {
+	for _, tc := range intDrivers {
 		t.Run(tc.name, func(t *testing.T) {
 			p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour)})
 			var kept []context.Context
