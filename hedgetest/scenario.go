@@ -66,8 +66,14 @@ func (s Scenario) Answers() []Answer[string] {
 // Outcomes is each attempt's outcome as the default classifier sees it (a success for an
 // attempt without a failure), for a driver that feeds outcomes to the state machine itself.
 func (s Scenario) Outcomes() []hedge.Outcome {
-	out := make([]hedge.Outcome, len(s.Failures))
-	for k, err := range s.Failures {
+	// One per attempt the scenario scripts, not per Failures entry: Failures is often
+	// shorter than Latencies, or nil, when the later attempts succeed.
+	out := make([]hedge.Outcome, max(len(s.Latencies), len(s.Failures)))
+	for k := range out {
+		var err error
+		if k < len(s.Failures) {
+			err = s.Failures[k]
+		}
 		out[k] = hedge.Classify(err)
 	}
 	return out

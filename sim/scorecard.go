@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hedgekit/hedge"
@@ -165,6 +166,19 @@ func fmtJudgeMs(x float64) string {
 	return fmt.Sprintf("%.1f ms", x)
 }
 
+// fmtShares formats two percentages with three decimals, or with as many more as it takes to
+// tell them apart: a point fails the rule by failing as little as one call more than no hedge,
+// a difference of 0.0006 % in the reference run, and "0.001 % > 0.001 %" explains nothing.
+func fmtShares(a, b float64) (string, string) {
+	for prec := 3; prec <= 8; prec++ {
+		sa, sb := strconv.FormatFloat(a, 'f', prec, 64), strconv.FormatFloat(b, 'f', prec, 64)
+		if sa != sb {
+			return sa, sb
+		}
+	}
+	return strconv.FormatFloat(a, 'f', -1, 64), strconv.FormatFloat(b, 'f', -1, 64)
+}
+
 // Judge applies the hold rule to a setup's point against no hedge's on the same family, load,
 // mode and seed: holds, and when not, why (every rule broken, separated by "; ").
 func Judge(hedged, noHedge Point) (holds bool, why string) {
@@ -185,7 +199,8 @@ func Judge(hedged, noHedge Point) (holds bool, why string) {
 		}
 	}
 	if hedged.FailedPct > noHedge.FailedPct {
-		whys = append(whys, fmt.Sprintf("failed calls %.3f %% > no hedge's %.3f %%", hedged.FailedPct, noHedge.FailedPct))
+		x, base := fmtShares(hedged.FailedPct, noHedge.FailedPct)
+		whys = append(whys, fmt.Sprintf("failed calls %s %% > no hedge's %s %%", x, base))
 	}
 	return len(whys) == 0, strings.Join(whys, "; ")
 }

@@ -245,6 +245,17 @@ func fmtFloat(x float64, prec int) string {
 	return s
 }
 
+// fmtShare formats a percentage with prec decimals, like fmtFloat, except that a share above
+// zero that rounds to zero reads "<0.01" (for prec 2): one failed call of 180,000 is 0.00056 %,
+// and "0.00" would say that none failed.
+func fmtShare(x float64, prec int) string {
+	s := fmtFloat(x, prec)
+	if x > 0 && s == fmtFloat(0, prec) {
+		return "<" + strconv.FormatFloat(math.Pow(10, -float64(prec)), 'f', prec, 64)
+	}
+	return s
+}
+
 // collapseMark flags a non-latency figure of a collapsed point: it covers the run until the
 // simulator stopped it, which is still worth seeing (it shows the load multiplying).
 const collapseMark = " *"
@@ -304,8 +315,8 @@ func (v *view) modeTables(mode string, seeds []uint64) []table {
 		latency("p99.9 latency (ms)", func(c cell) float64 { return c.p999 }),
 		latency("p50 latency (ms)", func(c cell) float64 { return c.p50 }),
 		marked("Requests per call (attempts that reached the server ÷ calls)", func(c cell) string { return fmtFloat(c.rpc, 3) }),
-		marked("Failed calls (%)", func(c cell) string { return fmtFloat(c.failed, 2) }),
-		marked("Rejected calls (%)", func(c cell) string { return fmtFloat(c.rejected, 2) }),
+		marked("Failed calls (%)", func(c cell) string { return fmtShare(c.failed, 2) }),
+		marked("Rejected calls (%)", func(c cell) string { return fmtShare(c.rejected, 2) }),
 		marked("Worker utilisation (%)", func(c cell) string { return fmtFloat(c.util, 1) }),
 		marked("Hedge rate / hedge win rate (% of calls hedged / % of hedges that won)", func(c cell) string {
 			if c.hedgeRate == 0 || math.IsNaN(c.hedgeRate) {
@@ -313,7 +324,7 @@ func (v *view) modeTables(mode string, seeds []uint64) []table {
 			}
 			return fmtFloat(100*c.hedgeRate, 1) + " / " + fmtFloat(100*c.winRate, 1)
 		}),
-		marked("Wasted work (% of server time spent on discarded attempts)", func(c cell) string { return fmtFloat(c.wasted, 1) }),
+		marked("Wasted work (% of server time spent on discarded attempts)", func(c cell) string { return fmtShare(c.wasted, 1) }),
 		v.suppressedTable(mode, seeds, head),
 	}
 	return ts
@@ -353,7 +364,9 @@ func (v *view) suppressedTable(mode string, seeds []uint64, head []string) table
 					row = append(row, "")
 					continue
 				}
-				row = append(row, fmtFloat(c.suppressed[r], 0))
+				// The mean of two seeds' counts can be a half: printed with no decimals it
+				// rounded to even, and 1 and 0 hedges suppressed read "0".
+				row = append(row, fmtFloat(c.suppressed[r], -1))
 			}
 			t.rows = append(t.rows, row)
 		}

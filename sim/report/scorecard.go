@@ -90,7 +90,7 @@ func WriteScorecardMarkdown(w io.Writer, r sim.ScorecardResult) error {
 	} else {
 		t := table{head: []string{"family", "load", "cancellation", "seed", "failed (%)", "why"}}
 		for _, p := range bad {
-			t.rows = append(t.rows, []string{p.Family, fmtLoad(p.LoadPct), p.Cancellation, fmt.Sprint(p.Seed), fmtFloat(p.FailedPct, 2), p.Why})
+			t.rows = append(t.rows, []string{p.Family, fmtLoad(p.LoadPct), p.Cancellation, fmt.Sprint(p.Seed), fmtShare(p.FailedPct, 2), p.Why})
 		}
 		writeMDTable(bw, t, "")
 	}
