@@ -83,7 +83,8 @@ type QueueConfig struct {
 	// otherwise writes, the moment a worker starts a request, to requests carrying
 	// [StartSignalHeader]. Turn it off when a middleware between the queue and the server
 	// wraps the ResponseWriter and takes the first WriteHeader call for the final status
-	// (some older logging and metrics wrappers do), or when a proxy in front of the server
+	// (http.TimeoutHandler and httptest.ResponseRecorder do, and some older logging and
+	// metrics wrappers: a 500 behind them reaches the client as a 200), or when a proxy in front of the server
 	// mishandles 1xx responses. Without the signal, clients fall back to hedging on
 	// latency alone.
 	NoStartSignal bool
@@ -92,13 +93,14 @@ type QueueConfig struct {
 	// every request it runs (its queue length, busy workers and the request's own wait),
 	// from which a [Transport] learns whether a hedge would wait and where to send one. The
 	// report wraps the handler's ResponseWriter (Flush, ReadFrom and
-	// http.ResponseController pass through; a handler that type-asserts http.Hijacker
-	// directly needs it off).
+	// http.ResponseController pass through; a handler that type-asserts http.Hijacker,
+	// http.Pusher or http.CloseNotifier directly needs it off).
 	NoLoadReport bool
 
 	// Observer, when non-nil, is called once for every queue event, on the
-	// request's own goroutine, outside the queue's lock. It must be fast and
-	// must not block: it runs on every request. nil means no events (Stats
+	// request's own goroutine, outside the queue's lock: concurrently, for
+	// requests served at once, so it must be safe for concurrent use. It must be
+	// fast and must not block: it runs on every request. nil means no events (Stats
 	// still counts). A panic in it goes where a handler's panic goes (net/http
 	// recovers it), and the queue stays consistent: a worker's slot is always
 	// given back.
@@ -165,7 +167,8 @@ type QueueStats struct {
 //
 // When a worker starts a request whose client asked for it ([StartSignalHeader], sent by
 // [Transport]), the queue first writes an informational [StartedStatus] response, then runs
-// the handler: the client learns that this copy is in service, no longer queued. With
+// the handler (unless the client has gone by the time the signal is out: then the handler
+// does not run): the client learns that this copy is in service, no longer queued. With
 // [hedge.Tied], that is what cancels the copy waiting at another replica, which that
 // replica's queue then drops without running it. The signal changes nothing for the
 // handler, which writes its response as usual.
@@ -285,6 +288,14 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent,
 		// elsewhere can now be cancelled (tied requests), and a hedge of it is a hedge of a
 		// straggler.
 		w.WriteHeader(StartedStatus)
+		if r.Context().Err() != nil {
+			// The client went away while the signal was written (over HTTP/2, a reset of the
+			// stream: a tied copy whose twin started first). Go's HTTP/2 server may then still
+			// be encoding the 1xx from the response's header map on a goroutine of its own
+			// (golang/go#67940), so a handler that set a header now would race with it, a
+			// concurrent map write that can crash the process; and nobody would read its answer.
+			return
+		}
 	}
 	if q.report {
 		q.serveReporting(w, r, admitted.Wait)
