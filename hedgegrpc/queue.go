@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -31,7 +32,9 @@ type QueueConfig struct {
 
 	// Pushback is the delay sent in the [PushbackKey] trailer of the RESOURCE_EXHAUSTED
 	// answered when the queue is full, rounded up to whole milliseconds (the trailer's unit:
-	// a pushback of 0 would ask the client to retry at once). 0 means 1s. A hedging client ([Interceptor]) pauses
+	// a pushback of 0 would ask the client to retry at once), and at most 2³¹−1 ms, about
+	// 24.8 days (gRFC A6 makes the trailer a signed 32-bit integer, and reads one it cannot
+	// parse as "do not retry"). 0 means 1s. A hedging client ([Interceptor]) pauses
 	// hedging for that long: a full queue must not attract more copies. Negative is an
 	// error.
 	Pushback time.Duration
@@ -118,8 +121,14 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	if pb == 0 {
 		pb = time.Second
 	}
+	// Rounded up, and bounded before rounding: pb + 1ms − 1 would overflow for a Pushback
+	// near the largest Duration, and send a negative pushback.
+	ms := int64(math.MaxInt32)
+	if pb < math.MaxInt32*time.Millisecond {
+		ms = int64((pb + time.Millisecond - 1) / time.Millisecond)
+	}
 	return &Queue{
-		trailer:    metadata.Pairs(PushbackKey, strconv.FormatInt(int64((pb+time.Millisecond-1)/time.Millisecond), 10)),
+		trailer:    metadata.Pairs(PushbackKey, strconv.FormatInt(ms, 10)),
 		hedgedLast: cfg.HedgedLast,
 		queueCheck: cfg.QueueHealthCheck,
 		core:       core,
