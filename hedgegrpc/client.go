@@ -114,9 +114,10 @@ type Config struct {
 }
 
 // Interceptor hedges gRPC calls under one [hedge.Policy] per method. Build it with
-// [NewInterceptor], once per client connection or shared by several, and install
-// [Interceptor.UnaryClient] (and [Interceptor.StreamClient] for server-streaming calls), or
-// every option at once with [Interceptor.DialOptions]. It is safe for concurrent use.
+// [NewInterceptor], once per client connection (a method's policy knows the connection's
+// backends by their number in its balancer: see [Interceptor.DialOptions]), and install
+// [Interceptor.UnaryClient] (and [Interceptor.StreamClient] for streaming calls), or every
+// option at once with [Interceptor.DialOptions]. It is safe for concurrent use.
 //
 // Each attempt has its own reply message (a new message of the caller's reply type); the
 // winner's is merged into the caller's reply after the reply is reset, so attempts never

@@ -46,13 +46,15 @@ func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, c
 	if !desc.ServerStreams {
 		return streamer(ctx, desc, cc, fullMethod, opts...)
 	}
-	return &hedgedStream{ctx: ctx, i: i, desc: desc, cc: cc, method: fullMethod, streamer: streamer, co: splitOptions(opts)}, nil
+	return &hedgedStream{ctx: ctx, i: i, desc: desc, cc: cc, method: fullMethod, streamer: streamer, co: splitOptions(opts), ready: make(chan struct{})}, nil
 }
 
 // hedgedStream is a server-streaming call. Its methods are called from one goroutine at a
 // time for sending and one for receiving, as grpc.ClientStream's are; before the race both
 // kinds happen in the caller's goroutine (generated code sends and closes before returning
-// the stream).
+// the stream). Header may be called from another goroutine while RecvMsg runs the race, as
+// a plain stream's may: the first of the two to come starts the stream, and the other
+// waits for it (ready).
 type hedgedStream struct {
 	ctx      context.Context
 	rctx     routeCtx
@@ -64,7 +66,10 @@ type hedgedStream struct {
 	co       callOptions
 	req      any
 
-	started bool
+	startMu sync.Mutex
+	started bool          // RecvMsg or Header has claimed the start (under startMu)
+	ready   chan struct{} // closed once the stream is started: winner, release and err are set
+	recvd   bool          // RecvMsg has been called (read only by the receiving goroutine)
 	winner  *streamAttempt
 	release func()
 	err     error       // the race's failure, or the winner's end
@@ -124,8 +129,23 @@ func (s *hedgedStream) decided(w *streamAttempt, err error) {
 	}
 }
 
-func (s *hedgedStream) SendMsg(m any) error {
+// claim reports whether the caller is the first of RecvMsg and Header, the one to start the
+// stream; it must close s.ready once it has.
+func (s *hedgedStream) claim() bool {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
 	if s.started {
+		return false
+	}
+	s.started = true
+	return true
+}
+
+func (s *hedgedStream) SendMsg(m any) error {
+	s.startMu.Lock()
+	started := s.started
+	s.startMu.Unlock()
+	if started {
 		return errors.New("hedgegrpc: SendMsg on a server-streaming call after its request")
 	}
 	if pm, ok := m.(proto.Message); ok {
@@ -146,9 +166,13 @@ func (s *hedgedStream) Context() context.Context {
 }
 
 func (s *hedgedStream) Header() (metadata.MD, error) {
-	if !s.started {
-		s.startOnce()
+	if s.claim() {
+		func() {
+			defer close(s.ready) // a panic too leaves no receiver waiting for good
+			s.startOnce()
+		}()
 	}
+	<-s.ready // a race RecvMsg runs: its winner's headers, as a plain stream waits for its own
 	if s.winner == nil {
 		return nil, s.err
 	}
@@ -163,11 +187,19 @@ func (s *hedgedStream) Trailer() metadata.MD {
 }
 
 func (s *hedgedStream) RecvMsg(m any) error {
-	if !s.started {
-		if pm, ok := m.(proto.Message); ok {
-			s.race(pm)
+	if !s.recvd {
+		s.recvd = true
+		if s.claim() {
+			func() {
+				defer close(s.ready) // a panic (an Observer's, through the race) too leaves no Header waiting for good
+				if pm, ok := m.(proto.Message); ok {
+					s.race(pm)
+				} else {
+					s.startOnce()
+				}
+			}()
 		} else {
-			s.startOnce()
+			<-s.ready // Header started an unhedged stream, or is starting it
 		}
 	}
 	if s.winner == nil || s.ended {
@@ -214,7 +246,6 @@ func (s *hedgedStream) end(err error) {
 
 // race runs the attempts up to the first response message.
 func (s *hedgedStream) race(typ proto.Message) {
-	s.started = true
 	m := s.i.method(s.method)
 	s.rctx.Context, s.rctx.route.policy, s.rctx.route.stream = s.ctx, m.policy, true
 	ctx := context.Context(&s.rctx)
@@ -293,7 +324,6 @@ func streamFailure(ctx context.Context, co *callOptions, trailer *metadata.MD, e
 
 // startOnce opens one unhedged stream: the caller needs it before a race could start.
 func (s *hedgedStream) startOnce() {
-	s.started = true
 	opts := s.co.rest[:len(s.co.rest):len(s.co.rest)] // appending copies
 	if s.co.header != nil {
 		opts = append(opts, grpc.Header(s.co.header))
