@@ -332,6 +332,14 @@ func (s *replayStream) SendMsg(m any) error {
 		}
 	default:
 	}
+	if a := s.commitTo; a != nil && (a.sendErr != nil || a.exited) {
+		// The committed attempt sends no more (its server ended the stream): m would be kept
+		// for nobody, one message per call for as long as the caller went on sending.
+		if a.sendErr != nil {
+			return a.sendErr
+		}
+		return io.EOF // RecvMsg has the call's status
+	}
 	s.buf = append(s.buf, pm)
 	k := s.off + len(s.buf)
 	if s.commitTo == nil && !s.early {
