@@ -31,8 +31,9 @@ import (
 const AttemptKey = "hedge-attempt"
 
 // PushbackKey is the trailer key of gRPC's retry pushback (gRFC A6): a server that is
-// overloaded answers with it, in milliseconds. A positive value pauses hedging for that long
-// (or the policy's OverloadCooldown, when longer); a negative one, or one that is not a
+// overloaded answers with it, in milliseconds. A positive value pauses hedging for that long,
+// at most an hour (a longer one, a server's mistake or a hostile one, would stop hedging for
+// good), or the policy's OverloadCooldown, when longer; a negative one, or one that is not a
 // number, means "do not retry": the attempt's failure is final and hedging pauses for the
 // cool-down.
 const PushbackKey = "grpc-retry-pushback-ms"

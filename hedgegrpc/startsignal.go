@@ -41,7 +41,9 @@ func wantsStartSignal(ctx context.Context) bool {
 //
 // Headers can be sent once per call: a handler behind StartSignal that calls
 // grpc.SetHeader on a call that asked for the signal gets an error, and grpc.SendHeader is
-// too late; put such metadata in trailers instead.
+// too late; put such metadata in trailers instead. grpc.SetSendCompressor, which also goes
+// in the headers, fails the same way: choose the compressor before StartSignal, or in the
+// client's call options.
 func StartSignal(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if wantsStartSignal(ctx) {
 		_ = grpc.SendHeader(ctx, startedHeader) // a call already gone has nobody to tell
