@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -32,11 +31,7 @@ func TestQueueLongPushbackFitsTrailer(t *testing.T) {
 			be := blockUntil(release)
 			startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
 			// A plain connection: the trailer reaches the test as the server wrote it.
-			cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cc.Close() })
+			cc := plainBufconn(t, be)
 			client := healthpb.NewHealthClient(cc)
 			first := make(chan error, 1)
 			go func() {

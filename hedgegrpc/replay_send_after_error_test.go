@@ -2,7 +2,6 @@ package hedgegrpc
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/hedgekit/hedge/budget"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 )
@@ -38,16 +36,7 @@ func TestSendAfterTheCommittedAttemptFailedKeepsNothing(t *testing.T) {
 	checkLeaks(t)
 	pc := hedge.Config{Trigger: hedge.After(time.Hour), Budget: budget.Config{Off: true}}
 	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{"/grpc.testing.TestService/"}})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	be := &backend{name: "backend0", addr: lis.Addr().String()}
-	srv := grpc.NewServer()
-	healthpb.RegisterHealthServer(srv, be)
-	testpb.RegisterTestServiceServer(srv, echoOnceBackend{})
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
+	be := startTestService(t, echoOnceBackend{})
 	cc := dial(t, hi, []*backend{be})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -306,16 +306,7 @@ func TestBidiHeaderBeforeSendCommits(t *testing.T) {
 	hb := &headerFirstBackend{}
 	pc := hedge.Config{Trigger: hedge.After(5 * time.Millisecond), Budget: budget.Config{Off: true}}
 	hi := newInterceptor(t, Config{Policy: pc, Idempotent: []string{"/grpc.testing.TestService/"}})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	be := &backend{name: "backend0", addr: lis.Addr().String()}
-	srv := grpc.NewServer()
-	healthpb.RegisterHealthServer(srv, be)
-	testpb.RegisterTestServiceServer(srv, hb)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
+	be := startTestService(t, hb)
 	client := testpb.NewTestServiceClient(dial(t, hi, []*backend{be}))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -353,4 +344,21 @@ func TestBidiHeaderBeforeSendCommits(t *testing.T) {
 	if m := hi.Policy(duplexMethod).Measured(); m.Calls != 1 || m.HedgesWon != 0 {
 		t.Errorf("Measured = %d calls, %d hedges won; want one call won by its first attempt", m.Calls, m.HedgesWon)
 	}
+}
+
+// startTestService serves svc (and the health service the warm-up calls) on a loopback
+// listener of its own, stopped at the test's end, as backend0.
+func startTestService(t *testing.T, svc testpb.TestServiceServer) *backend {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &backend{name: "backend0", addr: lis.Addr().String()}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, be)
+	testpb.RegisterTestServiceServer(srv, svc)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return be
 }

@@ -104,11 +104,7 @@ func TestQueueHandsSlotToWaiter(t *testing.T) {
 	startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
 	// A plain connection: it sends the copies' marks as the test writes them (an Interceptor
 	// sets its own and drops a caller's).
-	cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	cc := plainBufconn(t, be)
 	client := healthpb.NewHealthClient(cc)
 	results := make(chan error, 2)
 	for range 2 {
@@ -287,11 +283,7 @@ func TestQueueHedgedLast(t *testing.T) {
 	startBufconn(t, newInterceptor(t, Config{}), be, grpc.ChainUnaryInterceptor(q.UnaryServer))
 	// A plain connection: it sends the copies' marks as the test writes them (an Interceptor
 	// sets its own and drops a caller's).
-	cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	cc := plainBufconn(t, be)
 	client := healthpb.NewHealthClient(cc)
 	type result struct {
 		name    string
@@ -342,4 +334,17 @@ func TestQueueHedgedLast(t *testing.T) {
 	if s := q.Stats(); s.Evicted != 1 || s.Admitted != 3 {
 		t.Fatalf("stats %+v", s)
 	}
+}
+
+// plainBufconn dials be's bufconn server without an Interceptor: the test's calls reach the
+// server as written (an Interceptor sets its own marks and drops a caller's), and what the
+// server sends back (a trailer) reaches the test as written. It is closed at the test's end.
+func plainBufconn(t *testing.T, be *backend) *grpc.ClientConn {
+	t.Helper()
+	cc, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(be.dialer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
 }
