@@ -298,7 +298,7 @@ func TestWatchDrivesGRPC(t *testing.T) {
 }
 
 // A change one follower refuses runs nowhere: every reader keeps the running file, the
-// followers told before the refusal are told it again, the refusal counts as a failure, and an
+// other followers are told it again, the refusal counts as a failure, and an
 // unchanged file is not offered to the followers again.
 func TestWatchFollowerRefusesChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.yaml")
