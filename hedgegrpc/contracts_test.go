@@ -64,6 +64,12 @@ func TestOnFinishOncePerCall(t *testing.T) {
 					<-s.Context().Done()
 					return s.Context().Err()
 				}
+				select { // the hedge answers once its primary is in: a win before would cancel it unseen
+				case <-arrived.of(req.Service):
+				case <-s.Context().Done():
+					return s.Context().Err()
+				case <-time.After(5 * time.Second):
+				}
 				return s.Send(serving())
 			},
 		}
