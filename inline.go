@@ -156,7 +156,7 @@ func (d *driver[T]) recycle() {
 		// driver for a later call's first attempt (see attemptState.release).
 		d.winner.home = &d.spare
 		d.firstState = nil
-	} else if d.firstState != nil { // nil: a detached winner took it, and a refused call made none
+	} else if d.firstState != nil { // nil once a detached winner took it: nothing to renew
 		d.firstState.renew()
 	}
 	d.inlineCall = inlineCall[T]{}

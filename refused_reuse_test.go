@@ -48,9 +48,8 @@ func TestDriverReusedAfterARefusedCall(t *testing.T) {
 			t.Fatalf("call %d after the refusals: %v, %v", i, v, err)
 		}
 	}
-	// The breaker: a detached winner (the driver goes back to the pool without its first
-	// attempt state, which the winner holds), then a failure through Do (whose pool is
-	// another) opens the breaker, and the same driver serves the refused calls.
+	// The breaker: a detached winner still held, then a failure through Do opens the
+	// breaker, and the refused calls that follow come back with the breaker's error.
 	b := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Hour), Breaker: &breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Hour}})
 	v, hold, err := hedge.DoInlineDetached(ctx, b, answer(8), nil)
 	if v != 8 || err != nil {
