@@ -967,16 +967,25 @@ func (c *Call) retryOrFail(now time.Time, failed int) {
 		c.fail(now, nil)
 	case c.hasTicket && c.ticket.Trial():
 		c.fail(now, nil) // a half-open trial gets one attempt
-	case !p.bud.TryWithdraw(now):
-		c.fail(now, ErrBudgetExhausted)
 	default:
-		// The server said when it will take another request (a pushback, a Retry-After):
-		// a retry sooner, to whichever replica, would only add to its load.
-		d := c.backoff()
-		if c.next {
-			d = 0 // the failure asked for the next attempt at once
+		// With a deadline the delay is known before the budget is asked: a retry that could
+		// start only once the caller has stopped waiting is not made, and spends nothing.
+		// (Without one the budget is asked first, so that a refused retry draws no jitter.)
+		var d time.Duration
+		deadline := !c.opts.Deadline.IsZero()
+		if deadline {
+			if d = c.retryDelay(now); !now.Add(d).Before(c.opts.Deadline) {
+				c.fail(now, ErrNoTimeForRetry)
+				return
+			}
 		}
-		d = max(d, c.pushback.Sub(now))
+		if !p.bud.TryWithdraw(now) {
+			c.fail(now, ErrBudgetExhausted)
+			return
+		}
+		if !deadline {
+			d = c.retryDelay(now)
+		}
 		c.retries++
 		p.retries.Add(1)
 		if c.p.observe != nil {
@@ -984,6 +993,18 @@ func (c *Call) retryOrFail(now time.Time, failed int) {
 		}
 		c.arm(timerRetry, now.Add(d))
 	}
+}
+
+// retryDelay is how long the call waits before its next sequential retry: its backoff, none
+// when the failure asked for the next attempt at once, and never sooner than the server's
+// pushback or Retry-After, since a retry sooner, to whichever replica, would only add to the
+// load of a server that said when it will take another request.
+func (c *Call) retryDelay(now time.Time) time.Duration {
+	d := c.backoff()
+	if c.next {
+		d = 0
+	}
+	return max(d, c.pushback.Sub(now))
 }
 
 func (c *Call) backoff() time.Duration {

@@ -78,7 +78,9 @@ const Off = -1
 
 // Backoff spaces sequential retries: the n-th retry waits Initial × Multiplier^(n-1), capped
 // at Maximum, of which a random fraction Jitter is removed so that callers that failed
-// together do not retry together.
+// together do not retry together. A retry whose wait (or the server's pushback) would end at
+// or after the call's deadline is not made: the call fails at once, with
+// [ErrNoTimeForRetry] as the cause, and spends no budget.
 type Backoff struct {
 	Initial    time.Duration // 0 = 10ms
 	Maximum    time.Duration // 0 = 1s, or Initial if longer; must be >= Initial

@@ -25,6 +25,11 @@ var (
 	// ErrBudgetExhausted is the reason a failed call was not retried: the retry budget, shared
 	// with hedges, had nothing left.
 	ErrBudgetExhausted = errors.New("hedge: retry budget exhausted")
+	// ErrNoTimeForRetry is the reason a failed call was not retried: its retry, after the
+	// backoff (or the server's pushback), could not have started before the call's deadline
+	// (CallOptions.Deadline, which Do takes from the context). The call fails at once with its
+	// attempts' errors instead of waiting out the deadline, and spends no budget.
+	ErrNoTimeForRetry = errors.New("hedge: no time left for a retry before the deadline")
 	// ErrUnreachable is the cause of a failed call none of whose attempts reached the
 	// dependency (every one was refused, or failed its DNS lookup or TLS handshake, before
 	// anything was sent): the *[AttemptsError] that wraps it lists each attempt's error.
