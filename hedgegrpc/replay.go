@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
@@ -53,8 +54,6 @@ type replayStream struct {
 	commitTo *replayAttempt
 	answered *replayAttempt // the one attempt that reports a response to the core (attempt)
 	commit   chan struct{}  // closed when the call commits early
-	lost     chan struct{}  // closed when the attempt committed to early fails
-	lostErr  error          // its failure
 
 	done    chan struct{} // the race is decided
 	winner  *replayAttempt
@@ -85,7 +84,13 @@ type replayAttempt struct {
 	first    proto.Message // the first response, until the caller reads it
 	pending  chan error    // committed early: the first receive still runs
 	eof      bool
+	failed   bool // its first receive failed (under replayStream.mu): no commit picks it
 }
+
+// testHookRecvFailed, when set, runs as an attempt's first receive has failed, before the
+// attempt checks whether the call committed to it meanwhile. Atomic: attempts of other calls
+// may still be reading it when a test sets it.
+var testHookRecvFailed atomic.Pointer[func(*replayStream)]
 
 // replayStreamFor returns a hedged stream for a client-streaming or bidi call, or nil when the
 // call cannot be hedged (not safe to repeat, or its response type is unknown).
@@ -99,7 +104,7 @@ func (i *Interceptor) replayStreamFor(ctx context.Context, desc *grpc.StreamDesc
 		return nil
 	}
 	s := &replayStream{ctx: ctx, i: i, m: m, desc: desc, cc: cc, name: name, streamer: streamer, co: splitOptions(opts),
-		respType: rt, limit: i.cfg.ReplayBuffer, commit: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{})}
+		respType: rt, limit: i.cfg.ReplayBuffer, commit: make(chan struct{}), done: make(chan struct{})}
 	if s.limit == 0 {
 		s.limit = DefaultReplayBuffer
 	}
@@ -177,13 +182,9 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 	s.mu.Unlock()
 	if late {
 		// Committed: a copy started now must not be sent. It loses to the committed attempt,
-		// or fails with its failure.
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-s.lost:
-			return nil, s.lostErr
-		}
+		// which always reports to the core (below), and waits to be cancelled.
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	var r attemptResult
 	mark := func(err error) error { return s.i.mark(err, &r, s.rctx.route.unsent(info.Index)) }
@@ -226,12 +227,36 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 		}
 		rerr = <-recv
 	}
+	if rerr != nil && rerr != io.EOF {
+		if hook := testHookRecvFailed.Load(); hook != nil {
+			(*hook)(s)
+		}
+		// The call may have committed to this attempt as its stream failed (the select takes
+		// either when both are ready, and a commit may come before the failure is marked
+		// here). It carries the call all the same: the messages it sent are gone from the
+		// buffer, and no retry could resend them. Its failure goes to the caller as any
+		// committed stream's does, at once, not to retries that could only hand it back
+		// after their backoffs, each spending the budget.
+		s.mu.Lock()
+		a.failed = true
+		mine := s.commitTo == a
+		if mine {
+			s.answered = a
+		}
+		s.mu.Unlock()
+		if mine {
+			failed := make(chan error, 1)
+			failed <- rerr
+			a.pending, a.first = failed, first
+			return a, nil
+		}
+	}
 	if rerr == nil || rerr == io.EOF {
 		// One attempt alone reports a response to the core, and it is the one an early
 		// commit chose when there was one: else the core could pick as winner an attempt
 		// whose messages another attempt's sender, committed to, had carried alone (and let
 		// go of), and the winner would never send them. Another that answers too is a loser:
-		// it waits to be cancelled, or for the committed attempt's failure.
+		// it waits to be cancelled.
 		s.mu.Lock()
 		won := s.answered == nil && (s.commitTo == nil || s.commitTo == a)
 		if won {
@@ -248,25 +273,14 @@ func (s *replayStream) attempt(ctx context.Context) (*replayAttempt, error) {
 		}
 		cancel()
 		<-a.sendDone
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-s.lost:
-			return nil, s.lostErr
-		}
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	r.header, _ = cs.Header()
 	r.trailer = cs.Trailer()
 	cancel()
 	<-a.sendDone
-	err = mark(rerr)
-	s.mu.Lock()
-	if s.commitTo == a {
-		s.lostErr = err
-		close(s.lost)
-	}
-	s.mu.Unlock()
-	return nil, err
+	return nil, mark(rerr)
 }
 
 // send is an attempt's sender: it sends the buffered messages in order, waiting for more,
@@ -401,7 +415,7 @@ func (s *replayStream) commitEarlyLocked() {
 // earliestRunning is the first attempt whose stream is still live.
 func (s *replayStream) earliestRunning() *replayAttempt {
 	for _, a := range s.running {
-		if a.ctx.Err() == nil {
+		if a.ctx.Err() == nil && !a.failed {
 			return a
 		}
 	}
