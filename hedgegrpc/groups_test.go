@@ -12,6 +12,7 @@ import (
 	"github.com/hedgekit/hedge"
 	"github.com/hedgekit/hedge/budget"
 	"github.com/hedgekit/hedge/replica"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/resolver"
@@ -20,17 +21,29 @@ import (
 
 // Two groups of two backends, local and remote (5ms farther): first attempts all go local;
 // hedges go local while a healthy unused local backend exists, remote otherwise.
+//
+// The balancer decides at each attempt's pick, from the backends the call's earlier picks
+// took; the state machine numbers attempts as it starts them, and each picks on its own
+// goroutine (the first on the caller's), which a busy machine may run late. An attempt that
+// picks after a later-numbered one took the other local backend rightly goes remote. So each
+// attempt is sent only once the one before it has reached its backend (inOrder): the
+// attempt numbers the test asserts on are then the order of the picks.
 func TestReplicaGroups(t *testing.T) {
 	checkLeaks(t)
 	var stuck atomic.Bool // local backends hang until their attempt loses
 	var mu sync.Mutex
 	seen := map[string]map[int]string{} // call -> attempt -> backend
+	var arrived arrivals                // "call/attempt": closed once the attempt reached a backend
 	check := func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+		k := attemptOf(ctx)
 		mu.Lock()
 		if seen[req.Service] == nil {
 			seen[req.Service] = map[int]string{}
 		}
-		seen[req.Service][attemptOf(ctx)] = b.name
+		if _, again := seen[req.Service][k]; !again {
+			close(arrived.of(req.Service + "/" + strconv.Itoa(k)))
+		}
+		seen[req.Service][k] = b.name
 		mu.Unlock()
 		wait := time.Duration(0)
 		switch {
@@ -51,9 +64,22 @@ func TestReplicaGroups(t *testing.T) {
 		Policy:     hedge.Config{Trigger: hedge.After(time.Millisecond), Attempts: 3, MaximumConcurrent: 3, Budget: budget.Config{Off: true}},
 		Idempotent: []string{checkMethod},
 	})
+	// inOrder, inside the hedging interceptor (once per attempt), holds attempt k until attempt
+	// k-1 of its call has reached a backend, and so has been picked.
+	inOrder := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if info, ok := hedge.AttemptFrom(ctx); ok && info.Index > 0 {
+			id := req.(*healthpb.HealthCheckRequest).Service
+			select {
+			case <-arrived.of(id + "/" + strconv.Itoa(info.Index-1)):
+			case <-ctx.Done():
+				return status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
 	// Connect without groups, so that every backend is READY (and warmed up), then place
 	// backends 0 and 1 in the local group and 2 and 3 in the remote one.
-	cc, r, flat := dialResolver(t, hi, bs)
+	cc, r, flat := dialResolver(t, hi, bs, grpc.WithChainUnaryInterceptor(inOrder))
 	var grouped []resolver.Endpoint
 	for i, ep := range flat {
 		grouped = append(grouped, InGroup(ep, i/2, 1))

@@ -131,25 +131,28 @@ func dial(t *testing.T, hi *Interceptor, bs []*backend) *grpc.ClientConn {
 }
 
 // dialResolver is dial, and returns the manual resolver and the backends' endpoints too, for
-// a test that changes what the resolver says.
-func dialResolver(t *testing.T, hi *Interceptor, bs []*backend) (*grpc.ClientConn, *manual.Resolver, []resolver.Endpoint) {
+// a test that changes what the resolver says. dialOpts come after the interceptor's (an
+// interceptor among them runs once per attempt, inside the hedging one).
+func dialResolver(t *testing.T, hi *Interceptor, bs []*backend, dialOpts ...grpc.DialOption) (*grpc.ClientConn, *manual.Resolver, []resolver.Endpoint) {
 	t.Helper()
 	var eps []resolver.Endpoint
 	for _, b := range bs {
 		eps = append(eps, resolver.Endpoint{Addresses: []resolver.Address{{Addr: b.addr}}})
 	}
-	cc, r := dialEndpoints(t, hi, eps)
+	cc, r := dialEndpoints(t, hi, eps, dialOpts...)
 	warmUp(t, cc, bs)
 	return cc, r, eps
 }
 
 // dialEndpoints dials, through hi, a manual resolver's endpoints as given (an endpoint may
-// have several addresses), closing the connection at the end of the test.
-func dialEndpoints(t *testing.T, hi *Interceptor, eps []resolver.Endpoint) (*grpc.ClientConn, *manual.Resolver) {
+// have several addresses), with dialOpts after the interceptor's, closing the connection at
+// the end of the test.
+func dialEndpoints(t *testing.T, hi *Interceptor, eps []resolver.Endpoint, dialOpts ...grpc.DialOption) (*grpc.ClientConn, *manual.Resolver) {
 	t.Helper()
 	r := manual.NewBuilderWithScheme("hedgetest")
 	r.InitialState(resolver.State{Endpoints: eps})
 	opts := append(hi.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(r))
+	opts = append(opts, dialOpts...)
 	cc, err := grpc.NewClient(r.Scheme()+":///backends", opts...)
 	if err != nil {
 		t.Fatal(err)
