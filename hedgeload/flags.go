@@ -227,7 +227,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-service stragglers takes no argument, got %q", *svc)
 	case kind == stragglersName:
 		r.service = stragglers()
-		return c, checkPace(r)
+		return c, checkRun(r)
 	case kind != sim.ServiceMixture && kind != sim.ServiceExponential && kind != sim.ServiceEmpirical:
 		return c, usagef("-service must be mixture, exponential:MEAN, empirical:FILE or %s, got %q", stragglersName, *svc)
 	}
@@ -236,29 +236,70 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("-service %v", err)
 	}
 	r.service = spec.Distribution()
-	return c, checkPace(r)
+	return c, checkRun(r)
 }
 
 // maxPointPace bounds how long one point of an open loop takes to send its calls: they go out
 // in real time at the load's rate, so a tiny load (-loads 0.001) would run for days without a
 // word, and one small enough overflows the point's deadline. Six hours is twelve times what
 // the default 22,300 calls take at 1 % of the reference model's capacity (about half an hour);
-// a million calls, the most -calls allows, fit in it from about 5 %.
+// a million calls, the most -calls allows, fit in it from about 5 %. A closed loop's calls go
+// out as fast as they are served, and a long enough service time does the same.
 const maxPointPace = 6 * time.Hour
 
 // checkPace refuses an open loop whose lowest load would take longer than maxPointPace to send
-// a point's calls, naming the time it would take.
+// a point's calls, and a closed loop whose callers could not send them in that time even were
+// every call served at once and in its mean service time, naming the time it would take.
 func checkPace(r *runConfig) error {
-	if r.callers > 0 {
-		return nil // a closed loop sends as fast as its callers get answers
-	}
 	mean := r.service.Mean().Seconds() * r.timeScale // on the wire
+	if r.callers > 0 {
+		// A closed loop sends as fast as its callers get answers: at most min(callers, workers)
+		// calls are served at once, each for the mean service time at the least.
+		at := min(r.callers, r.workers*r.replicas)
+		if secs := float64(r.calls) * mean / float64(at); secs > maxPointPace.Seconds() {
+			return usagef("-concurrency %d: a point's %d calls, %d served at once at the most, take at least %.0f hours; the most is %v: lower -calls or the service time, or raise -concurrency",
+				r.callers, r.calls, at, secs/3600, maxPointPace)
+		}
+		return nil
+	}
 	for _, l := range r.loads {
 		secs := float64(r.calls) / (l / 100 * float64(r.workers*r.replicas) / mean)
 		if secs > maxPointPace.Seconds() {
 			return usagef("-loads %v: a point sends its %d calls in real time, and at %v %% of %d workers' capacity that takes about %.0f hours; the most is %v: raise the load or lower -calls",
 				l, r.calls, l, r.workers*r.replicas, secs/3600, maxPointPace)
 		}
+	}
+	return nil
+}
+
+// checkRun refuses a run whose calibration or whose points would take longer than
+// maxPointPace (see checkPace and checkCalibration).
+func checkRun(r *runConfig) error {
+	if err := checkPace(r); err != nil {
+		return err
+	}
+	return checkCalibration(r)
+}
+
+// checkCalibration refuses a run whose calibration would take longer than maxPointPace before
+// its first point, naming the time it would take. Each protocol's calibration sleeps
+// calibrationCalls service times on one server's workers, then sends as many calls to that
+// one server, each held for the median service time: at the highest load's rate at one
+// server, or from a closed loop's callers (see calibrate). It does not depend on -calls or
+// -replicas, so the points' bound does not hold it: at -loads 0.001 -calls 100 the points
+// take 2.5 hours and the calibration took 49.
+func checkCalibration(r *runConfig) error {
+	n := float64(calibrationCalls(*r))
+	mean := r.service.Mean().Seconds() * r.timeScale // on the wire
+	secs := math.Ceil(n/float64(r.workers)) * mean   // the sleeps, workers at once
+	if r.callers > 0 {
+		secs += n * medianOf(r.service).Seconds() * r.timeScale / float64(min(r.callers, r.workers))
+	} else {
+		secs += n / (slices.Max(r.loads) / 100 * float64(r.workers) / mean)
+	}
+	if secs *= float64(len(r.protocols)); secs > maxPointPace.Seconds() {
+		return usagef("the calibration before the first point (%.0f sleeps and %.0f calls to one server of %d workers, per protocol, at the highest load's rate or from the callers) would take about %.0f hours; the most is %v: raise the highest load or shorten the service time",
+			n, n, r.workers, secs/3600, maxPointPace)
 	}
 	return nil
 }
