@@ -165,7 +165,7 @@ func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 // when that is half a service time or more. There a copy stops beating a straggler by much and
 // starts adding load to a backlog. With the workers unknown, any queue is long.
 func queueLong(queued, workers int) bool {
-	return queued > 0 && 2*(queued+1) >= workers
+	return queued > 0 && 2*(int64(queued)+1) >= int64(workers) // 64 bits: see clampBits
 }
 
 // fleetFull is the demand (requests running or waiting per worker, over every server with a
