@@ -87,11 +87,13 @@ const (
 	// ReasonLimit: the adaptive concurrency limit had no permit for the hedge.
 	ReasonLimit
 	// ReasonNoEvidence: the call reached its threshold, but nothing showed that its first
-	// attempt was being served rather than queued (Config.MinimumInService): no call that
-	// started after it answered first, and no start signal came. It waited, as without
-	// hedging, and is reported when it ends with no hedge sent. A client with one call in
-	// flight at a time never has that evidence, so the default never hedges it: its
-	// suppressions all carry this reason (see the README, "When it hedges").
+	// attempt was being served rather than queued (Adaptive.MinimumInService): no call that
+	// started after it answered first, no start signal came, and, for a call that no later
+	// call could have overtaken, the recent median was not near its lowest. It waited, as
+	// without hedging, and is reported when it ends with no hedge sent. A client with one
+	// call in flight at a time has no later call to overtake its own, so the default hedges
+	// it only while its recent median stays within 1.1 × its lowest: while a queue forms, its
+	// suppressions carry this reason (see the README, "When it hedges").
 	ReasonNoEvidence
 	// ReasonNoTimeLeft: the call's deadline was too close for a copy to answer in time
 	// (Adaptive.UseDeadline): when its hedge fell due, less time was left than nearly every

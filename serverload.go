@@ -11,7 +11,7 @@ import (
 // carried by hedgehttp's LoadHeader and by ORCA per-call reports in hedgegrpc). A client sees
 // only its own calls; a server's queue sees every client's. Where the servers report, the
 // policy stops guessing: the backlog gate asks the latest reports instead of inferring a
-// backlog from latency, and the in-service evidence (Config.MinimumInService) is not needed,
+// backlog from latency, and the in-service evidence (Adaptive.MinimumInService) is not needed,
 // since a short queue means the call being copied is in service.
 
 // Load is one server's report of its own load, as a response carries it.

@@ -158,11 +158,11 @@ type Config struct {
 	// replica loses races for a few percent of its attempts, with successes in between, and
 	// one that pauses (a garbage collector) answers again within its pause; a replica that
 	// swallows requests while hedges rescue its calls gets there within SlowFor, instead of
-	// waiting for calls no hedge rescued to time out. Such an ejection is short (four SlowFor,
-	// longer each time it recurs, at most MaxEjection), and it is made only when the trouble
-	// is the replica's own: while the other replicas lose races too, the fleet is loaded,
-	// and ejecting one would move its work onto replicas that cannot spare the capacity (see
-	// [Set.Troubled]). 0 means 5; negative turns the rule off.
+	// waiting for calls no hedge rescued to time out. Such an ejection is short (four SlowFor
+	// but at least 1 s, longer each time it recurs, at most MaxEjection), and it is made only
+	// when the trouble is the replica's own: while the other replicas lose races too, the
+	// fleet is loaded, and ejecting one would move its work onto replicas that cannot spare
+	// the capacity (see [Set.Troubled]). 0 means 5; negative turns the rule off.
 	ConsecutiveSlow int
 
 	// SlowFor is how long a run of Slow results must last, with no success, before it
