@@ -52,3 +52,21 @@ func TestDeadRequestEvictsHedgedWaiter(t *testing.T) {
 		}
 	})
 }
+
+// A request whose client has gone already does not take a free worker: its handler would
+// run for nobody, and on a busy server (where a hedge's loser is cancelled as it arrives)
+// that is work taken from the requests still waited for.
+func TestGoneRequestDoesNotTakeAFreeWorker(t *testing.T) {
+	q := mustNew(t, Config{Workers: 2, Queue: 4})
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+	if a := q.Acquire(dead, false); a.Outcome != Abandoned {
+		t.Fatalf("gone request at a free worker: %v, want abandoned", a.Outcome)
+	}
+	if s := q.Stats(); s.Running != 0 || s.Abandoned != 1 || s.Admitted != 0 {
+		t.Errorf("Stats = %+v, want nothing running, 1 abandoned, none admitted", s)
+	}
+	if a := q.Acquire(context.Background(), false); a.Outcome != Admitted {
+		t.Errorf("live request after it: %v, want admitted", a.Outcome)
+	}
+}

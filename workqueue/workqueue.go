@@ -237,23 +237,27 @@ func (l *waitList) remove(w *waiter) {
 // [Queue.Release].
 //
 // A request that finds a free worker takes it without allocating; a free worker implies an
-// empty wait list, since a finishing worker hands its slot on rather than freeing it.
+// empty wait list, since a finishing worker hands its slot on rather than freeing it. A
+// request whose ctx is done already is [Abandoned], free worker or not.
 func (q *Queue) Acquire(ctx context.Context, hedged bool) Admission {
 	hedged = hedged && q.hedgedLast
-
 	q.mu.Lock()
 	switch {
+	case ctx.Err() != nil:
+		// The client is gone: even a free worker would run its handler for nobody. On a busy
+		// server that is common (a hedge's loser cancelled as it arrived, a client that hung
+		// up while the server was slow to read its request), and without a free worker it
+		// would only abandon the place it took. (Err is an atomic load, and allocates
+		// nothing, where Done may make the context's channel.)
+		q.stats.Abandoned++
+		queued := q.first.n + q.hedged.n
+		q.mu.Unlock()
+		return Admission{Outcome: Abandoned, Queued: queued}
 	case q.running < q.workers:
 		q.running++
 		q.stats.Admitted++
 		q.mu.Unlock()
 		return Admission{Outcome: Admitted}
-	case ctx.Err() != nil:
-		// No free worker and the client is gone: it would only abandon the place it took.
-		q.stats.Abandoned++
-		queued := q.first.n + q.hedged.n
-		q.mu.Unlock()
-		return Admission{Outcome: Abandoned, Queued: queued}
 	case q.first.n+q.hedged.n >= q.capacity:
 		if hedged || q.hedged.n == 0 {
 			q.stats.Rejected++
