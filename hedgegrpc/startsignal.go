@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
 )
 
 // StartedKey is the response header key of the start signal: a server that runs
@@ -37,7 +38,9 @@ func wantsStartSignal(ctx context.Context) bool {
 // ([StartSignalKey]), sends the response headers, carrying [StartedKey], when the handler
 // starts. Chain it after anything that makes a call wait (a [Queue]):
 // grpc.ChainUnaryInterceptor(q.UnaryServer, hedgegrpc.StartSignal), so the signal means
-// "a worker has started", not "the call has arrived".
+// "a worker has started", not "the call has arrived". A call whose client has gone by then
+// (the header cannot be sent, and the call's context is done) is answered with its context's
+// status, and its handler is not run.
 //
 // Headers can be sent once per call: a handler behind StartSignal that calls
 // grpc.SetHeader on a call that asked for the signal gets an error, and grpc.SendHeader is
@@ -45,19 +48,24 @@ func wantsStartSignal(ctx context.Context) bool {
 // in the headers, fails the same way: choose the compressor before StartSignal, or in the
 // client's call options.
 func StartSignal(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if wantsStartSignal(ctx) {
-		_ = grpc.SendHeader(ctx, startedHeader) // a call already gone has nobody to tell
+	if wantsStartSignal(ctx) && grpc.SendHeader(ctx, startedHeader) != nil && ctx.Err() != nil {
+		return nil, gone(ctx) // a call already gone has nobody to tell, nor to serve
 	}
 	return handler(ctx, req)
 }
 
 // StreamStartSignal is [StartSignal] for streaming calls.
 func StreamStartSignal(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if wantsStartSignal(ss.Context()) {
-		_ = ss.SendHeader(startedHeader)
+	if ctx := ss.Context(); wantsStartSignal(ctx) && ss.SendHeader(startedHeader) != nil && ctx.Err() != nil {
+		return gone(ctx)
 	}
 	return handler(srv, ss)
 }
+
+// gone is the answer to a call whose client went away before its handler started (a hedge's
+// loser cancelled as it got its worker): the handler is not run for nobody. The client never
+// reads it.
+func gone(ctx context.Context) error { return status.FromContextError(ctx.Err()).Err() }
 
 // StatsHandler returns the client-side stats.Handler that reads the start signal: when an
 // attempt's response headers carry [StartedKey], it reports the attempt as in service to its
