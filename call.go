@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -291,8 +292,17 @@ func (c *Call) settle(now time.Time) []Action {
 }
 
 // Start begins the call at now: it starts the first attempt (or fails fast when the breaker
-// is open or the limit full) and arms the hedge timer.
+// is open or the limit full) and arms the hedge timer. A Call starts once: for another call,
+// Reset it first. Start panics on a Call without a Policy (not made by [Policy.NewCall] nor
+// Reset with one) and on one already started, whose limit permit and breaker ticket a second
+// start would take and never give back.
 func (c *Call) Start(now time.Time) []Action {
+	if c.p == nil || c.p.bud == nil {
+		panic("hedge: Call.Start on a Call without a Policy (make it with Policy.NewCall, or Reset it with one)")
+	}
+	if c.seq != 0 {
+		panic("hedge: Call.Start on a Call already started (Reset it for a new call)")
+	}
 	c.acts = c.acts[:0]
 	p := c.p
 	c.start = now
@@ -1060,11 +1070,15 @@ func (c *Call) AttemptStartedService(now time.Time, k int) []Action {
 }
 
 // Cancel tells the call its caller gave up at now, with cause (usually ctx.Err()). Every
-// attempt is cancelled and the call finishes with cause.
+// attempt is cancelled and the call finishes with cause; a nil cause is context.Canceled, since
+// a call that ends with a nil Err reads as won.
 func (c *Call) Cancel(now time.Time, cause error) []Action {
 	c.acts = c.acts[:0]
 	if c.done {
 		return c.acts
+	}
+	if cause == nil {
+		cause = context.Canceled
 	}
 	c.cancelAll(now)
 	c.finishWith(now, cause, breaker.Ignored)
