@@ -41,7 +41,9 @@ import (
 // Config.Classify, after the call has been ended cleanly: its attempts cancelled, their limit
 // permits and the breaker's ticket given back, so the policy stays usable. A panic in an
 // attempt whose answer is no longer awaited (a loser that panics after the call was decided)
-// is recovered and dropped: no goroutine Do started can crash the process.
+// is recovered and dropped: no goroutine Do started can crash the process. Misuse panics
+// with a hedge: message before anything is sent or counted: a nil or zero Policy, a nil
+// ctx, a nil fn.
 //
 // Do is safe for concurrent use; all state lives in p.
 func Do[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
@@ -105,7 +107,7 @@ type firstBox[T any] struct {
 // attempt's state) comes in a kit reused from call to call, so a call that no hedge races
 // allocates only its first attempt, which its goroutine holds.
 func run[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error), keep bool) (T, *attemptState, error) {
-	checkPolicy(p)
+	checkCall(ctx, p, fn)
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, nil, err

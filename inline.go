@@ -96,7 +96,7 @@ type inlineCall[T any] struct {
 }
 
 func runInline[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T, error), keep bool) (T, *attemptState, error) {
-	checkPolicy(p)
+	checkCall(ctx, p, fn)
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, nil, err

@@ -289,6 +289,17 @@ func checkPolicy(p *Policy) {
 	}
 }
 
+// checkCall refuses the arguments of a Do call that cannot work, before anything is counted.
+func checkCall[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) {
+	checkPolicy(p)
+	if ctx == nil {
+		panic("hedge: Do called with a nil Context (use context.Background())")
+	}
+	if fn == nil {
+		panic("hedge: Do called with a nil function")
+	}
+}
+
 // newAttempt is the attempt the state machine's StartAttempt a asks for; r is where it lives
 // (nil: an allocation of its own; else its state and context are set). The driver appends it
 // to its attempts.
