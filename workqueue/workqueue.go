@@ -120,8 +120,8 @@ type Stats struct {
 	WaitMax   time.Duration
 }
 
-// Queue hands out a bounded number of worker slots in FIFO order. Build it with [New]; it is
-// safe for concurrent use.
+// Queue hands out a bounded number of worker slots in FIFO order. Build it with [New] (the
+// zero value panics on use); it is safe for concurrent use.
 type Queue struct {
 	workers    int
 	capacity   int
@@ -242,6 +242,10 @@ func (l *waitList) remove(w *waiter) {
 func (q *Queue) Acquire(ctx context.Context, hedged bool) Admission {
 	hedged = hedged && q.hedgedLast
 	q.mu.Lock()
+	if q.workers == 0 {
+		q.mu.Unlock()
+		panic("workqueue: Queue used without New")
+	}
 	switch {
 	case ctx.Err() != nil:
 		// The client is gone: even a free worker would run its handler for nobody. On a busy
@@ -329,9 +333,16 @@ func (q *Queue) Acquire(ctx context.Context, hedged bool) Admission {
 // returns how many requests wait right after.
 //
 // Call it exactly once per admission, from a deferred function if the handler may panic: a
-// slot that is never released is a worker lost for good.
+// slot that is never released is a worker lost for good. A Release while no slot is held
+// panics.
 func (q *Queue) Release(cancelled bool) (queued int) {
 	q.mu.Lock()
+	if q.running <= 0 {
+		// A release with no slot held would make room for one more request than there are
+		// workers, for good.
+		q.mu.Unlock()
+		panic("workqueue: Release without an admitted request")
+	}
 	if cancelled {
 		q.stats.Cancelled++
 	}
