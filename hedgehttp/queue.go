@@ -248,6 +248,9 @@ func isHedged(r *http.Request) bool {
 // ServeHTTP runs the handler when a worker is free, waits in the queue when
 // none is, and answers 503 with Retry-After when the queue is full.
 func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if q.core == nil {
+		panic("hedgehttp: Queue used without NewQueue")
+	}
 	hedged := isHedged(r)
 	a := q.core.Acquire(r.Context(), hedged)
 	switch a.Outcome {

@@ -531,6 +531,10 @@ func hasIdempotencyKey(h http.Header) bool {
 // (every attempt cancelled, every response closed) and reaches the caller of RoundTrip as a
 // *[hedge.PanicError].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.classify == nil { // NewTransport always sets it
+		closeBody(req)
+		return nil, fmt.Errorf("%w: Transport used without NewTransport (its zero value is not usable)", ErrConfig)
+	}
 	if req.URL == nil {
 		closeBody(req)
 		return nil, errors.New("hedgehttp: nil Request.URL")
