@@ -572,8 +572,12 @@ func (t *Transport) Close() error {
 
 // OnClose has f called once, when Close is first called (at once if it has been): how a layer
 // built around the Transport lets go of it, as hedgeotel stops reporting its gauges. f runs on
-// the goroutine that calls Close, after the streams have ended.
+// the goroutine that calls Close, after the streams have ended. A nil f is ignored: called
+// from Close, it would panic there and skip the functions after it.
 func (t *Transport) OnClose(f func()) {
+	if f == nil {
+		return
+	}
 	t.closeMu.Lock()
 	if !t.closed {
 		t.onClose = append(t.onClose, f)
