@@ -68,6 +68,12 @@ func ConfigFromServiceConfig(serviceConfigJSON string) (Config, error) {
 			return Config{}, scError("retryThrottling.maxTokens", "must be in (0, 1000], got %v", deref(t.MaxTokens))
 		case t.TokenRatio == nil || !(*t.TokenRatio > 0) || math.IsInf(*t.TokenRatio, 1):
 			return Config{}, scError("retryThrottling.tokenRatio", "must be > 0, got %v", deref(t.TokenRatio))
+		// Tokens are counted in thousandths (A6): a figure that rounds to none would never
+		// give a token back, or hold every call to one attempt from the start.
+		case math.Round(*t.MaxTokens*1000) < 1:
+			return Config{}, scError("retryThrottling.maxTokens", "must be at least 0.001 (tokens are counted in thousandths), got %v", *t.MaxTokens)
+		case math.Round(*t.TokenRatio*1000) < 1:
+			return Config{}, scError("retryThrottling.tokenRatio", "must be at least 0.001 (tokens are counted in thousandths), got %v", *t.TokenRatio)
 		}
 		th = newThrottle(*t.MaxTokens, *t.TokenRatio)
 	}
