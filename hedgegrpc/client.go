@@ -128,6 +128,10 @@ type Config struct {
 //
 // A method's policy is kept for the Interceptor's life, so method names must come from a
 // bounded set, as they do from generated clients.
+//
+// The zero Interceptor is not usable: its calls fail with an error wrapping [ErrConfig]
+// (status INTERNAL), Reconfigure returns one, and DialOptions panics, each naming
+// NewInterceptor.
 type Interceptor struct {
 	cfg         Config
 	nonFatal    uint32 // bit per code
@@ -156,6 +160,15 @@ type method struct {
 
 // Policy is the method's policy.
 func (m *method) Policy() *hedge.Policy { return m.policy }
+
+// errUnbuilt is the error of a call through an Interceptor that NewInterceptor did not build.
+var errUnbuilt = &Error{
+	Status: status.New(codes.Internal, "hedgegrpc: Interceptor used without NewInterceptor"),
+	Err:    fmt.Errorf("%w: Interceptor used without NewInterceptor", ErrConfig),
+}
+
+// built reports whether NewInterceptor built i: it always sets descriptors.
+func (i *Interceptor) built() bool { return i != nil && i.descriptors != nil }
 
 // NewInterceptor returns an [Interceptor] for cfg. It returns an error wrapping [ErrConfig]
 // that names the field and the rule when cfg is invalid, including when a policy template is.
@@ -338,6 +351,9 @@ func (i *Interceptor) Measured() map[string]hedge.Measured { return i.methods.Me
 // reads start signals, which would never see one on such a connection; to keep that
 // possible, install the options yourself, grpc.WithStatsHandler(StatsHandler()) among them.
 func (i *Interceptor) DialOptions() []grpc.DialOption {
+	if !i.built() {
+		panic("hedgegrpc: Interceptor.DialOptions on an Interceptor not built by NewInterceptor")
+	}
 	opts := []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(i.UnaryClient),
 		grpc.WithChainStreamInterceptor(i.StreamClient),

@@ -55,6 +55,7 @@ const (
 // runs inside the queue, which cannot see it, the call carries two reports, and ORCA readers
 // (gRPC's own among them) refuse a call with two.
 func (q *Queue) ServerOptions() []grpc.ServerOption {
+	q.mustBeBuilt()
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(q.reportingUnary),
 		grpc.ChainStreamInterceptor(q.reportingStream),

@@ -55,6 +55,9 @@ const oobMethod = "/xds.service.orca.v3.OpenRcaService/StreamCoreMetrics"
 // a worker. Each stream ends when its client closes the connection or the server stops; note
 // that grpc.Server.GracefulStop waits for them, as for any stream.
 func (q *Queue) RegisterOOB(s grpc.ServiceRegistrar, minInterval time.Duration) error {
+	if q == nil || q.core == nil {
+		return fmt.Errorf("%w: RegisterOOB on a Queue not built by NewQueue", ErrQueueConfig)
+	}
 	if minInterval < 0 {
 		return fmt.Errorf("%w: RegisterOOB's minInterval must be >= 0, got %v", ErrQueueConfig, minInterval)
 	}

@@ -87,13 +87,26 @@ type QueueStats struct {
 // read), or with [Queue.RegisterOOB] beside it (the same load on an ORCA out-of-band stream,
 // a report per connection per interval instead of one per call); chain [StartSignal] after it. No goroutine is started per call: the call's
 // own goroutine waits for its turn, and a finishing worker hands its slot to the head of the
-// queue. Build it with [NewQueue]; it is safe for concurrent use.
+// queue. Build it with [NewQueue]; it is safe for concurrent use. The zero Queue is not
+// usable: its interceptors, ServerOptions and Stats panic with a message naming NewQueue,
+// and RegisterOOB returns an error wrapping [ErrQueueConfig].
 type Queue struct {
 	trailer    metadata.MD
 	hedgedLast bool // read the AttemptKey metadata only when it matters
 	queueCheck bool // QueueHealthCheck
 	core       *workqueue.Queue
 	reports    reportCache // the trailers of the latest load reports (load.go)
+}
+
+// errNoQueue is the message of a Queue that NewQueue did not build.
+const errNoQueue = "hedgegrpc: Queue used without NewQueue"
+
+// mustBeBuilt panics when NewQueue did not build q: a zero Queue has no workers, and would
+// fail on a nil pointer in the middle of a call.
+func (q *Queue) mustBeBuilt() {
+	if q == nil || q.core == nil {
+		panic(errNoQueue)
+	}
 }
 
 // isCopy reports whether the call is a hedged copy or a retry: its AttemptKey metadata is
@@ -137,6 +150,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 
 // Stats returns a snapshot of the queue's state and counters.
 func (q *Queue) Stats() QueueStats {
+	q.mustBeBuilt()
 	s := q.core.Stats()
 	return QueueStats{
 		Workers: s.Workers, Capacity: s.Capacity,
@@ -150,6 +164,7 @@ func (q *Queue) Stats() QueueStats {
 // waits in the queue when none is, and answers RESOURCE_EXHAUSTED with a pushback trailer
 // when the queue is full.
 func (q *Queue) UnaryServer(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	q.mustBeBuilt()
 	if q.probe(info) {
 		return handler(ctx, req) // see QueueConfig.QueueHealthCheck
 	}
@@ -168,6 +183,7 @@ func (q *Queue) UnaryServer(ctx context.Context, req any, info *grpc.UnaryServer
 // checking opens on every connection. Held, each would take a worker for good, and as many
 // connections as workers would leave none for calls.
 func (q *Queue) StreamServer(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	q.mustBeBuilt()
 	if bypassesQueue(info.FullMethod) {
 		return handler(srv, ss)
 	}

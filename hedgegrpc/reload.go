@@ -31,6 +31,9 @@ type templates struct {
 // has left the start-signal stats handler out (no trigger read them then): on connections
 // dialed with those options it would never see a signal. The maps and slices are copied: the caller may change them afterwards.
 func (i *Interceptor) Reconfigure(policy hedge.Config, methods map[string]hedge.Config, idempotent []string) error {
+	if !i.built() {
+		return errUnbuilt.Err
+	}
 	tm := &templates{policy: policy, methods: maps.Clone(methods), idempotent: slices.Clone(idempotent)}
 	if err := i.checkTemplates(tm); err != nil {
 		return err

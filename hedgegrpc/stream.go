@@ -34,6 +34,11 @@ import (
 // Header is asked for before it has committed commits then, to the earliest attempt still
 // running, as gRPC's own retries commit at the response headers.
 func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, fullMethod string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if !i.built() {
+		co := splitOptions(opts)
+		co.finish(errUnbuilt)
+		return nil, errUnbuilt
+	}
 	if desc.ClientStreams {
 		if rs := i.replayStreamFor(ctx, desc, cc, fullMethod, streamer, opts); rs != nil {
 			return rs, nil

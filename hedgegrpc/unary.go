@@ -31,6 +31,11 @@ import (
 // already cancelled, are waited for, so that the caller may reuse its request at once, as
 // after a plain call.
 func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if !i.built() {
+		co := splitOptions(opts)
+		co.finish(errUnbuilt)
+		return errUnbuilt
+	}
 	rm, ok := reply.(proto.Message)
 	if !ok {
 		return invoker(ctx, fullMethod, req, reply, cc, opts...) // cannot be copied per attempt
