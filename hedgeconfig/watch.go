@@ -272,8 +272,11 @@ func (w *Watcher) refused(err error) (*File, bool, error) {
 // add followers, which hear from the next change on). An error, or a panic, refuses the
 // change: the file that was running stays (for every reader, and for every other follower,
 // which is told it again: readers read the new file while the followers ran), and the error
-// is reported as the reload's.
+// is reported as the reload's. A nil fn is ignored: called, it would refuse every change.
 func (w *Watcher) Follow(fn func(*File) error) {
+	if fn == nil {
+		return
+	}
 	w.addFollower(fn)
 }
 
