@@ -54,6 +54,7 @@ package hedgeotel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"sync"
@@ -373,7 +374,8 @@ func callOutcome(err error) int {
 
 // Watch reports the gauges of the policies measured returns (name → figures, as
 // hedgehttp.Transport.Measured does) at every collection, until stop is called. Names must
-// be the ones the policies' events are recorded under. On a nil *Metrics it does nothing.
+// be the ones the policies' events are recorded under. A panic in measured is recovered and
+// returned as the collection's error; the other sources are reported as usual. On a nil *Metrics it does nothing.
 func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(), err error) {
 	if m == nil || measured == nil {
 		return func() {}, nil
@@ -413,8 +415,14 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 		sources = append(sources, s)
 	}
 	m.mu.Unlock()
+	var errs []error
 	for _, s := range sources {
-		for name, f := range s() {
+		figures, err := measure(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for name, f := range figures {
 			o := m.operation(name)
 			if f.Warm {
 				obs.ObserveFloat64(m.threshold, f.Threshold.Seconds(), o.opRecord)
@@ -439,7 +447,19 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 			obs.ObserveFloat64(m.allowance, f.WinRateAllowance, o.opRecord)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// measure calls a source given to Watch, turning a panic into the collection's error: the
+// callback runs on the SDK's goroutine (a periodic reader's), where a panic would end the
+// process, and the other sources' gauges are still reported.
+func measure(s func() map[string]hedge.Measured) (figures map[string]hedge.Measured, err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			err = fmt.Errorf("hedgeotel: a Watch source panicked: %v", x)
+		}
+	}()
+	return s(), nil
 }
 
 // NewPolicy builds a policy from cfg whose events and figures are recorded under the name
