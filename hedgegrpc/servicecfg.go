@@ -243,10 +243,13 @@ func codeSet(at string, cs []json.RawMessage) (uint32, error) {
 func protoDuration(at, s string) (time.Duration, error) {
 	num, ok := strings.CutSuffix(s, "s")
 	f, err := strconv.ParseFloat(num, 64)
-	if !ok || err != nil || strings.ContainsAny(num, "eEinfINFxX+") || !(f >= 0) || f > math.MaxInt64/1e9 {
+	ns := math.Round(f * 1e9)
+	// float64(math.MaxInt64) is 2^63, one past the longest Duration: a figure that rounds to
+	// it would convert to the most negative one.
+	if !ok || err != nil || strings.ContainsAny(num, "eEinfINFxX+") || !(f >= 0) || ns >= math.MaxInt64 {
 		return 0, scError(at, "%q is not a duration such as \"0.5s\"", s)
 	}
-	return time.Duration(math.Round(f * 1e9)), nil
+	return time.Duration(ns), nil
 }
 
 func deref[T any](p *T) any {
