@@ -30,8 +30,13 @@ const (
 type streamBackend struct {
 	testpb.UnimplementedTestServiceServer
 	arrived chan struct{} // closed when a copy reaches a backend
+	// firstIn, when set, is closed when a first attempt reaches a backend, and a copy reads
+	// nothing until then: else, on a busy machine, a copy could win before the first attempt
+	// was sent, and the first attempt, rightly never sent, would not reach a backend at all.
+	firstIn chan struct{}
 	release chan struct{} // closed to let first attempts answer; nil: they never do
 	once    sync.Once
+	inOnce  sync.Once
 	copies  atomic.Int32
 	firsts  atomic.Int32
 	mu      sync.Mutex
@@ -74,7 +79,17 @@ func (sb *streamBackend) read(ctx context.Context, recv func() ([]byte, error)) 
 	first := attemptOf(ctx) == 0
 	if first {
 		sb.firsts.Add(1)
+		if sb.firstIn != nil {
+			sb.inOnce.Do(func() { close(sb.firstIn) })
+		}
 	} else {
+		if sb.firstIn != nil {
+			select {
+			case <-sb.firstIn:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		sb.copies.Add(1)
 		sb.once.Do(func() { close(sb.arrived) })
 	}
@@ -155,7 +170,7 @@ func TestClientAndBidiStreamsHedgedWithReplay(t *testing.T) {
 	defer cancel()
 
 	t.Run("client streaming", func(t *testing.T) {
-		sb := &streamBackend{arrived: make(chan struct{})}
+		sb := &streamBackend{arrived: make(chan struct{}), firstIn: make(chan struct{})}
 		client := startStreamBackends(t, hi, sb)
 		var finished atomic.Int32
 		s, err := client.StreamingInputCall(ctx, grpc.OnFinish(func(err error) {
@@ -190,7 +205,7 @@ func TestClientAndBidiStreamsHedgedWithReplay(t *testing.T) {
 		check(t, sb)
 	})
 	t.Run("bidi", func(t *testing.T) {
-		sb := &streamBackend{arrived: make(chan struct{})}
+		sb := &streamBackend{arrived: make(chan struct{}), firstIn: make(chan struct{})}
 		client := startStreamBackends(t, hi, sb)
 		s, err := client.FullDuplexCall(ctx)
 		if err != nil {

@@ -30,11 +30,21 @@ func recvAll(s grpc.ServerStreamingClient[healthpb.HealthCheckResponse]) ([]heal
 
 func TestServerStreamHedgedUntilFirstMessage(t *testing.T) {
 	checkLeaks(t)
-	// A first attempt never sends anything; a hedge sends three messages and ends.
+	// A first attempt never sends anything; a hedge sends three messages and ends, once the
+	// first attempt has reached its backend: else, on a busy machine, the hedge can win
+	// before the first attempt's stream is sent, and that attempt rightly never reaches a
+	// handler to see its cancellation.
+	primary := make(chan struct{})
 	bs := startBackends(t, 2, func(int) *backend {
 		return &backend{watch: func(b *backend, req *healthpb.HealthCheckRequest, s grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
 			if attemptOf(s.Context()) == 0 {
+				close(primary)
 				<-s.Context().Done()
+				return s.Context().Err()
+			}
+			select {
+			case <-primary:
+			case <-s.Context().Done():
 				return s.Context().Err()
 			}
 			for _, st := range []healthpb.HealthCheckResponse_ServingStatus{1, 2, 1} {
