@@ -304,6 +304,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	// panic in Done itself, in Config.Replica.OnEjection, does not end the attempt twice).
 	settled := false
 	if pool := c.pool(); pool != nil {
+		if hook := testHookPick.Load(); hook != nil {
+			(*hook)(c.t, ctx, r)
+		}
 		ri, again = c.pick()
 		defer func() {
 			if !settled {
@@ -555,6 +558,12 @@ func (c *call) multiplexed(r *http.Request) bool {
 	}
 	return false
 }
+
+// testHookPick, when set, runs as an attempt is about to pick its replica, with its
+// Transport, its context and its request: a test can hold an attempt there, so that the
+// attempts of a call pick in the order it asserts on. Atomic: attempts of other tests' calls
+// may still read it as a test sets it.
+var testHookPick atomic.Pointer[func(t *Transport, ctx context.Context, r *http.Request)]
 
 // pick chooses the replica of an attempt, away from those the call has used while a healthy
 // one is left, and reports whether the call had used it already.

@@ -1,6 +1,7 @@
 package hedgehttp
 
 import (
+	"context"
 	"errors"
 	"io"
 	"maps"
@@ -19,8 +20,9 @@ import (
 
 // zoneLog records which replica each attempt of each call reached.
 type zoneLog struct {
-	mu   sync.Mutex
-	seen map[string]map[int]string // call -> attempt index -> replica name
+	mu      sync.Mutex
+	seen    map[string]map[int]string // call -> attempt index -> replica name
+	arrived arrivals                  // "call/attempt": closed once the attempt reached a replica
 }
 
 func (z *zoneLog) record(call string, k int, name string) {
@@ -29,7 +31,18 @@ func (z *zoneLog) record(call string, k int, name string) {
 	if z.seen[call] == nil {
 		z.seen[call] = map[int]string{}
 	}
+	if _, again := z.seen[call][k]; !again {
+		close(z.arrived.of(call + "/" + strconv.Itoa(k)))
+	}
 	z.seen[call][k] = name
+}
+
+// arrivals hands out one channel per key, made on first use.
+type arrivals struct{ m sync.Map }
+
+func (a *arrivals) of(key string) chan struct{} {
+	ch, _ := a.m.LoadOrStore(key, make(chan struct{}))
+	return ch.(chan struct{})
 }
 
 // of returns the attempts of call once at least n have arrived (or after 5s).
@@ -46,6 +59,14 @@ func (z *zoneLog) of(call string, n int) map[int]string {
 
 // Two groups of two replicas, local and remote (5ms farther): first attempts all go local;
 // hedges go local while a healthy unused local replica exists, remote otherwise.
+//
+// The pool decides at each attempt's pick, from the replicas the call's earlier picks took;
+// the state machine numbers attempts as it starts them, and each hedge picks on its own
+// goroutine, which a busy machine may run late (after a later hedge's, or after the call was
+// decided, before the first attempt was sent). An attempt that picks after a later-numbered
+// one took the last unused local replica rightly goes remote. So each attempt picks only
+// once the one before it has reached its replica (testHookPick): the attempt numbers the
+// test asserts on are then the order of the picks.
 func TestReplicaGroupsOverHTTP(t *testing.T) {
 	checkGoroutines(t)
 	var stuck atomic.Bool // local replicas hang until their attempt loses
@@ -94,6 +115,18 @@ func TestReplicaGroupsOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inOrder := func(at *Transport, ctx context.Context, r *http.Request) {
+		info, ok := hedge.AttemptFrom(ctx)
+		if at != tr || !ok || info.Index == 0 {
+			return // another test's call, or a first attempt
+		}
+		select {
+		case <-zl.arrived.of(r.Header.Get("X-Call") + "/" + strconv.Itoa(info.Index-1)):
+		case <-ctx.Done():
+		}
+	}
+	testHookPick.Store(&inOrder)
+	t.Cleanup(func() { testHookPick.Store(nil) })
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	calls := 0
 	// call makes a call with the Hedge-Trigger header trigger (none: the policy's) and
