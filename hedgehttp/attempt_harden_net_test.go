@@ -160,6 +160,7 @@ func TestLateAttemptLeavesRequestAlone(t *testing.T) {
 // no time bound, on the caller's (never-ending) context.
 func TestFirstAttemptLosingAsItAnswers(t *testing.T) {
 	type callState struct {
+		primIn    chan struct{} // the primary reached the server
 		hedgeDone chan struct{}
 		primEnded chan time.Duration
 	}
@@ -170,7 +171,7 @@ func TestFirstAttemptLosingAsItAnswers(t *testing.T) {
 		defer mu.Unlock()
 		c := calls[id]
 		if c == nil {
-			c = &callState{hedgeDone: make(chan struct{}), primEnded: make(chan time.Duration, 1)}
+			c = &callState{primIn: make(chan struct{}), hedgeDone: make(chan struct{}), primEnded: make(chan time.Duration, 1)}
 			calls[id] = c
 		}
 		return c
@@ -179,6 +180,14 @@ func TestFirstAttemptLosingAsItAnswers(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cs := get(r.URL.Query().Get("call"))
 		if r.Header.Get(AttemptHeader) != "" {
+			// The hedge answers once the primary is on the server: else, on a busy machine,
+			// it can win before the primary was sent, whose handler then never runs (and
+			// never ends, for the test to wait on).
+			select {
+			case <-cs.primIn:
+			case <-r.Context().Done():
+				return
+			}
 			io.WriteString(w, "hedge")
 			w.(http.Flusher).Flush()
 			close(cs.hedgeDone)
@@ -188,6 +197,7 @@ func TestFirstAttemptLosingAsItAnswers(t *testing.T) {
 			io.WriteString(w, "x")
 			return
 		}
+		close(cs.primIn)
 		select {
 		case <-cs.hedgeDone:
 		case <-time.After(300 * time.Millisecond):

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,16 +15,23 @@ import (
 )
 
 // slowPrimary answers "primary" after 30ms and a copy at once with "hedge", counting the
-// requests and any TriggerHeader that reached it.
-func slowPrimary(requests, leaked *atomic.Int32) http.Handler {
+// requests of each call (its query's call) and any TriggerHeader that reached it. The primary
+// of a call that the test wants its hedge to win (the query says lose) never answers: on a
+// busy machine a hedge due after a few milliseconds may reach the server after 30ms, and
+// lose to a primary the test meant to be slow.
+func slowPrimary(requests *callCounts, leaked *atomic.Int32) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
+		requests.add(r.URL.Query().Get("call"))
 		if r.Header.Get(TriggerHeader) != "" {
 			leaked.Add(1)
 		}
 		if r.Header.Get(AttemptHeader) == "" {
+			var answer <-chan time.Time // nil: never
+			if r.URL.Query().Get("lose") == "" {
+				answer = time.After(30 * time.Millisecond)
+			}
 			select {
-			case <-time.After(30 * time.Millisecond):
+			case <-answer:
 			case <-r.Context().Done():
 				return
 			}
@@ -34,18 +42,54 @@ func slowPrimary(requests, leaked *atomic.Int32) http.Handler {
 	})
 }
 
+// slowPrimaryURL is the address of call to a slowPrimary server: its primary answers, or,
+// when the test wants the hedge's answer, never does.
+func slowPrimaryURL(srv string, call int, want string) string {
+	u := srv + "?call=" + strconv.Itoa(call)
+	if want == "hedge" {
+		u += "&lose=1"
+	}
+	return u
+}
+
+// callCounts counts the requests of each call that reached a server. A call's loser may
+// reach it after the call has returned (or never, cancelled before it was sent): counted by
+// call, it never counts as the next call's.
+type callCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounts) add(call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[call]++
+}
+
+func (c *callCounts) of(call int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[strconv.Itoa(call)]
+}
+
 // The Hedge-Trigger header sets one request's trigger and never reaches the server.
 func TestTriggerHeader(t *testing.T) {
 	checkGoroutines(t)
-	var requests, leaked atomic.Int32
+	var requests callCounts
+	var leaked atomic.Int32
 	srv, next := startServer(t, "HTTP/1.1", slowPrimary(&requests, &leaked))
 	tr, err := NewTransport(Config{Next: next, Policy: hedge.Config{Trigger: hedge.After(5 * time.Millisecond), Budget: budget.Config{Ratio: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	get := func(trigger string) (string, error) {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	call := 0
+	get := func(trigger, want string) (string, error) {
+		call++
+		req, _ := http.NewRequest(http.MethodGet, slowPrimaryURL(srv.URL, call, want), nil)
 		if trigger != "" {
 			req.Header.Set(TriggerHeader, trigger)
 		}
@@ -64,11 +108,10 @@ func TestTriggerHeader(t *testing.T) {
 		{"after 1h", "primary"},
 		{"after 1ms", "hedge"},
 	} {
-		before := requests.Load()
-		if got, err := get(tc.header); err != nil || got != tc.want {
+		if got, err := get(tc.header, tc.want); err != nil || got != tc.want {
 			t.Errorf("%s: %q, %v; want %q", tc.header, got, err, tc.want)
 		}
-		if n := requests.Load() - before; tc.want == "primary" && n != 1 {
+		if n := requests.of(call); tc.want == "primary" && n != 1 {
 			t.Errorf("%s: %d requests reached the server, want 1", tc.header, n)
 		}
 	}
@@ -76,7 +119,7 @@ func TestTriggerHeader(t *testing.T) {
 		t.Errorf("the server saw %s on %d requests", TriggerHeader, leaked.Load())
 	}
 	for _, bad := range []string{"quantil 0.9", "after soon", "tied", "start-aware 0.95"} {
-		if _, err := get(bad); !errors.Is(err, ErrTriggerHeader) {
+		if _, err := get(bad, ""); !errors.Is(err, ErrTriggerHeader) {
 			t.Errorf("%q: %v, want ErrTriggerHeader", bad, err)
 		}
 	}
@@ -86,7 +129,8 @@ func TestTriggerHeader(t *testing.T) {
 // host whose configuration is the same.
 func TestRefresh(t *testing.T) {
 	checkGoroutines(t)
-	var requests, leaked atomic.Int32
+	var requests callCounts
+	var leaked atomic.Int32
 	srv, next := startServer(t, "HTTP/1.1", slowPrimary(&requests, &leaked))
 	var mu sync.Mutex
 	cfg := hedge.Config{}
@@ -99,8 +143,10 @@ func TestRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	get := func() string {
-		resp, err := client.Get(srv.URL)
+	call := 0
+	get := func(want string) string {
+		call++
+		resp, err := client.Get(slowPrimaryURL(srv.URL, call, want))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +154,7 @@ func TestRefresh(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	if got := get(); got != "primary" {
+	if got := get("primary"); got != "primary" {
 		t.Fatalf("without a trigger: %q", got)
 	}
 	key := "http://" + srv.Listener.Addr().String()
@@ -122,7 +168,7 @@ func TestRefresh(t *testing.T) {
 	if err := tr.Refresh(); err != nil || tr.Policy(key) == first {
 		t.Fatalf("Refresh after a change: %v, policy replaced %v", err, tr.Policy(key) != first)
 	}
-	if got := get(); got != "hedge" {
+	if got := get("hedge"); got != "hedge" {
 		t.Errorf("after the change: %q, want the hedge's answer", got)
 	}
 	mu.Lock()
