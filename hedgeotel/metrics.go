@@ -375,7 +375,8 @@ func callOutcome(err error) int {
 // Watch reports the gauges of the policies measured returns (name → figures, as
 // hedgehttp.Transport.Measured does) at every collection, until stop is called. Names must
 // be the ones the policies' events are recorded under. A panic in measured is recovered and
-// returned as the collection's error; the other sources are reported as usual. On a nil *Metrics it does nothing.
+// returned as the collection's error; the other sources are reported as usual. On a nil
+// *Metrics it does nothing.
 func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(), err error) {
 	if m == nil || measured == nil {
 		return func() {}, nil
