@@ -58,7 +58,10 @@ type Config struct {
 
 	// Next sends each attempt. nil means [http.DefaultTransport]. Each attempt's request
 	// carries a context derived from the caller's (so its values and deadline), and hedged
-	// attempts carry the AttemptHeader.
+	// attempts carry the AttemptHeader. When Next is an *http.Transport, a request it cannot
+	// send as hedgehttp knows (a scheme other than http and https, which only a protocol
+	// registered with RegisterProtocol serves, or no host and no replica to give it one) goes
+	// to it once, unhedged and unretried, and its error comes back at once.
 	Next http.RoundTripper
 
 	// NextHonoursContext says that Next returns promptly once a request's context ends, as
@@ -541,31 +544,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if v := req.Header["Upgrade"]; len(v) > 0 && v[0] != "" { // Header.Get, without canonicalising a canonical key
 		// A protocol switch hands the connection to the caller: nothing to race or replay.
-		// The headers meant for this Transport go no further, as on any other request: a
-		// trigger header is checked and dropped (it has nothing to decide here), and an
-		// attempt mark that is not this call's is dropped too.
-		_, hasTrigger := req.Header[TriggerHeader]
-		_, hasMark := req.Header[AttemptHeader]
-		if hasTrigger || hasMark {
-			sent := req
-			if hasTrigger {
-				var err error
-				if sent, _, err = withTriggerHeader(req); err != nil {
-					closeBody(req)
-					return nil, err
-				}
-			}
-			if hasMark {
-				if sent == req {
-					cp := *req
-					cp.Header = req.Header.Clone()
-					sent = &cp
-				}
-				delete(sent.Header, AttemptHeader)
-			}
-			return t.next.RoundTrip(sent)
-		}
-		return t.next.RoundTrip(req)
+		return t.once(req)
+	}
+	if sch := req.URL.Scheme; sch != "http" && sch != "https" && t.stdNext() {
+		// net/http speaks http and https itself; another scheme is a protocol registered
+		// with RegisterProtocol, or fails at once ("unsupported protocol scheme"). Either
+		// way there is nothing to race, and retries of a request no transport can send
+		// would only wait out their backoffs, spend the budget and count for the breaker.
+		return t.once(req)
 	}
 	h, err := t.hostFor(req)
 	if err != nil {
@@ -606,6 +592,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 		}
+	}
+	if pool == nil && req.URL.Host == "" && t.stdNext() {
+		// No replica gives it an address, and net/http sends no request without a host:
+		// it fails at once ("no Host in request URL"), and must not be retried as if the
+		// dependency had failed.
+		return t.once(req)
 	}
 	if t.streams != nil {
 		if !h.streaming.Load() || h.streamPool.Load() != pool {
@@ -673,6 +665,43 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, err
+}
+
+// once sends req through Next alone, unhedged and unretried. The headers meant for this
+// Transport go no further, as on any other request: a trigger header is checked and dropped
+// (it has nothing to decide here), and an attempt mark that is not this call's is dropped
+// too.
+func (t *Transport) once(req *http.Request) (*http.Response, error) {
+	_, hasTrigger := req.Header[TriggerHeader]
+	_, hasMark := req.Header[AttemptHeader]
+	if !hasTrigger && !hasMark {
+		return t.next.RoundTrip(req)
+	}
+	sent := req
+	if hasTrigger {
+		var err error
+		if sent, _, err = withTriggerHeader(req); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	if hasMark {
+		if sent == req {
+			cp := *req
+			cp.Header = req.Header.Clone()
+			sent = &cp
+		}
+		delete(sent.Header, AttemptHeader)
+	}
+	return t.next.RoundTrip(sent)
+}
+
+// stdNext reports whether Next is net/http's own Transport, whose rules for the requests it
+// can send (a scheme of http or https, a host) are known here; another RoundTripper may send
+// what it likes.
+func (t *Transport) stdNext() bool {
+	_, ok := t.next.(*http.Transport)
+	return ok
 }
 
 // repeatability decides whether the call may be sent more than once and, when it may not,
