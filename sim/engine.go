@@ -242,6 +242,7 @@ type progress struct {
 	outstanding int // measured calls not finished yet
 	stop        bool
 	collapse    bool
+	stalled     bool // the arrival rate changed too often between two arrivals (modulatedArrival)
 	events      int64
 	queueAt     [checkpoints + 1]int
 	nextCheck   int
@@ -388,7 +389,7 @@ func (s *sim) reset(p runParams, cl client) {
 	s.nextArr = 0
 
 	s.arrivals, s.outstanding = 0, 0
-	s.stop, s.collapse = false, false
+	s.stop, s.collapse, s.stalled = false, false, false
 	s.events = 0
 	s.queueAt = [checkpoints + 1]int{}
 	s.nextCheck = 1
@@ -514,6 +515,10 @@ func (s *sim) modulatedArrival(t, e float64) float64 {
 		}
 		t = float64(until)
 	}
+	// The rate changed more than the bound allows before the next call arrived (bursts far
+	// shorter than the time between calls): the run ends, and Run reports it as an error of
+	// the model, not as a collapse of the queue.
+	s.stalled, s.stop = true, true
 	return math.MaxInt64 / 2
 }
 
@@ -780,30 +785,38 @@ func (s *sim) pausedBetween(rp int, a, b int64) int64 {
 
 // unpaused is when a service of svc ns that starts at t on replica rp ends, the replica's
 // stop-the-world pauses (Every apart, Length long, at the replica's phase) not counting as work.
+// It takes constant time: after the window it starts in, the service spans whole windows of
+// Every-Length ns of work, one per Every, then part of one (a loop over the windows took as
+// long as svc/Every, minutes for a run with nanosecond pauses). It saturates at the end of
+// time.
 func (s *sim) unpaused(rp int, t, svc int64) int64 {
 	ph := s.pausePhase[rp]
 	if ph < 0 {
 		return t + svc
 	}
 	every, length := s.pauseEvery, s.pauseLen
-	for {
-		// the pause that started last at or before t, and the next one
-		k := (t - ph) / every
-		if t < ph {
-			k = -1
-		}
-		ps := ph + k*every
-		if k >= 0 && t < ps+length {
-			t = ps + length // inside a pause: nothing happens until it ends
-			continue
-		}
-		next := ps + every
-		if t+svc <= next {
-			return t + svc
-		}
-		svc -= next - t
-		t = next + length
+	// the pause that started last at or before t, and the next one
+	k := (t - ph) / every
+	if t < ph {
+		k = -1
 	}
+	ps := ph + k*every
+	if k >= 0 && t < ps+length {
+		t = ps + length // inside a pause: nothing happens until it ends
+	}
+	next := ps + every
+	if t+svc <= next {
+		return t + svc
+	}
+	svc -= next - t
+	t = later(next, length) // the start of a window of work
+	// n whole windows of work, each Every long in time, then svc-n·work in the last one.
+	work := every - length
+	n := (svc - 1) / work
+	if n > (math.MaxInt64-t)/every {
+		return math.MaxInt64
+	}
+	return later(t+n*every, svc-n*work)
 }
 
 // release frees worker w of its request.

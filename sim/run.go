@@ -175,8 +175,8 @@ func (p Params) resolve() (Params, error) {
 		}
 	}
 	for _, d := range p.Slowdowns {
-		if d.Replica < -1 || d.Replica >= p.Replicas || !(d.Factor > 0) || math.IsInf(d.Factor, 0) || d.From < 0 || (d.To != 0 && d.To < d.From) {
-			return p, fmt.Errorf("sim: Slowdown needs Replica in [-1, Replicas), Factor > 0 and 0 <= From <= To, got %+v", d)
+		if d.Replica < -1 || d.Replica >= p.Replicas || !(d.Factor > 0) || math.IsInf(d.Factor, 0) || !finite(d.From) || !finite(d.To) || d.From < 0 || (d.To != 0 && d.To < d.From) {
+			return p, fmt.Errorf("sim: Slowdown needs Replica in [-1, Replicas), Factor > 0 and finite 0 <= From <= To (To 0 = until the end), got %+v", d)
 		}
 	}
 	if err := validateDistribution(p.Service); err != nil {
@@ -184,6 +184,11 @@ func (p Params) resolve() (Params, error) {
 	}
 	return p, nil
 }
+
+// finite reports whether x is neither NaN nor infinite: a fraction of the run's span that is
+// NaN compared false with every bound and was accepted, and an infinite one converted to the
+// most negative time (a Slowdown From +Inf applied from the start, one To +Inf never).
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 func checkPoint(loadPct float64, mode string) error {
 	if !(loadPct > 0) || math.IsInf(loadPct, 0) {
@@ -317,6 +322,11 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	r.s.run(stop)
 	if err := ctx.Err(); err != nil {
 		return Point{}, err
+	}
+	if r.s.stalled {
+		r.hc.p = nil
+		clear(r.pol)
+		return Point{}, fmt.Errorf("sim: Arrivals %+v: the arrival rate changes more than a million times between two calls (%v apart on average): BurstEvery is far too short", p.Arrivals, time.Duration(1e9/lambda))
 	}
 	pt := Point{Setup: setup.Name, LoadPct: loadPct, Cancellation: mode, Seed: seed,
 		Replicas: p.Replicas, Balancer: p.balancerName(), Clients: p.Clients, ClientInFlight: p.ClientInFlight}

@@ -16,7 +16,9 @@ import (
 type Arrivals struct {
 	// BurstEvery > 0 makes the arrivals bursty (on/off): each BurstEvery, BurstFor at
 	// BurstRate × the rate, then the rest of the cycle at the rate that keeps the mean
-	// (BurstRate·BurstFor must not exceed BurstEvery).
+	// (BurstFor must be shorter than BurstEvery, for there to be a rest, and BurstRate·BurstFor
+	// must not exceed BurstEvery). A run whose rate changes more than about a million times
+	// between two calls (a BurstEvery of nanoseconds) is refused with an error.
 	BurstEvery, BurstFor time.Duration
 	BurstRate            float64
 	// StepAt > 0 makes a load step: until StepAt (a fraction of the span) arrivals come at
@@ -27,11 +29,11 @@ type Arrivals struct {
 func (a Arrivals) zero() bool { return a == Arrivals{} }
 
 func (a Arrivals) check() error {
-	if a.BurstEvery < 0 || a.BurstFor < 0 || a.BurstFor > a.BurstEvery || a.BurstRate < 0 ||
+	if a.BurstEvery < 0 || a.BurstFor < 0 || a.BurstFor > a.BurstEvery || (a.BurstEvery > 0 && a.BurstFor == a.BurstEvery) || a.BurstRate < 0 ||
 		float64(a.BurstFor)*a.BurstRate > float64(a.BurstEvery) || math.IsInf(a.BurstRate, 0) || math.IsNaN(a.BurstRate) {
-		return fmt.Errorf("sim: Arrivals bursts need 0 <= BurstFor <= BurstEvery and 0 <= BurstRate·BurstFor <= BurstEvery, got %+v", a)
+		return fmt.Errorf("sim: Arrivals bursts need 0 <= BurstFor < BurstEvery and 0 <= BurstRate·BurstFor <= BurstEvery, got %+v", a)
 	}
-	if a.StepAt < 0 || a.StepAt >= 1 || a.StepFrom < 0 || math.IsNaN(a.StepFrom) || math.IsInf(a.StepFrom, 0) {
+	if !(a.StepAt >= 0 && a.StepAt < 1) || a.StepFrom < 0 || math.IsNaN(a.StepFrom) || math.IsInf(a.StepFrom, 0) {
 		return fmt.Errorf("sim: Arrivals step needs StepAt in [0, 1) and a finite StepFrom >= 0, got %+v", a)
 	}
 	return nil
@@ -102,9 +104,9 @@ func serviceMultiplier(sd []Slowdown, span float64) func(int, int64) float64 {
 	for i, d := range sd {
 		to := int64(math.MaxInt64)
 		if d.To > 0 {
-			to = int64(d.To * span)
+			to = fractionOf(d.To, span)
 		}
-		ws[i] = win{d.Replica, int64(d.From * span), to, d.Factor}
+		ws[i] = win{d.Replica, fractionOf(d.From, span), to, d.Factor}
 	}
 	return func(rp int, t int64) float64 {
 		m := 1.0
@@ -465,20 +467,30 @@ func compileFailures(fs []Failure, span float64) []failureWindow {
 		if f.Kind == FailBlackhole {
 			k = failBlackhole
 		}
-		from := int64(f.From * span)
+		from := fractionOf(f.From, span)
 		to := int64(math.MaxInt64)
 		if f.For > 0 {
-			to = from + int64(f.For)
+			to = later(from, int64(f.For)) // a For of math.MaxInt64 wrapped into the past: no failure at all
 		}
 		ws[i] = failureWindow{f.Replica, k, from, to, int64(f.FlapEvery), int64(f.FlapFor)}
 	}
 	return ws
 }
 
+// fractionOf is the virtual time at fraction f (finite, >= 0) of a run's span, saturating: a
+// fraction far past the run (1e30) is the end of time, where converting the product wrapped
+// it to the most negative time, the start of the run.
+func fractionOf(f, span float64) int64 {
+	if x := f * span; x < 1<<63 {
+		return int64(x)
+	}
+	return math.MaxInt64
+}
+
 func (f Failure) check(replicas int) error {
-	if f.Replica < 0 || f.Replica >= replicas || (f.Kind != FailRefuse && f.Kind != FailBlackhole) ||
+	if f.Replica < 0 || !finite(f.From) || f.Replica >= replicas || (f.Kind != FailRefuse && f.Kind != FailBlackhole) ||
 		f.From < 0 || f.For < 0 || f.FlapEvery < 0 || f.FlapFor < 0 || (f.FlapEvery > 0 && (f.FlapFor <= 0 || f.FlapFor >= f.FlapEvery)) {
-		return fmt.Errorf("sim: Failure needs Replica in [0, Replicas), Kind %q or %q, From >= 0, For >= 0 and 0 < FlapFor < FlapEvery when flapping; got %+v", FailRefuse, FailBlackhole, f)
+		return fmt.Errorf("sim: Failure needs Replica in [0, Replicas), Kind %q or %q, a finite From >= 0, For >= 0 and 0 < FlapFor < FlapEvery when flapping; got %+v", FailRefuse, FailBlackhole, f)
 	}
 	return nil
 }
