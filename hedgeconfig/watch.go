@@ -56,7 +56,10 @@ type WatchConfig struct {
 // operation added by a reload applies to the next request; the policy of an operation that
 // was removed is no longer used (it stays in memory: operations are a bounded set).
 //
-// Build it with [Watch] and stop it with [Watcher.Stop]. It is safe for concurrent use.
+// Build it with [Watch] and stop it with [Watcher.Stop]. It is safe for concurrent use. A
+// Watcher not built by Watch (the zero value) watches no file: Reload and NewTransport return
+// an error wrapping [ErrStopped] that names Watch, and its other methods panic with a
+// message that names Watch.
 type Watcher struct {
 	path    string
 	cfg     WatchConfig
@@ -145,10 +148,28 @@ type follower struct {
 
 // File returns the running configuration. Keep the result for one request at most: after
 // a reload it is stale.
-func (w *Watcher) File() *File { return w.cur.Load() }
+func (w *Watcher) File() *File {
+	w.mustBeBuilt()
+	return w.cur.Load()
+}
+
+// errNotBuilt is what Reload and NewTransport return on a Watcher that Watch did not build.
+var errNotBuilt = fmt.Errorf("hedgeconfig: Watcher used without Watch: %w", ErrStopped)
+
+// built reports whether Watch built w: it always makes the stop channel.
+func (w *Watcher) built() bool { return w != nil && w.stop != nil }
+
+// mustBeBuilt panics, naming Watch, on a Watcher that Watch did not build: its methods would
+// fail on a nil file or channel with a message that names no cause.
+func (w *Watcher) mustBeBuilt() {
+	if !w.built() {
+		panic(errNotBuilt.Error())
+	}
+}
 
 // Status returns what the watcher has done so far.
 func (w *Watcher) Status() Status {
+	w.mustBeBuilt()
 	w.smu.Lock()
 	defer w.smu.Unlock()
 	return w.status
@@ -160,6 +181,9 @@ func (w *Watcher) Status() Status {
 // the running configuration stays. A file unchanged since a refusal returns that refusal's
 // error again (OnReload is not called again). After Stop it returns [ErrStopped].
 func (w *Watcher) Reload() error {
+	if !w.built() {
+		return errNotBuilt
+	}
 	f, report, err := w.reload()
 	if report && w.cfg.OnReload != nil {
 		w.callbacks.Add(1)
@@ -274,6 +298,7 @@ func (w *Watcher) refused(err error) (*File, bool, error) {
 // which is told it again: readers read the new file while the followers ran), and the error
 // is reported as the reload's. A nil fn is ignored: called, it would refuse every change.
 func (w *Watcher) Follow(fn func(*File) error) {
+	w.mustBeBuilt()
 	if fn == nil {
 		return
 	}
@@ -302,6 +327,7 @@ func (w *Watcher) unfollow(id int) {
 // and from OnReload or a follower: while one runs it does not wait (the polling may be what
 // runs it), and the polling ends once the reload in progress is over.
 func (w *Watcher) Stop() {
+	w.mustBeBuilt()
 	w.stopOnce.Do(func() {
 		w.stopped.Store(true)
 		close(w.stop)
@@ -316,6 +342,7 @@ func (w *Watcher) Stop() {
 // Transport built from it follows a change only once it is told to: use
 // [Watcher.NewTransport], or Follow with the Transport's Refresh.
 func (w *Watcher) HTTPConfig() hedgehttp.Config {
+	w.mustBeBuilt()
 	return hedgehttp.Config{
 		Policy: w.File().Defaults.Policy,
 		Key:    func(r *http.Request) string { return w.File().httpKey(r) },
@@ -329,6 +356,9 @@ func (w *Watcher) HTTPConfig() hedgehttp.Config {
 // changes: cfg's Policy, Key and PolicyFor are replaced by [Watcher.HTTPConfig]'s; set Next,
 // Replicas, Observer and the other transport fields as usual.
 func (w *Watcher) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
+	if !w.built() {
+		return nil, errNotBuilt
+	}
 	h := w.HTTPConfig()
 	cfg.Policy, cfg.Key, cfg.PolicyFor = h.Policy, h.Key, h.PolicyFor
 	t, err := hedgehttp.NewTransport(cfg)
