@@ -90,7 +90,10 @@ var Buckets = []float64{
 
 // Metrics holds the instruments of one MeterProvider. Build it once and share it; it is safe
 // for concurrent use. A nil *Metrics records nothing: its observers are nil and Watch does
-// nothing, so code can wire metrics unconditionally.
+// nothing, so code can wire metrics unconditionally. A Metrics not built by New (the zero
+// value, &Metrics{}) has no instruments: Watch, NewPolicy and NewTransport return an error
+// that names New, and Observer and KeyedObserver panic with a message that names New when
+// they are called, before any event is recorded.
 type Metrics struct {
 	meter metric.Meter
 
@@ -254,6 +257,12 @@ func newOperation(name string) *operation {
 	return o
 }
 
+// errNotBuilt is what a Metrics that New did not build fails with.
+var errNotBuilt = errors.New("hedgeotel: Metrics used without New")
+
+// built reports whether New built m (it always sets the meter); m is not nil.
+func (m *Metrics) built() bool { return m.meter != nil }
+
 func (m *Metrics) operation(name string) *operation {
 	if o, ok := m.ops.Load(name); ok {
 		return o.(*operation)
@@ -268,6 +277,9 @@ func (m *Metrics) Observer(operation string) func(hedge.Event) {
 	if m == nil {
 		return nil
 	}
+	if !m.built() {
+		panic(errNotBuilt.Error())
+	}
 	o := m.operation(operation)
 	return func(e hedge.Event) { m.record(o, e) }
 }
@@ -278,6 +290,9 @@ func (m *Metrics) Observer(operation string) func(hedge.Event) {
 func (m *Metrics) KeyedObserver() func(key string, e hedge.Event) {
 	if m == nil {
 		return nil
+	}
+	if !m.built() {
+		panic(errNotBuilt.Error())
 	}
 	return func(key string, e hedge.Event) { m.record(m.operation(key), e) }
 }
@@ -381,6 +396,9 @@ func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(),
 	if m == nil || measured == nil {
 		return func() {}, nil
 	}
+	if !m.built() {
+		return func() {}, errNotBuilt
+	}
 	m.registered.Do(func() {
 		m.reg, m.regErr = m.meter.RegisterCallback(m.observe, m.threshold, m.budget, m.breaker,
 			m.errorRate, m.limit, m.inFlight, m.allowance)
@@ -480,6 +498,9 @@ func (m *Metrics) NewPolicy(operation string, cfg hedge.Config) (p *hedge.Policy
 		}
 		return p, func() {}, nil
 	}
+	if !m.built() {
+		return nil, nil, errNotBuilt
+	}
 	cfg.Observer = chain(cfg.Observer, m.Observer(operation))
 	if p, err = hedge.New(cfg); err != nil {
 		return nil, nil, err
@@ -500,6 +521,9 @@ func (m *Metrics) NewPolicy(operation string, cfg hedge.Config) (p *hedge.Policy
 func (m *Metrics) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
 	if m == nil {
 		return hedgehttp.NewTransport(cfg)
+	}
+	if !m.built() {
+		return nil, errNotBuilt
 	}
 	cfg.Observer = chainKeyed(cfg.Observer, m.KeyedObserver())
 	tr, err := hedgehttp.NewTransport(cfg)
