@@ -59,6 +59,19 @@ func TestDeadlineAwareOverHTTP(t *testing.T) {
 				return string(b)
 			}
 			get(t.Context(), srv.URL+"/?warm=1") // the host's policy now exists
+			if proto == "HTTP/2" {
+				// Over HTTP/2 the hedge is kept off its primary's connection (Config.
+				// ShareConnections) and goes on one of its own. Open it now: the hedge below
+				// has the 300ms the deadline leaves it for a round trip, and a TLS handshake
+				// under -race on a busy machine can take much of that.
+				req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/?warm=1", nil)
+				resp, err := tr.apart.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
 			var p *hedge.Policy
 			for key := range tr.Measured() {
 				p = tr.Policy(key)
