@@ -78,18 +78,33 @@ func TestFrozenReplicaRecommended(t *testing.T) {
 	}
 	const calls, workers = 600, 8
 	var wg sync.WaitGroup
+	// The warm-up lasts a second and then until the budget (10 % of calls plus a reserve)
+	// could fund a hedge for each call that goes first to the frozen replica, a third of
+	// them, less what the calls themselves pay in. Until the replica is ejected (SlowFor, half
+	// a second of Slow losses) its calls need hedges three times as fast as calls pay for
+	// them, and what a second of warm-up leaves depends on how fast the machine ran in it: a
+	// slow warm-up and a faster frozen spell left the budget dry, and one call of each of
+	// the workers failed, 592 of 600.
+	need := float64(calls)/3 - float64(calls)/10
 	warm := time.Now().Add(time.Second)
-	var warmed atomic.Int32
+	var warmed atomic.Bool
 	for range workers {
 		wg.Go(func() {
-			for time.Now().Before(warm) && warmed.Add(1) <= 5000 {
+			for !warmed.Load() {
 				if err := get(0); err != nil {
 					t.Errorf("a call to healthy replicas failed: %v", err)
 				}
 			}
 		})
 	}
+	funded := waitFor(9*time.Second, func() bool {
+		return time.Now().After(warm) && tr.Measured()["svc"].Budget >= need
+	})
+	warmed.Store(true)
 	wg.Wait()
+	if !funded {
+		t.Fatalf("the budget funds %v hedges after the warm-up, want %v", tr.Measured()["svc"].Budget, need)
+	}
 	frozen.Store(true)
 	for i := range reqs {
 		reqs[i].Store(0)
