@@ -1,6 +1,7 @@
 package hedgegrpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,15 @@ type Config struct {
 	// always does. Negative is an error.
 	LoadReportInterval time.Duration
 
+	// MaxMethods is how many methods (full method names) the Interceptor keeps a policy
+	// for. 0 means [DefaultMaxMethods]; negative is an error. A policy lives as long as the
+	// Interceptor, and generated clients name a bounded set of methods, but a proxy that
+	// forwards whatever its own clients name would otherwise grow without bound. Once
+	// MaxMethods methods have policies, a call to another one goes to the invoker (or
+	// streamer) as it is: never hedged nor retried. [Interceptor.OverMaxMethods] counts
+	// such calls.
+	MaxMethods int
+
 	// a6 holds what ConfigFromServiceConfig read beyond the exported fields: the retry
 	// throttle, and whether the default entry makes every method repeatable.
 	a6 *a6Settings
@@ -127,7 +137,7 @@ type Config struct {
 // Replies that are not protobuf messages cannot be copied: such calls pass through, unhedged.
 //
 // A method's policy is kept for the Interceptor's life, so method names must come from a
-// bounded set, as they do from generated clients.
+// bounded set, as they do from generated clients (Config.MaxMethods bounds it).
 //
 // The zero Interceptor is not usable: its calls fail with an error wrapping [ErrConfig]
 // (status INTERNAL), Reconfigure returns one, and DialOptions panics, each naming
@@ -137,6 +147,7 @@ type Interceptor struct {
 	nonFatal    uint32 // bit per code
 	descriptors DescriptorResolver
 	methods     perkey.Registry[*method]
+	overMethods atomic.Int64              // calls passed through because MaxMethods methods had policies
 	templates   atomic.Pointer[templates] // Policy, Methods and Idempotent; see Reconfigure
 
 	// dialMu orders DialOptions and Reconfigure: unsignalled is set when DialOptions left
@@ -192,6 +203,10 @@ func NewInterceptor(cfg Config) (*Interceptor, error) {
 	if cfg.LoadReportInterval < 0 {
 		return nil, fmt.Errorf("%w: Config.LoadReportInterval: must be >= 0, got %v", ErrConfig, cfg.LoadReportInterval)
 	}
+	if cfg.MaxMethods < 0 {
+		return nil, fmt.Errorf("%w: Config.MaxMethods: must be >= 0, got %d", ErrConfig, cfg.MaxMethods)
+	}
+	i.methods.SetMax(cmp.Or(cfg.MaxMethods, DefaultMaxMethods))
 	if cfg.ReplayBuffer < 0 {
 		return nil, fmt.Errorf("%w: Config.ReplayBuffer: must be >= 0, got %d", ErrConfig, cfg.ReplayBuffer)
 	}
@@ -232,17 +247,32 @@ func (i *Interceptor) policyConfig(name string, pc hedge.Config) hedge.Config {
 	return perkey.Observe(pc, name, i.cfg.Observer)
 }
 
-// method returns the state of a full method name, creating it on first use.
+// method returns the state of a full method name, creating it on first use, or nil when
+// Config.MaxMethods methods have policies already (the call is then counted, and passes
+// through unhedged).
 func (i *Interceptor) method(name string) *method {
 	if m, ok := i.methods.Get(name); ok {
 		return m
 	}
 	m, err := i.methods.GetOrCreate(name, func() (*method, error) { return i.newMethod(name) })
+	if errors.Is(err, perkey.ErrFull) {
+		i.overMethods.Add(1)
+		return nil
+	}
 	if err != nil {
 		panic("hedgegrpc: " + err.Error()) // cannot happen: NewInterceptor built one from the same template
 	}
 	return m
 }
+
+// DefaultMaxMethods is how many methods an Interceptor keeps a policy for when
+// Config.MaxMethods is 0: more than a client's services define. A policy with its latency
+// estimate takes a few KiB.
+const DefaultMaxMethods = 1024
+
+// OverMaxMethods returns how many calls went through unhedged because Config.MaxMethods
+// methods had policies already.
+func (i *Interceptor) OverMaxMethods() int64 { return i.overMethods.Load() }
 
 // newMethod builds the state of a full method name from its template.
 func (i *Interceptor) newMethod(name string) (*method, error) {

@@ -96,7 +96,7 @@ var testHookRecvFailed atomic.Pointer[func(*replayStream)]
 // call cannot be hedged (not safe to repeat, or its response type is unknown).
 func (i *Interceptor) replayStreamFor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, name string, streamer grpc.Streamer, opts []grpc.CallOption) *replayStream {
 	m := i.method(name)
-	if !m.repeatableFor(ctx) {
+	if m == nil || !m.repeatableFor(ctx) { // nil: Config.MaxMethods methods have policies
 		return nil
 	}
 	rt := i.responseType(name)

@@ -51,7 +51,11 @@ func (i *Interceptor) StreamClient(ctx context.Context, desc *grpc.StreamDesc, c
 	if !desc.ServerStreams {
 		return streamer(ctx, desc, cc, fullMethod, opts...)
 	}
-	return &hedgedStream{ctx: ctx, i: i, desc: desc, cc: cc, method: fullMethod, streamer: streamer, co: splitOptions(opts), ready: make(chan struct{})}, nil
+	m := i.method(fullMethod)
+	if m == nil { // Config.MaxMethods methods have policies: sent as it is
+		return streamer(streamCtx{ctx}, desc, cc, fullMethod, opts...)
+	}
+	return &hedgedStream{ctx: ctx, i: i, m: m, desc: desc, cc: cc, method: fullMethod, streamer: streamer, co: splitOptions(opts), ready: make(chan struct{})}, nil
 }
 
 // hedgedStream is a server-streaming call. Its methods are called from one goroutine at a
@@ -64,6 +68,7 @@ type hedgedStream struct {
 	ctx      context.Context
 	rctx     routeCtx
 	i        *Interceptor
+	m        *method // the method's state when the stream was made
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
 	method   string
@@ -251,7 +256,10 @@ func (s *hedgedStream) end(err error) {
 
 // race runs the attempts up to the first response message.
 func (s *hedgedStream) race(typ proto.Message) {
-	m := s.i.method(s.method)
+	m := s.m
+	if cur, ok := s.i.methods.Get(s.method); ok {
+		m = cur // as Reconfigure left it
+	}
 	s.rctx.Context, s.rctx.route.policy, s.rctx.route.stream = s.ctx, m.policy, true
 	ctx := context.Context(&s.rctx)
 	if !m.repeatableFor(s.ctx) && hedge.RepeatabilityFrom(s.ctx) != hedge.NotRepeatable {

@@ -47,6 +47,9 @@ func (i *Interceptor) UnaryClient(ctx context.Context, fullMethod string, req, r
 		return err
 	}
 	m := i.method(fullMethod)
+	if m == nil {
+		return invoker(ctx, fullMethod, req, reply, cc, opts...) // Config.MaxMethods methods have policies
+	}
 	c := &unaryCall{i: i, m: m, req: req, replyType: rm.ProtoReflect().Type(), cc: cc, invoker: invoker, co: splitOptions(opts)}
 	c.routeCtx.Context, c.route.policy = ctx, m.policy
 	callCtx := context.Context(c)

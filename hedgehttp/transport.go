@@ -19,6 +19,7 @@
 package hedgehttp
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -84,7 +85,7 @@ type Config struct {
 	// lower case (so http://a, http://a:80 and http://A share a policy). Use it to group the hosts of one logical
 	// service, or to split one host by path. It runs on every request, so it must be fast,
 	// and it must be safe for concurrent use. A policy is kept for the Transport's life,
-	// so keys must come from a bounded set. Without Replicas (or ReplicaGroups), a key that
+	// so keys must come from a bounded set (MaxKeys bounds it). Without Replicas (or ReplicaGroups), a key that
 	// groups several hosts is one server to the servers' load reports: a report from any of
 	// them ([LoadHeader]) stands for the key's latest, and LoadReportInterval opens a stream
 	// on the first host called only. Name the hosts as the key's Replicas for each to be
@@ -159,6 +160,14 @@ type Config struct {
 	// GetBody (as built by http.NewRequest from a bytes.Buffer, bytes.Reader or strings.Reader)
 	// or without a body are hedged.
 	MaxBodyBuffer int64
+
+	// MaxKeys is how many dependencies (keys: see Key) the Transport keeps a policy for. 0
+	// means [DefaultMaxKeys]; negative is an error. A policy lives as long as the Transport,
+	// so a client that calls hosts without end (a crawler, a host per tenant) would otherwise
+	// grow without bound. Once MaxKeys dependencies have policies, a request to another one
+	// is sent to Next once, as it is: never hedged nor retried, as a request that may not be
+	// sent twice. [Transport.OverMaxKeys] counts such requests.
+	MaxKeys int
 
 	// ErrorBodyLimit is how many bytes of a failing response's body (a 5xx, 429 or 408) are
 	// read into memory before the attempt reports its failure. Reading it frees the
@@ -257,6 +266,9 @@ type Transport struct {
 	// (the usual case) finds it again by comparing two strings, without hashing them.
 	lastURL atomic.Pointer[urlHost]
 
+	// overKeys counts the requests sent once because MaxKeys hosts had policies already.
+	overKeys atomic.Int64
+
 	// streams is the load streams of Config.LoadReportInterval; nil when it is 0.
 	streams *loadStreams
 
@@ -346,6 +358,9 @@ func NewTransport(cfg Config) (*Transport, error) {
 	if cfg.ErrorBodyLimit < 0 {
 		return nil, fmt.Errorf("%w: Config.ErrorBodyLimit must be >= 0, got %d", ErrConfig, cfg.ErrorBodyLimit)
 	}
+	if cfg.MaxKeys < 0 {
+		return nil, fmt.Errorf("%w: Config.MaxKeys must be >= 0, got %d", ErrConfig, cfg.MaxKeys)
+	}
 	if _, err := replica.New(1, cfg.Replica); err != nil {
 		return nil, fmt.Errorf("%w: Config.Replica: %w", ErrConfig, err)
 	}
@@ -360,6 +375,11 @@ func NewTransport(cfg Config) (*Transport, error) {
 		errorLimit: cfg.ErrorBodyLimit,
 	}
 	t.discardFn = t.discard
+	maxKeys := cmp.Or(cfg.MaxKeys, DefaultMaxKeys)
+	t.hosts.SetMax(maxKeys)
+	// Spellings of a host (http://a and http://A:80) share its policy; they are bounded
+	// apart, more loosely, so that a host spelt many ways still finds its entry (hostFor).
+	t.byURL.Max = 2 * maxKeys
 	streams, err := newLoadStreams(t, cfg)
 	if err != nil {
 		return nil, err
@@ -430,6 +450,10 @@ func (t *Transport) hostFor(req *http.Request) (*host, error) {
 			}
 			return &urlHost{k: k, h: h}, nil
 		})
+		if errors.Is(err, perkey.ErrFull) && t.byURL.Max > 0 && len(t.byURL.Snapshot()) >= t.byURL.Max {
+			// Too many spellings: look the host up by its name, at the cost of building it.
+			return t.newHost(canonicalName(req))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -484,6 +508,16 @@ func (t *Transport) Replicas(key string) *replica.Pool {
 // Policy returns the policy of the dependency named key (see Config.Key), or nil when no
 // request has gone to it yet.
 func (t *Transport) Policy(key string) *hedge.Policy { return t.hosts.Policy(key) }
+
+// DefaultMaxKeys is how many dependencies a Transport keeps a policy for when
+// Config.MaxKeys is 0: far more than a service calls, far fewer than a crawler meets. A
+// policy with its latency estimate takes a few KiB.
+const DefaultMaxKeys = 1024
+
+// OverMaxKeys returns how many requests went to Next unhedged because Config.MaxKeys
+// dependencies had policies already. Any is a sign that MaxKeys is too low for the hosts
+// this client calls, or that Key names more than dependencies (a path, a request ID).
+func (t *Transport) OverMaxKeys() int64 { return t.overKeys.Load() }
 
 // Measured returns each host's [hedge.Measured] figures, keyed by host name (see
 // Config.Key), for every host called so far.
@@ -554,6 +588,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.once(req)
 	}
 	h, err := t.hostFor(req)
+	if errors.Is(err, perkey.ErrFull) {
+		// MaxKeys dependencies have policies: this one is sent as a request that may not be
+		// sent twice would be, without one.
+		t.overKeys.Add(1)
+		return t.once(req)
+	}
 	if err != nil {
 		closeBody(req)
 		return nil, err

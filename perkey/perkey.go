@@ -7,6 +7,7 @@
 package perkey
 
 import (
+	"errors"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,21 @@ import (
 	"github.com/hedgekit/hedge"
 )
 
+// ErrFull is the error of an add to a [Map] (or a [Registry]) that already holds its Max
+// keys: nothing was added, and the caller goes on without an entry for the key.
+var ErrFull = errors.New("perkey: the map holds its maximum number of keys")
+
 // Map is a map read on every call and written once per new key: copy-on-write behind an
 // atomic pointer, so that a lookup takes no lock and writes nothing shared (a
 // sync.RWMutex's reader count would be one more contended cache line per call on every
-// core). Its zero value is an empty map, safe for concurrent use.
+// core). Each add copies the map, so n keys cost n²/2 copies in all: fine for the bounded
+// sets it is meant for (hosts, methods), and the reason for Max. Its zero value is an empty
+// map with no bound, safe for concurrent use.
 type Map[K comparable, V any] struct {
+	// Max, when positive, is how many keys the map holds at most: an add beyond it fails with
+	// [ErrFull]. Set it before the map's first use.
+	Max int
+
 	m  atomic.Pointer[map[K]V]
 	mu sync.Mutex // serialises writers
 }
@@ -36,7 +47,8 @@ func (m *Map[K, V]) Load(k K) (V, bool) {
 
 // LoadOrAdd returns the value of k, adding the one add returns when there is none. add runs
 // at most once per key at a time, with writers held off; when it fails, nothing is added and
-// its error is returned.
+// its error is returned. When the map holds Max keys already, add is not called and the
+// error is [ErrFull].
 func (m *Map[K, V]) LoadOrAdd(k K, add func() (V, error)) (V, error) {
 	if v, ok := m.Load(k); ok {
 		return v, nil
@@ -47,6 +59,10 @@ func (m *Map[K, V]) LoadOrAdd(k K, add func() (V, error)) (V, error) {
 	if old != nil {
 		if v, ok := (*old)[k]; ok {
 			return v, nil
+		}
+		if m.Max > 0 && len(*old) >= m.Max {
+			var zero V
+			return zero, ErrFull
 		}
 	}
 	v, err := add()
@@ -77,17 +93,23 @@ type Entry interface {
 }
 
 // Registry holds one entry per key, each with its own policy, created on the key's first
-// call. Its zero value is an empty registry, safe for concurrent use.
+// call. Its zero value is an empty registry with no bound on its keys, safe for concurrent
+// use; [Registry.SetMax] bounds it.
 type Registry[E Entry] struct {
 	entries Map[string, E]
 }
+
+// SetMax bounds the registry to n keys (n ≤ 0: no bound): once it holds n, GetOrCreate of a
+// new key fails with [ErrFull]. Call it before the registry's first use.
+func (r *Registry[E]) SetMax(n int) { r.entries.Max = n }
 
 // Get returns the entry of key, and whether there is one, without creating it.
 func (r *Registry[E]) Get(key string) (E, bool) { return r.entries.Load(key) }
 
 // GetOrCreate returns the entry of key, creating it with create on the key's first call.
 // create builds the key's policy (see [Observe] for its observer); when it fails, no entry
-// is kept and its error is returned, and the next call tries again.
+// is kept and its error is returned, and the next call tries again. A registry that holds its
+// maximum of keys (SetMax) creates none and returns [ErrFull].
 func (r *Registry[E]) GetOrCreate(key string, create func() (E, error)) (E, error) {
 	return r.entries.LoadOrAdd(key, create)
 }

@@ -114,3 +114,42 @@ func TestObserveOrder(t *testing.T) {
 		t.Fatal("a nil observer added one")
 	}
 }
+
+// A map with Max keys adds no more: the add is not called, the error is ErrFull, and the
+// keys it holds are still found and kept.
+func TestMapMax(t *testing.T) {
+	m := perkey.Map[int, int]{Max: 2}
+	for k := range 2 {
+		if _, err := m.LoadOrAdd(k, func() (int, error) { return k * 10, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	called := false
+	if _, err := m.LoadOrAdd(2, func() (int, error) { called = true; return 20, nil }); !errors.Is(err, perkey.ErrFull) || called {
+		t.Fatalf("third key: err %v, add called %v; want ErrFull without a call", err, called)
+	}
+	if v, err := m.LoadOrAdd(1, func() (int, error) { return -1, nil }); err != nil || v != 10 {
+		t.Fatalf("a held key: %d, %v; want 10", v, err)
+	}
+	if n := len(m.Snapshot()); n != 2 {
+		t.Fatalf("%d keys, want 2", n)
+	}
+}
+
+func TestRegistrySetMax(t *testing.T) {
+	var r perkey.Registry[*entry]
+	r.SetMax(1)
+	mk := func() (*entry, error) {
+		p, err := hedge.New(hedge.Config{})
+		return &entry{p}, err
+	}
+	if _, err := r.GetOrCreate("a", mk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.GetOrCreate("b", mk); !errors.Is(err, perkey.ErrFull) {
+		t.Fatalf("second key: %v, want ErrFull", err)
+	}
+	if r.Policy("a") == nil || r.Policy("b") != nil || len(r.Measured()) != 1 {
+		t.Fatal("the bound changed the keys held: want a alone")
+	}
+}
