@@ -82,14 +82,14 @@ type Config struct {
 
 	// Key names the dependency a request calls; each name gets its own policy. nil means
 	// scheme://host:port of the request's URL, with the port made explicit and the host in
-	// lower case (so http://a, http://a:80 and http://A share a policy). Use it to group the hosts of one logical
-	// service, or to split one host by path. It runs on every request, so it must be fast,
-	// and it must be safe for concurrent use. A policy is kept for the Transport's life,
-	// so keys must come from a bounded set (MaxKeys bounds it). Without Replicas (or ReplicaGroups), a key that
-	// groups several hosts is one server to the servers' load reports: a report from any of
-	// them ([LoadHeader]) stands for the key's latest, and LoadReportInterval opens a stream
-	// on the first host called only. Name the hosts as the key's Replicas for each to be
-	// read on its own.
+	// lower case (so http://a, http://a:80 and http://A share a policy). Use it to group the
+	// hosts of one logical service, or to split one host by path. It runs on every request,
+	// so it must be fast, and it must be safe for concurrent use. A policy is kept for the
+	// Transport's life, so keys must come from a bounded set (MaxKeys bounds it). Without
+	// Replicas (or ReplicaGroups), a key that groups several hosts is one server to the
+	// servers' load reports: a report from any of them ([LoadHeader]) stands for the key's
+	// latest, and LoadReportInterval opens a stream on the first host called only. Name the
+	// hosts as the key's Replicas for each to be read on its own.
 	Key func(*http.Request) string
 
 	// PolicyFor, when not nil, configures each dependency on its own (per-operation
