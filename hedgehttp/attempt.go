@@ -223,7 +223,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	)
 	var stopCancel func() bool // unhooks cancelFirst from the attempt's context
 	switch proto := c.h.proto.Load(); {
-	case inline && !c.signals && proto == 1 && c.t.h1 != nil && plainScheme(c.req.URL.Scheme):
+	case inline && !c.signals && proto == 1 && c.t.h1 != nil && plainScheme(c.req.URL.Scheme) && !c.namedTLS():
 		// The first attempt on the caller's goroutine, to a host known to speak HTTP/1 over
 		// Next's *http.Transport, listening for no start signal: the request goes out on the
 		// caller's own context, as a plain RoundTrip would send it, and a loser is cancelled
@@ -299,7 +299,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if info.Hedge || info.Retry || c.signals {
 		mark(r, info, c.signals)
 	}
-	next, ri, again := c.t.next, -1, info.Hedge
+	next, apart, ri, again := c.t.next, c.t.apart, -1, info.Hedge
 	// settled is set just before the attempt's end is told to its replica (before, so that a
 	// panic in Done itself, in Config.Replica.OnEjection, does not end the attempt twice).
 	settled := false
@@ -328,11 +328,20 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		u := *r.URL // the caller's URL is shared until here
 		u.Host = pool.Addr(ri)
 		r.URL = &u
+		if u.Scheme == "https" {
+			if n, ok := c.t.replicaTLS(r.Host, u.Host); ok {
+				// The replica's certificate is checked against the dependency's name.
+				next = n.next
+				if n.apart != nil {
+					apart = n.apart
+				}
+			}
+		}
 	}
-	if again && info.Hedge && c.t.apart != nil && c.multiplexed(r) {
+	if again && info.Hedge && apart != nil && c.multiplexed(r) {
 		// A hedge to its primary's host, which multiplexes both on one connection: keep it
 		// off the primary's connections.
-		next = c.t.apart
+		next = apart
 	}
 	resp, err := next.RoundTrip(r)
 	var se *StatusError
@@ -428,6 +437,14 @@ func (t *Transport) sentBefore(req *http.Request) bool {
 	a := uintptr(unsafe.Pointer(req))
 	slot := &t.sentOwn[(a>>4)%sentOwnSlots]
 	return slot.Swap(a) == a
+}
+
+// namedTLS reports whether the call's attempts may go through a clone of Next of
+// Transport.replicaTLS: HTTPS to replicas. Such a first attempt does not run on the caller's
+// context, whose loser is cancelled through Next itself (CancelRequest), which the clone's
+// requests are not in.
+func (c *call) namedTLS() bool {
+	return c.rep != nil && c.t.nameReplicas && c.req.URL.Scheme == "https"
 }
 
 // plainScheme reports whether a request with this scheme goes over net/http's own

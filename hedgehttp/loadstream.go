@@ -227,7 +227,10 @@ type loadStreams struct {
 // serverKey names a server's stream: the address it is opened on, and the scheme and Host
 // header its hosts' requests carry (one address may serve several virtual hosts, each
 // with a load of its own).
-type serverKey struct{ scheme, addr, hostHeader string }
+type serverKey struct {
+	scheme, addr, hostHeader string
+	replica                  bool // addr is a replica's: its certificate is checked against hostHeader (replicaTLS)
+}
 
 // serverStream is one server's stream and the hosts it reports to.
 type serverStream struct {
@@ -302,14 +305,14 @@ func (s *loadStreams) follow(h *host, req *http.Request, pool *replica.Pool) {
 	// host may deliver at any moment, and must find the host's replicas as they are now.
 	h.streamPool.Store(pool)
 	for addr, ss := range hs.byAddr {
-		if !want[addr] || ss.key != (serverKey{req.URL.Scheme, addr, hostHeader}) {
+		if !want[addr] || ss.key != (serverKey{req.URL.Scheme, addr, hostHeader, pool != nil}) {
 			s.leave(h, ss)
 			delete(hs.byAddr, addr)
 		}
 	}
 	for addr := range want {
 		if hs.byAddr[addr] == nil {
-			hs.byAddr[addr] = s.join(h, serverKey{req.URL.Scheme, addr, hostHeader})
+			hs.byAddr[addr] = s.join(h, serverKey{req.URL.Scheme, addr, hostHeader, pool != nil})
 		}
 	}
 	h.used.Store(true)
@@ -470,7 +473,13 @@ func (s *loadStreams) read(ctx context.Context, ss *serverStream, u *url.URL, ga
 		cancel()
 	})
 	defer watchdog.Stop()
-	resp, err := s.t.next.RoundTrip(req)
+	next := s.t.next
+	if ss.key.replica && u.Scheme == "https" {
+		if n, ok := s.t.replicaTLS(req.Host, u.Host); ok {
+			next = n.next // a replica's certificate, checked as its requests' are (replicaTLS)
+		}
+	}
+	resp, err := next.RoundTrip(req)
 	if err != nil {
 		if stalled.Load() {
 			err = fmt.Errorf("%w: no response header from %s within %v: %w", ErrLoadStream, ss.key.addr, stall(), err)

@@ -691,7 +691,7 @@ func TestLoadStreamReportLeavingHost(t *testing.T) {
 	own := "own.example:8080"
 	h.streamOwn.Store(&own) // no pool: the host hears from its own server only
 	stream := func(addr string) *serverStream {
-		ss := &serverStream{key: serverKey{"http", addr, addr}}
+		ss := &serverStream{key: serverKey{"http", addr, addr, false}}
 		ss.hosts.Store(&[]*host{h})
 		return ss
 	}

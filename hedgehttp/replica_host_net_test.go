@@ -51,7 +51,7 @@ func TestReplicasKeepTheHostOfARequestWithoutOne(t *testing.T) {
 			if proto == "HTTP/2" {
 				scheme = "https"
 			}
-			const name = "svc.example:8443"
+			const name = "svc.example.com:8443" // over HTTPS, a name the test certificate covers (*.example.com): replicas are checked against it
 			req := &http.Request{Method: "GET", URL: &url.URL{Scheme: scheme, Host: name, Path: "/"}, Header: http.Header{}}
 			resp, err := tr.RoundTrip(req)
 			if err != nil {

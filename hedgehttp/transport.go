@@ -27,7 +27,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,7 +111,11 @@ type Config struct {
 	// primary whenever a healthy one is left; replicas that keep failing (refusing
 	// connections, answering 5xx) are ejected for a while (see [replica.Config]). Only the
 	// URL's host changes: the Host header stays the request's (set Request.Host to control
-	// it). It runs on every request, so it must be fast; return the same slice until the
+	// it), and over HTTPS so does the name a replica is asked for (SNI) and its certificate
+	// is checked against: the Host header's, as for a request sent to the dependency itself,
+	// not the replica's address. (Where Next is an *http.Transport, through a clone of it per
+	// name; a Next that sets TLSClientConfig.ServerName or DialTLSContext keeps its own
+	// rule, and another RoundTripper sees only the replica's address.) It runs on every request, so it must be fast; return the same slice until the
 	// addresses change, and never modify a slice once returned. Health carries over for
 	// addresses that stay when the list changes. List each address once: an address is one
 	// replica, and twice it would let a hedge go back to its primary's address while another
@@ -254,6 +260,12 @@ type Transport struct {
 	// goroutine is cancelled through it rather than through a context of its own (see
 	// call.attempt).
 	h1 *http.Transport
+	// nameReplicas says that h1 checks certificates against the URL's host (no ServerName
+	// or TLS dialer of its own): an HTTPS request sent to a replica's address then goes
+	// through a clone of it that checks them against the request's host (replicaTLS).
+	nameReplicas bool
+	// named holds those clones, by the name they check.
+	named perkey.Map[string, *namedTLS]
 	// sentOwn remembers the requests lately sent as they are (see sentBefore).
 	sentOwn [sentOwnSlots]atomic.Uintptr
 
@@ -395,6 +407,9 @@ func NewTransport(cfg Config) (*Transport, error) {
 	t.inline = isTransport || cfg.NextHonoursContext
 	if isTransport {
 		t.h1 = ht
+		tc := ht.TLSClientConfig
+		t.nameReplicas = (tc == nil || tc.ServerName == "") && ht.DialTLSContext == nil && ht.DialTLS == nil //nolint:staticcheck // DialTLS still replaces the handshake where set
+		t.named.Max = maxKeys
 	}
 	if t.classify == nil {
 		t.classify = Classify
@@ -531,6 +546,12 @@ func (t *Transport) CloseIdleConnections() {
 	}
 	if c, ok := t.apart.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
+	}
+	for _, n := range t.named.Snapshot() {
+		n.next.CloseIdleConnections()
+		if n.apart != nil {
+			n.apart.CloseIdleConnections()
+		}
 	}
 }
 
@@ -834,6 +855,65 @@ func (b *body) Close() error {
 	err := b.rc.Close()
 	b.hold.Release()
 	return err
+}
+
+// namedTLS is a clone of Next (an *http.Transport) that checks a server's certificate
+// against one name, with its own clone for hedges kept apart (nil when Next has none).
+type namedTLS struct{ next, apart *http.Transport }
+
+// replicaTLS returns the clone of Next through which an HTTPS request whose Host header is
+// hostHeader goes to a replica at addr, or false when Next itself sends it as it should.
+// net/http checks a server's certificate against the URL's host, which the replica's address
+// has replaced: a certificate issued to the dependency's name (the usual one, a replica's
+// address being an IP address or a name of its own) would fail there. The clone checks it
+// against the Host header's name, as a client sent to the dependency's own URL would, and
+// asks the replica for that name (SNI). Next is used as it is when it is not an
+// *http.Transport, when it names the server itself (TLSClientConfig.ServerName) or does its
+// own handshakes (DialTLSContext), and when the two names agree.
+func (t *Transport) replicaTLS(hostHeader, addr string) (*namedTLS, bool) {
+	if !t.nameReplicas {
+		return nil, false
+	}
+	name, at := hostnameOf(hostHeader), hostnameOf(addr)
+	if name == "" || strings.EqualFold(name, at) {
+		return nil, false
+	}
+	if n, ok := t.named.Load(name); ok {
+		return n, true
+	}
+	n, err := t.named.LoadOrAdd(name, func() (*namedTLS, error) { return t.newNamedTLS(name), nil })
+	return n, err == nil // full (MaxKeys names): Next as it is
+}
+
+// newNamedTLS clones Next to check certificates against name.
+func (t *Transport) newNamedTLS(name string) *namedTLS {
+	c := t.h1.Clone() // sets Next's HTTP/2 up first, if its first request has not
+	if c.Protocols == nil {
+		// HTTP/2 as Next speaks it: net/http turns it on by itself only for a Transport with no
+		// TLS config, which Next has now (its HTTP/2 set-up wrote one, offering h2) and the
+		// clone would copy, turning it off; and an HTTP/2 of x/net's keeps its connections
+		// in Next's pool (see cloneApart).
+		h2 := c.TLSNextProto["h2"] != nil || c.TLSNextProto == nil && c.TLSClientConfig != nil && slices.Contains(c.TLSClientConfig.NextProtos, "h2")
+		if c.TLSNextProto["h2"] != nil {
+			c.TLSNextProto = nil
+		}
+		c.ForceAttemptHTTP2 = c.ForceAttemptHTTP2 || h2
+	}
+	if c.TLSClientConfig == nil {
+		c.TLSClientConfig = &tls.Config{}
+	}
+	c.TLSClientConfig.ServerName = name
+	n := &namedTLS{next: c}
+	if t.apart != nil {
+		n.apart = cloneApart(c)
+	}
+	return n
+}
+
+// hostnameOf is host:port without the port (and an IPv6 literal without its brackets).
+func hostnameOf(hostport string) string {
+	u := url.URL{Host: hostport}
+	return u.Hostname()
 }
 
 // cloneApart is a clone of next for hedges that must not ride their primary's connections.
