@@ -415,7 +415,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 func (c *call) cancelFirst() {
 	c.firstMu.Lock()
 	if !c.firstDone {
-		c.t.h1.CancelRequest(c.first) //nolint:staticcheck // HTTP/1's per-request cancel, which net/http keeps for every request anyway
+		//lint:ignore SA1019 HTTP/1's per-request cancel, which net/http keeps for every request anyway
+		c.t.h1.CancelRequest(c.first)
 	}
 	c.firstMu.Unlock()
 }

@@ -408,7 +408,8 @@ func NewTransport(cfg Config) (*Transport, error) {
 	if isTransport {
 		t.h1 = ht
 		tc := ht.TLSClientConfig
-		t.nameReplicas = (tc == nil || tc.ServerName == "") && ht.DialTLSContext == nil && ht.DialTLS == nil //nolint:staticcheck // DialTLS still replaces the handshake where set
+		//lint:ignore SA1019 DialTLS, though deprecated, still replaces the handshake where set
+		t.nameReplicas = (tc == nil || tc.ServerName == "") && ht.DialTLSContext == nil && ht.DialTLS == nil
 		t.named.Max = maxKeys
 	}
 	if t.classify == nil {
