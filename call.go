@@ -152,7 +152,8 @@ type callState struct {
 	end       time.Time // when the call finished (done)
 }
 
-// NewCall returns a state machine for one call under p. Start it with Start.
+// NewCall returns a state machine for one call under p. Start it with Start. It panics with
+// a hedge: message when p is nil or zero (see [Policy]).
 func (p *Policy) NewCall(opts CallOptions) *Call {
 	if p == nil || p.bud == nil {
 		panic("hedge: NewCall on a nil or zero *Policy (build it with hedge.New)")

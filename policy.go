@@ -20,6 +20,17 @@ import (
 // number of goroutines, starts no goroutines of its own, and every method that depends on
 // time takes it as an argument (Do reads the clock once per event) so the simulator can
 // drive the same code on a virtual clock.
+//
+// # Nil and zero policies
+//
+// A nil *Policy is the zero Policy (one not built by [New]): it has learnt nothing. What
+// reads or informs a policy takes either: [Policy.Measured] and [Policy.MeasuredAt] return
+// zero figures, [Policy.ServerQueue] reports no queue and [Policy.ReportLoad] drops the
+// report, so a caller can ask after a policy that may not exist yet (the transports' Policy
+// methods return nil for a dependency not called yet). What runs a call under it
+// ([Policy.NewCall], [Call.Start], [Do], [DoDetached], [DoInline], [DoInlineDetached])
+// panics with a hedge: message saying to build it with New: a call needs what the policy
+// learns, and running it unhedged would hide the mistake.
 type Policy struct {
 	cfg      resolved
 	est      *latency.Estimator // nil unless the trigger is AtQuantile, StartAware or Tied
@@ -563,13 +574,13 @@ type Measured struct {
 	OverloadUntil time.Time
 }
 
-// Measured returns the policy's figures at time.Now().
+// Measured returns the policy's figures at time.Now() (see [Policy.MeasuredAt]).
 func (p *Policy) Measured() Measured { return p.MeasuredAt(time.Now()) }
 
-// MeasuredAt returns the policy's figures at now. A zero Policy (not built by New) has
-// learnt nothing: its figures are zero.
+// MeasuredAt returns the policy's figures at now. A nil or zero Policy (not built by New)
+// has learnt nothing: its figures are zero.
 func (p *Policy) MeasuredAt(now time.Time) Measured {
-	if p.bud == nil {
+	if p == nil || p.bud == nil {
 		return Measured{Suppressed: map[Reason]int64{}, WinRateAllowance: 1}
 	}
 	m := Measured{

@@ -58,6 +58,7 @@ func clampBits(v, bits int) uint64 { return uint64(min(max(int64(v), 0), int64(1
 // Transports call it for every response that carries a report (hedgehttp.Transport reads
 // hedgehttp.LoadHeader, hedgegrpc's balancer the ORCA report); the simulator for every
 // response of a server-assisted setup. It is safe for concurrent use and allocates nothing.
+// On a nil or zero Policy it does nothing (see [Policy]).
 //
 // What the policy does with reports (docs/design.md, "Server load reports"): while one
 // received within [LoadMaxAge] exists (and the trigger is not [Tied]), a hedge is sent only if
@@ -238,8 +239,8 @@ func (p *Policy) serverReports(now time.Time) bool {
 
 // ServerQueue returns the shortest queue among the servers' reports that still count at now
 // (see [Policy.ReportLoad]), relative to each server's workers, with that server's workers,
-// and false when no report counts: what the backlog gate decides from, for dashboards and
-// tests.
+// and false when no report counts (always, on a nil or zero Policy): what the backlog gate
+// decides from, for dashboards and tests.
 func (p *Policy) ServerQueue(now time.Time) (queued, workers int, ok bool) {
 	if p == nil || p.bud == nil {
 		return 0, 0, false
