@@ -89,8 +89,14 @@ func (l *Layout) Len() int { return len(l.groupOf) }
 // Groups is the number of groups.
 func (l *Layout) Groups() int { return len(l.members) }
 
-// Group returns the group of replica i.
-func (l *Layout) Group(i int) int { return l.groupOf[i] }
+// Group returns the group of replica i. It panics, as a [Set]'s methods do, when i is not in
+// 0 to Len()-1.
+func (l *Layout) Group(i int) int {
+	if uint(i) >= uint(len(l.groupOf)) {
+		outOfRange(i, len(l.groupOf))
+	}
+	return l.groupOf[i]
+}
 
 // check reports whether the layout fits s: as many replicas, and weights its balancer reads.
 func (l *Layout) check(s *Set) error {

@@ -89,11 +89,10 @@ func (sl *loadSlot) load() (queued, busy, workers int) {
 // A pool of groups ([NewGroupedPool]) picks by group and weight alone: the reports it is
 // given still reach the policy, but do not route its picks.
 //
-// It is safe for concurrent use and allocates only on a Set's first report.
+// It is safe for concurrent use and allocates only on a Set's first report. Like every
+// method that takes a replica, it panics when i is not one of the Set's (see [Set]).
 func (s *Set) ReportLoad(now time.Time, i int, l Load) {
-	if i < 0 || i >= len(s.reps) {
-		return
-	}
+	s.check(i)
 	ls := s.loads.Load()
 	if ls == nil {
 		fresh := make([]loadSlot, len(s.reps))
@@ -230,10 +229,12 @@ func (s *Set) leastQueued(tier int, t int64, used []int) (int, bool) {
 }
 
 // Load returns replica i's latest load report, as [Set.ReportLoad] recorded it, and false
-// when it has none received within [LoadMaxAge] of now.
+// when it has none received within [LoadMaxAge] of now. It panics when i is not one of the
+// Set's replicas (see [Set]).
 func (s *Set) Load(now time.Time, i int) (Load, bool) {
+	s.check(i)
 	ls := s.loads.Load()
-	if ls == nil || i < 0 || i >= len(*ls) {
+	if ls == nil {
 		return Load{}, false
 	}
 	sl := &(*ls)[i]

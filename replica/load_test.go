@@ -15,8 +15,6 @@ func TestPickCopyByReportedQueue(t *testing.T) {
 	s.ReportLoad(t0, 0, Load{Queued: 5, Workers: 4})
 	s.ReportLoad(t0, 1, Load{Queued: 0, Workers: 4})
 	s.ReportLoad(t0, 2, Load{Queued: 3, Workers: 4})
-	s.ReportLoad(t0, 9, Load{Queued: 0, Workers: 4})  // not a replica: ignored
-	s.ReportLoad(t0, -1, Load{Queued: 0, Workers: 4}) // nor this
 	now := t0.Add(time.Millisecond)
 	for range 20 {
 		if i := s.Pick(now, []int{1}); i != 2 {

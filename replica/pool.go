@@ -63,8 +63,14 @@ func (p *Pool) Set() *Set { return p.set }
 // Len is the number of addresses.
 func (p *Pool) Len() int { return len(p.addrs) }
 
-// Addr returns the address of replica i.
-func (p *Pool) Addr(i int) string { return p.addrs[i] }
+// Addr returns the address of replica i. It panics, as the Set's methods do, when i is not
+// in 0 to Len()-1.
+func (p *Pool) Addr(i int) string {
+	if uint(i) >= uint(len(p.addrs)) {
+		outOfRange(i, len(p.addrs))
+	}
+	return p.addrs[i]
+}
 
 // Index returns the replica number of addr, or -1.
 func (p *Pool) Index(addr string) int {

@@ -269,6 +269,14 @@ type replica struct {
 // and keeps each one's outstanding attempts and health. Build it with [New] (the zero value is
 // not usable). It is safe for concurrent use, starts no goroutines and reads no clock: every
 // method that depends on time takes it as an argument. Pick allocates nothing.
+//
+// Every method that takes a replica number i (Done, Report, Ejected, Outstanding, Stats,
+// Troubled, SilentSince, ReportLoad, Load) panics with a "replica: index i out of range
+// [0,n)" message when i is not in 0 to Len()-1: a number that is not one of the Set's is a
+// caller's mistake (a number from another Set, such as a Pool's before its replicas changed),
+// and an attempt's result or report quietly dropped, or counted against another replica,
+// would hide it. The transports and the simulator end, report and route each attempt on the
+// very Set they picked it from.
 type Set struct {
 	cfg     Config
 	reps    []replica
@@ -317,6 +325,21 @@ func (s *Set) Config() Config { return s.cfg }
 
 // Len is the number of replicas.
 func (s *Set) Len() int { return len(s.reps) }
+
+// check panics when i is not one of the Set's replicas (see [Set]). It is small enough to
+// inline: the panic's message is built out of line.
+func (s *Set) check(i int) {
+	if uint(i) >= uint(len(s.reps)) {
+		outOfRange(i, len(s.reps))
+	}
+}
+
+// outOfRange panics with the message of a replica number i outside [0,n).
+//
+//go:noinline
+func outOfRange(i, n int) {
+	panic(fmt.Sprintf("replica: index %d out of range [0,%d)", i, n))
+}
 
 // ticks converts now to nanoseconds since the first time the Set saw, which is safe for any
 // time.Time, including the zero one a simulator may start from.
@@ -558,6 +581,7 @@ func (s *Set) next(tier, start int, t int64, used []int) int {
 // replica's, not the dependency's, and a driver tells the hedging core so with
 // hedge.Outcome.Ejected, which keeps it off the circuit breaker.
 func (s *Set) Done(now time.Time, i int, r Result) (ejected bool) {
+	s.check(i)
 	s.reps[i].outstanding.Add(-1)
 	s.Report(now, i, r)
 	return (r == Failure || r == Unreachable) && s.Ejected(now, i)
@@ -570,6 +594,7 @@ func (s *Set) Done(now time.Time, i int, r Result) (ejected bool) {
 // again); so does a run of ConsecutiveSlow Slow results. Results from a replica already ejected (attempts that were under way when it was
 // ejected, or sent to it because nothing else was left) are not counted: it is already out.
 func (s *Set) Report(now time.Time, i int, r Result) {
+	s.check(i)
 	rep := &s.reps[i]
 	switch r {
 	case Ignored:
@@ -728,6 +753,7 @@ func (s *Set) ejectedAt(t int64) int {
 
 // Ejected reports whether replica i is ejected at now.
 func (s *Set) Ejected(now time.Time, i int) bool {
+	s.check(i)
 	return s.inForce(s.reps[i].until.Load(), s.ticks(now))
 }
 
@@ -737,7 +763,10 @@ func (s *Set) Healthy(now time.Time) int {
 }
 
 // Outstanding is the number of attempts picked for replica i and not yet Done.
-func (s *Set) Outstanding(i int) int { return int(s.reps[i].outstanding.Load()) }
+func (s *Set) Outstanding(i int) int {
+	s.check(i)
+	return int(s.reps[i].outstanding.Load())
+}
 
 // Stats is a snapshot of one replica.
 type Stats struct {
@@ -750,6 +779,7 @@ type Stats struct {
 
 // Stats returns a snapshot of replica i at now.
 func (s *Set) Stats(now time.Time, i int) Stats {
+	s.check(i)
 	t := s.ticks(now)
 	rep := &s.reps[i]
 	st := Stats{Outstanding: int(rep.outstanding.Load()), Trial: rep.trial.Load()}

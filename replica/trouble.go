@@ -130,7 +130,10 @@ func (s *Set) slowIsOwn(i int, t int64) bool {
 // attempt went to (hedge.Route): such a call crosses its threshold because of its replica,
 // not because the dependency is backlogged, and its hedge goes elsewhere. It scans the
 // replicas.
-func (s *Set) Troubled(now time.Time, i int) bool { return s.troubledAt(i, s.ticks(now)) }
+func (s *Set) Troubled(now time.Time, i int) bool {
+	s.check(i)
+	return s.troubledAt(i, s.ticks(now))
+}
 
 // SilentSince reports whether replica i has had no Success since since, while another replica
 // in service has: an attempt sent to it at since or before is waiting on a replica that has
@@ -139,6 +142,7 @@ func (s *Set) Troubled(now time.Time, i int) bool { return s.troubledAt(i, s.tic
 // answers none, and the Failure results of attempts its callers' deadlines cut are no answers
 // from it. It is false in a Set of one.
 func (s *Set) SilentSince(now, since time.Time, i int) bool {
+	s.check(i)
 	if len(s.reps) < 2 {
 		return false
 	}
