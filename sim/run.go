@@ -394,9 +394,10 @@ type SweepConfig struct {
 	Calls int
 	// WarmupFraction of each point's calls (by arrival) are not measured. 0 = 0.1.
 	WarmupFraction float64
-	// Seeds, one point per seed. nil = {1, 2}.
+	// Seeds, one point per seed, each listed once. nil = {1, 2}.
 	Seeds []uint64
-	// Loads in percent of the no-hedge load that keeps the workers busy. nil = {30, 50, 70, 85, 95}.
+	// Loads in percent of the no-hedge load that keeps the workers busy, each listed once.
+	// nil = {30, 50, 70, 85, 95}.
 	Loads []float64
 	// Setups by name (see Setups); "all" = every setup. nil = every setup, or none when Extra
 	// is set.
@@ -477,12 +478,18 @@ func (c SweepConfig) plan() (plan, error) {
 			return pl, err
 		}
 	}
+	if err := checkOnce("load", pl.loads); err != nil {
+		return pl, err
+	}
 	if pl.modes, err = planModes(c.Modes); err != nil {
 		return pl, err
 	}
 	pl.seeds = c.Seeds
 	if len(pl.seeds) == 0 {
 		pl.seeds = []uint64{1, 2}
+	}
+	if err := checkOnce("seed", pl.seeds); err != nil {
+		return pl, err
 	}
 	if pl.runs, err = c.planRuns(params, pl.setups, delay); err != nil {
 		return pl, err
@@ -630,6 +637,24 @@ type setupRun struct {
 	balancer string
 }
 
+// checkOnce returns an error naming a value that list (of seeds, loads or families: what)
+// holds twice, and nil when each is there once. Such a value would run its points twice and
+// count them twice in a report's and a scorecard's totals, as if it were two seeds or two
+// loads; ParseSeeds and ParseLoads refuse it in the commands' flags for the same reason. The
+// names of setups, modes and balancers are merged instead (dedup): "all" and "both" overlap
+// with the names they stand for.
+func checkOnce[T comparable](what string, list []T) error {
+	for i, v := range list {
+		if slices.Contains(list[:i], v) {
+			if s, ok := any(v).(string); ok {
+				return fmt.Errorf("sim: %s %q is listed twice", what, s)
+			}
+			return fmt.Errorf("sim: %s %v is listed twice", what, v)
+		}
+	}
+	return nil
+}
+
 func dedup(s []string) []string {
 	var out []string
 	for _, v := range s {
@@ -645,6 +670,8 @@ func dedup(s []string) []string {
 // seed), so the same configuration gives the same Report, byte for byte once encoded.
 // progress, when not nil, is called from the calling goroutine after each point with the
 // number of points done and the total. Sweep stops early with ctx's error when ctx is done.
+// It returns an error, before running anything, for an invalid cfg, including one that lists
+// a seed or a load twice.
 func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int)) (Report, error) {
 	pl, err := cfg.plan()
 	if err != nil {

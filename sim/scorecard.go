@@ -37,13 +37,13 @@ type ScorecardConfig struct {
 	// Candidate, when its Name is set, is judged instead of the named Setup: a configuration
 	// of the caller's own (a test, a proposed default).
 	Candidate Setup
-	// Families by name (see Families). nil = every family.
+	// Families by name (see Families), each listed once. nil = every family.
 	Families []string
-	// Loads in percent. nil = 30, 50, 70, 85, 95.
+	// Loads in percent, each listed once. nil = 30, 50, 70, 85, 95.
 	Loads []float64
 	// Modes: Ignored, Reaches or "both". nil = both.
 	Modes []string
-	// Seeds. nil = 1, 2, 3: every point is judged on each.
+	// Seeds, each listed once. nil = 1, 2, 3: every point is judged on each.
 	Seeds []uint64
 	// Calls per run (each point runs the setup and no hedge). 0 = 200,000, the reference run's.
 	Calls int
@@ -250,11 +250,15 @@ func (cfg ScorecardConfig) candidate() (Setup, error) {
 	return setup, nil
 }
 
-// familiesByName is the named families, in order; none = every family.
+// familiesByName is the named families, in order; none = every family. A family named twice
+// is an error, as cmd/hedgesim's -families says.
 func familiesByName(names []string) ([]Family, error) {
 	var fams []Family
 	if len(names) == 0 {
 		fams = Families()
+	}
+	if err := checkOnce("family", names); err != nil {
+		return nil, err
 	}
 	for _, n := range names {
 		f, err := FamilyByName(n)
@@ -270,7 +274,8 @@ func familiesByName(names []string) ([]Family, error) {
 // point (a family with a MaxLoadPct runs only the loads up to it). Points come in a fixed order (family, load, mode, seed), so the same configuration
 // gives the same result. progress, when not nil, is called after each run with the runs done
 // and the total, from the scorecard's goroutines but never two at once. It stops early with
-// ctx's error.
+// ctx's error. It returns an error, before running anything, for an invalid cfg, including
+// one that lists a family, a load or a seed twice.
 func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, total int)) (ScorecardResult, error) {
 	setup, err := cfg.candidate()
 	if err != nil {
@@ -290,6 +295,9 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	if len(loads) == 0 {
 		loads = []float64{30, 50, 70, 85, 95}
 	}
+	if err := checkOnce("load", loads); err != nil {
+		return ScorecardResult{}, err
+	}
 	modes, err := planModes(cfg.Modes)
 	if err != nil {
 		return ScorecardResult{}, err
@@ -297,6 +305,9 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	seeds := cfg.Seeds
 	if len(seeds) == 0 {
 		seeds = []uint64{1, 2, 3}
+	}
+	if err := checkOnce("seed", seeds); err != nil {
+		return ScorecardResult{}, err
 	}
 	calls := cfg.Calls
 	if calls == 0 {
