@@ -204,12 +204,22 @@ type Series struct {
 // seriesNear is a Series' Near when it is 0.
 const seriesNear = 4
 
-// Sample returns one of the samples, each with equal probability.
-func (d Series) Sample(r *rand.Rand) time.Duration { return d.Samples[r.IntN(len(d.Samples))] }
+// Sample returns one of the samples, each with equal probability. It panics with a sim:
+// message when there is none.
+func (d Series) Sample(r *rand.Rand) time.Duration {
+	if len(d.Samples) == 0 {
+		panic(errEmptySeries.Error())
+	}
+	return d.Samples[r.IntN(len(d.Samples))]
+}
 
 // SampleAt returns, for an event of call i, e after it arrived, one of the Near samples
-// measured nearest that moment, each with equal probability.
+// measured nearest that moment, each with equal probability. It panics with a sim: message
+// when there is none.
 func (d Series) SampleAt(r *rand.Rand, i int, e time.Duration) time.Duration {
+	if len(d.Samples) == 0 {
+		panic(errEmptySeries.Error())
+	}
 	near := d.Near
 	if near <= 0 {
 		near = seriesNear

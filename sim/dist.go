@@ -83,15 +83,29 @@ func (d Exponential) Mean() time.Duration { return d.MeanTime }
 func (d Exponential) String() string { return fmt.Sprintf("exponential(mean %v)", d.MeanTime) }
 
 // Empirical draws uniformly from user-supplied samples (for example latencies measured on a real
-// service), so a user can put their own service into the model. It must hold at least one sample.
+// service), so a user can put their own service into the model. It must hold at least one sample:
+// a run refuses an empty one with an error, and Sample panics on it.
 type Empirical struct {
 	Samples []time.Duration
 }
 
-// Sample returns one of the samples, each with equal probability.
+// Sample returns one of the samples, each with equal probability. It panics with a sim:
+// message when there is none.
 func (d Empirical) Sample(r *rand.Rand) time.Duration {
+	if len(d.Samples) == 0 {
+		panic(errEmptyEmpirical.Error())
+	}
 	return d.Samples[r.IntN(len(d.Samples))]
 }
+
+// The rules an empty distribution breaks: what a run returns (validateShape), and what
+// Sample, which has no error to return, panics with.
+var (
+	errEmptyEmpirical = errors.New("sim: Empirical.Samples must not be empty")
+	errEmptyMixture   = errors.New("sim: Mixture.Components must not be empty")
+	errEmptySeries    = errors.New("sim: Series.Samples must not be empty")
+	errNilService     = errors.New("sim: service distribution is nil")
+)
 
 // Mean is the mean of the samples.
 func (d Empirical) Mean() time.Duration {
@@ -114,13 +128,18 @@ type Component struct {
 }
 
 // Mixture draws from one of its components, chosen at random by weight. Weights need not sum to
-// 1; they are normalised.
+// 1; they are normalised. It must have at least one component: a run refuses an empty one
+// with an error, and Sample panics on it.
 type Mixture struct {
 	Components []Component
 }
 
-// Sample chooses a component by weight and draws from it.
+// Sample chooses a component by weight and draws from it. It panics with a sim: message when
+// there is no component.
 func (m Mixture) Sample(r *rand.Rand) time.Duration {
+	if len(m.Components) == 0 {
+		panic(errEmptyMixture.Error())
+	}
 	var total float64
 	for _, c := range m.Components {
 		total += c.Weight
@@ -193,10 +212,10 @@ func validateDistribution(d Distribution) error {
 func validateShape(d Distribution) error {
 	switch d := d.(type) {
 	case nil:
-		return errors.New("sim: service distribution is nil")
+		return errNilService
 	case Empirical:
 		if len(d.Samples) == 0 {
-			return errors.New("sim: Empirical.Samples must not be empty")
+			return errEmptyEmpirical
 		}
 		for i, s := range d.Samples {
 			if s < 0 {
@@ -205,7 +224,7 @@ func validateShape(d Distribution) error {
 		}
 	case Mixture:
 		if len(d.Components) == 0 {
-			return errors.New("sim: Mixture.Components must not be empty")
+			return errEmptyMixture
 		}
 		var total float64
 		for i, c := range d.Components {

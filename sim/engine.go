@@ -923,7 +923,16 @@ func drawService(d Distribution, src *rand.PCG, r *rand.Rand, key uint64, i, k i
 // request for as long as the simulated twin of its run with that seed does: the two share
 // their random numbers, and a figure that depends on how many slow requests a few thousand
 // calls drew (a utilisation, a p99.9) differs between them only by what each does with them.
+//
+// d must be a distribution a run accepts (Params.Service). ServiceTime has no error to
+// return, so a nil d, or an Empirical or Mixture with nothing in it, panics with a sim:
+// message naming the rule (the error a run returns for it), not an index out of range;
+// it checks nothing that costs more than a comparison, so check a distribution from input
+// (as ParseService and ReadDurations do) before serving with it.
 func ServiceTime(d Distribution, seed uint64, call, attempt int) time.Duration {
+	if d == nil {
+		panic(errNilService.Error())
+	}
 	var src rand.PCG
 	return drawService(d, &src, rand.New(&src), streamKey(seed, streamService), call, attempt)
 }
