@@ -604,6 +604,14 @@ func (b *Breaker) strayAhead(e, ep int64) bool {
 }
 
 // sum adds up the slots inside the window ending at tk.
+//
+// A slot's two counters are not one atomic value, so a read concurrent with writers must
+// not let failures exceed calls (an ErrorRate above 1, a ratio rule tripping on failures
+// that were never calls). failures is loaded before calls: record adds to calls first, so
+// every failure seen has its call seen too. That leaves a slot rotated between the two
+// loads, or a writer that loaded the old period's epoch and, preempted between its two
+// adds, added its failure after the rotation cleared the counters (a failure with no
+// call in the new period): each slot's failures are capped at its calls.
 func (b *Breaker) sum(tk int64) (calls, failures int64) {
 	if tk == math.MaxInt64 || tk == math.MinInt64 {
 		return 0, 0 // a read 292 years or more from the anchor (readTicks): no window holds it
@@ -613,8 +621,10 @@ func (b *Breaker) sum(tk int64) (calls, failures int64) {
 		s := &b.ring[i]
 		e := s.epoch.Load()
 		if e > ep-slots && e <= ep {
-			calls += s.calls.Load()
-			failures += s.failures.Load()
+			f := s.failures.Load()
+			c := s.calls.Load()
+			calls += c
+			failures += min(f, c)
 		}
 	}
 	return calls, failures
