@@ -875,7 +875,9 @@ func (t *Transport) replicaTLS(hostHeader, addr string) (*namedTLS, bool) {
 	if !t.nameReplicas {
 		return nil, false
 	}
-	name, at := hostnameOf(hostHeader), hostnameOf(addr)
+	// In lower case: a name's spellings (Example.com, EXAMPLE.COM) are one name to TLS, and
+	// share one clone, its connections and one place in the bound.
+	name, at := strings.ToLower(hostnameOf(hostHeader)), hostnameOf(addr)
 	if name == "" || strings.EqualFold(name, at) {
 		return nil, false
 	}
