@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hedgekit/hedge"
+	"github.com/hedgekit/hedge/replica"
 )
 
 // Once MaxKeys dependencies have policies, a request to another one is sent once, unretried,
@@ -97,5 +98,54 @@ func TestMaxKeysSpellingsFindTheirHost(t *testing.T) {
 func TestNegativeMaxKeysIsRefused(t *testing.T) {
 	if _, err := NewTransport(Config{MaxKeys: -1}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("NewTransport(MaxKeys: -1) = %v, want an error wrapping ErrConfig", err)
+	}
+}
+
+// A request beyond the bound still goes to a replica when Replicas lists some: its URL's host
+// may be a name only they resolve. It keeps its Host header, and goes once.
+func TestMaxKeysOverTheBoundGoesToAReplica(t *testing.T) {
+	defer checkGoroutines(t)
+	var mu sync.Mutex
+	hosts := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts[r.URL.Path+" "+r.Host]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	for name, cfg := range map[string]Config{
+		"Replicas":      {Replicas: func(string) []string { return []string{addr} }},
+		"ReplicaGroups": {ReplicaGroups: func(string) []replica.Group { return []replica.Group{{Addrs: []string{addr}}} }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg.MaxKeys = 1
+			cfg.Key = func(r *http.Request) string { return r.URL.Path }
+			tr, err := NewTransport(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			defer tr.CloseIdleConnections()
+			for _, p := range []string{"/a", "/b"} {
+				req := mustRequest(t, "GET", "http://logical.invalid"+p, nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+				resp.Body.Close()
+				if req.URL.Host != "logical.invalid" || req.Host != "logical.invalid" {
+					t.Errorf("the caller's request changed: URL host %q, Host %q", req.URL.Host, req.Host)
+				}
+			}
+			if n := tr.OverMaxKeys(); n != 1 {
+				t.Errorf("OverMaxKeys = %d, want 1 (/b)", n)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hosts["/b logical.invalid"] != 2 {
+		t.Errorf("requests seen %v, want /b once per subtest, with its Host", hosts)
 	}
 }

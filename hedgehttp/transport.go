@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -112,10 +113,11 @@ type Config struct {
 	// connections, answering 5xx) are ejected for a while (see [replica.Config]). Only the
 	// URL's host changes: the Host header stays the request's (set Request.Host to control
 	// it), and over HTTPS so does the name a replica is asked for (SNI) and its certificate
-	// is checked against: the Host header's, as for a request sent to the dependency itself,
-	// not the replica's address. (Where Next is an *http.Transport, through a clone of it per
-	// name; a Next that sets TLSClientConfig.ServerName or DialTLSContext keeps its own
-	// rule, and another RoundTripper sees only the replica's address.) It runs on every request, so it must be fast; return the same slice until the
+	// is checked against: the Host header's (the URL's host unless Request.Host names
+	// another), not the replica's address. (Where Next is an *http.Transport, through a
+	// clone of it per name, for up to 2 × MaxKeys names; a Next that sets
+	// TLSClientConfig.ServerName or DialTLSContext keeps its own rule, and so does another
+	// RoundTripper, which sees only the replica's address.) It runs on every request, so it must be fast; return the same slice until the
 	// addresses change, and never modify a slice once returned. Health carries over for
 	// addresses that stay when the list changes. List each address once: an address is one
 	// replica, and twice it would let a hedge go back to its primary's address while another
@@ -171,8 +173,9 @@ type Config struct {
 	// means [DefaultMaxKeys]; negative is an error. A policy lives as long as the Transport,
 	// so a client that calls hosts without end (a crawler, a host per tenant) would otherwise
 	// grow without bound. Once MaxKeys dependencies have policies, a request to another one
-	// is sent to Next once, as it is: never hedged nor retried, as a request that may not be
-	// sent twice. [Transport.OverMaxKeys] counts such requests.
+	// is sent to Next once: never hedged nor retried, as a request that may not be sent
+	// twice, to a replica drawn at random when Replicas (or ReplicaGroups' first group)
+	// lists some for it, to its URL otherwise. [Transport.OverMaxKeys] counts such requests.
 	MaxKeys int
 
 	// ErrorBodyLimit is how many bytes of a failing response's body (a 5xx, 429 or 408) are
@@ -410,7 +413,7 @@ func NewTransport(cfg Config) (*Transport, error) {
 		tc := ht.TLSClientConfig
 		//lint:ignore SA1019 DialTLS, though deprecated, still replaces the handshake where set
 		t.nameReplicas = (tc == nil || tc.ServerName == "") && ht.DialTLSContext == nil && ht.DialTLS == nil
-		t.named.Max = maxKeys
+		t.named.Max = 2 * maxKeys // as many as byURL's spellings: a host's Host headers may differ from its keys
 	}
 	if t.classify == nil {
 		t.classify = Classify
@@ -614,7 +617,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// MaxKeys dependencies have policies: this one is sent as a request that may not be
 		// sent twice would be, without one.
 		t.overKeys.Add(1)
-		return t.once(req)
+		return t.overMaxKeys(req)
 	}
 	if err != nil {
 		closeBody(req)
@@ -729,15 +732,60 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
+// overMaxKeys sends once a request to a dependency beyond Config.MaxKeys: to a replica drawn
+// at random when Replicas (or the first group of ReplicaGroups) lists some for it, since its
+// URL's host may be a name only they resolve, and to its URL otherwise. With no policy there
+// is no health to pick by.
+func (t *Transport) overMaxKeys(req *http.Request) (*http.Response, error) {
+	var addrs []string
+	if t.cfg.Replicas != nil || t.cfg.ReplicaGroups != nil {
+		name := canonicalName(req)
+		if t.cfg.Key != nil {
+			name = t.cfg.Key(req)
+		}
+		if t.cfg.Replicas != nil {
+			addrs = t.cfg.Replicas(name)
+		} else {
+			for _, g := range t.cfg.ReplicaGroups(name) {
+				if len(g.Addrs) > 0 {
+					addrs = g.Addrs
+					break
+				}
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return t.once(req)
+	}
+	r := *req // the caller's request is not changed
+	if r.Host == "" {
+		r.Host = r.URL.Host // as an attempt to a replica keeps it (call.attempt)
+	}
+	u := *r.URL
+	u.Host = addrs[rand.IntN(len(addrs))]
+	r.URL = &u
+	if u.Scheme == "https" {
+		if n, ok := t.replicaTLS(r.Host, u.Host); ok {
+			return t.onceVia(n.next, &r)
+		}
+	}
+	return t.once(&r)
+}
+
 // once sends req through Next alone, unhedged and unretried. The headers meant for this
 // Transport go no further, as on any other request: a trigger header is checked and dropped
 // (it has nothing to decide here), and an attempt mark that is not this call's is dropped
 // too.
 func (t *Transport) once(req *http.Request) (*http.Response, error) {
+	return t.onceVia(t.next, req)
+}
+
+// onceVia is once through next.
+func (t *Transport) onceVia(next http.RoundTripper, req *http.Request) (*http.Response, error) {
 	_, hasTrigger := req.Header[TriggerHeader]
 	_, hasMark := req.Header[AttemptHeader]
 	if !hasTrigger && !hasMark {
-		return t.next.RoundTrip(req)
+		return next.RoundTrip(req)
 	}
 	sent := req
 	if hasTrigger {
@@ -755,7 +803,7 @@ func (t *Transport) once(req *http.Request) (*http.Response, error) {
 		}
 		delete(sent.Header, AttemptHeader)
 	}
-	return t.next.RoundTrip(sent)
+	return next.RoundTrip(sent)
 }
 
 // stdNext reports whether Next is net/http's own Transport, whose rules for the requests it
@@ -867,8 +915,9 @@ type namedTLS struct{ next, apart *http.Transport }
 // net/http checks a server's certificate against the URL's host, which the replica's address
 // has replaced: a certificate issued to the dependency's name (the usual one, a replica's
 // address being an IP address or a name of its own) would fail there. The clone checks it
-// against the Host header's name, as a client sent to the dependency's own URL would, and
-// asks the replica for that name (SNI). Next is used as it is when it is not an
+// against the Host header's name (the URL's host unless Request.Host names another: the name
+// a virtual host answers by, which net/http alone would not check without replicas either),
+// and asks the replica for that name (SNI). Next is used as it is when it is not an
 // *http.Transport, when it names the server itself (TLSClientConfig.ServerName) or does its
 // own handshakes (DialTLSContext), and when the two names agree.
 func (t *Transport) replicaTLS(hostHeader, addr string) (*namedTLS, bool) {
