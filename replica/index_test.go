@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -38,7 +39,7 @@ func TestIndexOutOfRangePanics(t *testing.T) {
 		"Layout.Group": func(i int) { l.Group(i) },
 	}
 	for name, call := range methods {
-		for _, i := range []int{-1, n, n + 61, -1 << 40} {
+		for _, i := range []int{-1, n, n + 61, math.MinInt} {
 			want := fmt.Sprintf("replica: index %d out of range [0,%d)", i, n)
 			func() {
 				defer func() {
