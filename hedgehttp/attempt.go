@@ -223,7 +223,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	)
 	var stopCancel func() bool // unhooks cancelFirst from the attempt's context
 	switch proto := c.h.proto.Load(); {
-	case inline && !c.signals && proto == 1 && c.t.h1 != nil && plainScheme(c.req.URL.Scheme) && !c.namedTLS():
+	case inline && !c.signals && proto == 1 && c.t.h1 != nil && plainScheme(c.req.URL.Scheme) && !c.viaNamedTLS():
 		// The first attempt on the caller's goroutine, to a host known to speak HTTP/1 over
 		// Next's *http.Transport, listening for no start signal: the request goes out on the
 		// caller's own context, as a plain RoundTrip would send it, and a loser is cancelled
@@ -440,11 +440,11 @@ func (t *Transport) sentBefore(req *http.Request) bool {
 	return slot.Swap(a) == a
 }
 
-// namedTLS reports whether the call's attempts may go through a clone of Next of
+// viaNamedTLS reports whether the call's attempts may go through a clone of Next of
 // Transport.replicaTLS: HTTPS to replicas. Such a first attempt does not run on the caller's
 // context, whose loser is cancelled through Next itself (CancelRequest), which the clone's
 // requests are not in.
-func (c *call) namedTLS() bool {
+func (c *call) viaNamedTLS() bool {
 	return c.rep != nil && c.t.nameReplicas && c.req.URL.Scheme == "https"
 }
 
