@@ -59,18 +59,7 @@ func (e *echoStreams) StreamingInputCall(s grpc.ClientStreamingServer[testpb.Str
 
 func (e *echoStreams) FullDuplexCall(s grpc.BidiStreamingServer[testpb.StreamingOutputCallRequest, testpb.StreamingOutputCallResponse]) error {
 	e.note(s.Context())
-	for {
-		m, err := s.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.Send(&testpb.StreamingOutputCallResponse{Payload: m.GetPayload()}); err != nil {
-			return err
-		}
-	}
+	return echoEach(s)
 }
 
 // Once MaxMethods methods have policies, server-streaming, client-streaming and bidi calls to

@@ -299,18 +299,7 @@ func (hb *headerFirstBackend) FullDuplexCall(s grpc.BidiStreamingServer[testpb.S
 	if err := s.SendHeader(metadata.Pairs("attempt", strconv.Itoa(attemptOf(s.Context())))); err != nil {
 		return err
 	}
-	for {
-		m, err := s.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.Send(&testpb.StreamingOutputCallResponse{Payload: m.GetPayload()}); err != nil {
-			return err
-		}
-	}
+	return echoEach(s)
 }
 
 // A bidi caller that reads the server's headers before it sends anything gets them: Header
@@ -376,4 +365,20 @@ func startTestService(t *testing.T, svc testpb.TestServiceServer) *backend {
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return be
+}
+
+// echoEach sends back each message of a bidi stream until its client closes it.
+func echoEach(s grpc.BidiStreamingServer[testpb.StreamingOutputCallRequest, testpb.StreamingOutputCallResponse]) error {
+	for {
+		m, err := s.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.Send(&testpb.StreamingOutputCallResponse{Payload: m.GetPayload()}); err != nil {
+			return err
+		}
+	}
 }
