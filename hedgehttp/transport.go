@@ -934,7 +934,7 @@ func (t *Transport) replicaTLS(hostHeader, addr string) (*namedTLS, bool) {
 		return n, true
 	}
 	n, err := t.named.LoadOrAdd(name, func() (*namedTLS, error) { return t.newNamedTLS(name), nil })
-	return n, err == nil // full (MaxKeys names): Next as it is
+	return n, err == nil // full (2 × MaxKeys names): Next as it is
 }
 
 // newNamedTLS clones Next to check certificates against name.
