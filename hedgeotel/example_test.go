@@ -67,8 +67,8 @@ func ExampleNewTransport() {
 }
 
 // Any integration that reports events with a name and lists its policies' figures is wired
-// in three lines: here hedgegrpc's per-method policies, recorded under their full method
-// names.
+// in four lines: here hedgegrpc's per-method policies, recorded under their full method
+// names, and the calls past its bound on methods (hedgegrpc.Config.MaxMethods).
 func ExampleMetrics_KeyedObserver() {
 	metrics, err := hedgeotel.New(sdkmetric.NewMeterProvider())
 	if err != nil {
@@ -81,6 +81,9 @@ func ExampleMetrics_KeyedObserver() {
 		log.Fatal(err)
 	}
 	if _, err := metrics.Watch(interceptor.Measured); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := metrics.WatchOverBound(interceptor.OverMaxMethods); err != nil {
 		log.Fatal(err)
 	}
 	conn, err := grpc.NewClient("dns:///inventory.internal:443",

@@ -13,12 +13,14 @@
 //	cfg.Observer = metrics.KeyedObserver()
 //	interceptor, err := hedgegrpc.NewInterceptor(cfg)
 //	stop, err := metrics.Watch(interceptor.Measured)
+//	stopOver, err := metrics.WatchOverBound(interceptor.OverMaxMethods)
 //
 // # Instruments
 //
-// Every measurement carries hedge.operation (the policy's name: the name given to NewPolicy,
-// the host key of a Transport, the method of a gRPC interceptor). Other attributes take a
-// handful of values each, so the number of series stays small.
+// Every measurement but hedge.calls.over_bound carries hedge.operation (the policy's name:
+// the name given to NewPolicy, the host key of a Transport, the method of a gRPC
+// interceptor). Other attributes take a handful of values each, so the number of series stays
+// small.
 //
 //	hedge.attempt.duration     histogram  s         hedge.attempt.kind (primary|hedge|retry),
 //	                                                hedge.attempt.outcome (ok|error|discarded)
@@ -37,6 +39,16 @@
 //	hedge.concurrency.limit    gauge      {attempt} (with an adaptive limit)
 //	hedge.concurrency.in_flight gauge     {attempt} (with an adaptive limit)
 //	hedge.win_rate.allowance   gauge      1
+//	hedge.calls.over_bound     counter    {call}    (no attributes; see below)
+//
+// hedge.calls.over_bound counts the calls an integration sent once, unhedged and unretried,
+// because it already kept as many policies as it may (hedgehttp.Config.MaxKeys,
+// hedgegrpc.Config.MaxMethods). They belong to no operation, and naming their hosts or
+// methods would grow the series without bound, which is what the bound is there to stop: the
+// count is one series, the sum over every watched Transport and Interceptor
+// ([Metrics.WatchOverBound]). It is reported once something is watched, at 0 until a call
+// goes over; a rising count says the bound is too low for the keys the client really meets,
+// or that the keys are not what they should be (a Key function that puts a user's ID in).
 //
 // The histograms' buckets resolve 1 ms to 10 s (1, 2, 3, 5 and 7.5 per decade). A discarded
 // attempt's duration is how long it had run when it lost.
@@ -114,6 +126,7 @@ type Metrics struct {
 	limit      metric.Int64ObservableGauge
 	inFlight   metric.Int64ObservableGauge
 	allowance  metric.Float64ObservableGauge
+	overBound  metric.Int64ObservableCounter
 	reg        metric.Registration
 	regErr     error
 	registered sync.Once
@@ -122,6 +135,9 @@ type Metrics struct {
 
 	mu      sync.Mutex
 	sources map[int]func() map[string]hedge.Measured
+	counts  map[int]func() int64 // WatchOverBound's sources
+	retired int64                // their counts when they were stopped, so that the sum never falls
+	overMax int64                // the highest sum reported: a count read as it stops may be behind a collection's
 	nextID  int
 }
 
@@ -136,7 +152,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	if v := reflect.ValueOf(mp); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, nil
 	}
-	m := &Metrics{meter: mp.Meter(ScopeName), sources: map[int]func() map[string]hedge.Measured{}}
+	m := &Metrics{meter: mp.Meter(ScopeName), sources: map[int]func() map[string]hedge.Measured{},
+		counts: map[int]func() int64{}}
 	var err, e error
 	hist := func(name, desc string) metric.Float64Histogram {
 		h, e := m.meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
@@ -179,6 +196,9 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	err = errors.Join(err, e)
 	m.allowance, e = m.meter.Float64ObservableGauge("hedge.win_rate.allowance", metric.WithUnit("1"),
 		metric.WithDescription("The share of would-be hedges the win-rate loop lets start."))
+	err = errors.Join(err, e)
+	m.overBound, e = m.meter.Int64ObservableCounter("hedge.calls.over_bound", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls sent once, unhedged, because the integration already kept its most policies (MaxKeys, MaxMethods)."))
 	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
@@ -396,15 +416,8 @@ func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(),
 	if m == nil || measured == nil {
 		return func() {}, nil
 	}
-	if !m.built() {
-		return func() {}, errNotBuilt
-	}
-	m.registered.Do(func() {
-		m.reg, m.regErr = m.meter.RegisterCallback(m.observe, m.threshold, m.budget, m.breaker,
-			m.errorRate, m.limit, m.inFlight, m.allowance)
-	})
-	if m.regErr != nil {
-		return func() {}, m.regErr
+	if err := m.register(); err != nil {
+		return func() {}, err
 	}
 	m.mu.Lock()
 	id := m.nextID
@@ -416,6 +429,55 @@ func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(),
 		delete(m.sources, id)
 		m.mu.Unlock()
 	}, nil
+}
+
+// WatchOverBound adds count to hedge.calls.over_bound: the calls an integration sent once,
+// unhedged, past its bound on policies (hedgehttp.Transport.OverMaxKeys,
+// hedgegrpc.Interceptor.OverMaxMethods). [Metrics.NewTransport] watches its Transport's
+// itself; an Interceptor's is watched with this:
+//
+//	stop, err := metrics.WatchOverBound(interceptor.OverMaxMethods)
+//
+// count must only grow. The reported figure is the sum of every watched count; stop ends
+// count's reports and keeps its last value in the sum, so that the counter, cumulative,
+// never falls when a Transport is closed. On a nil *Metrics, or with a nil count, it does
+// nothing.
+func (m *Metrics) WatchOverBound(count func() int64) (stop func(), err error) {
+	if m == nil || count == nil {
+		return func() {}, nil
+	}
+	if err := m.register(); err != nil {
+		return func() {}, err
+	}
+	m.mu.Lock()
+	id := m.nextID
+	m.nextID++
+	m.counts[id] = count
+	m.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			delete(m.counts, id)
+			m.mu.Unlock()
+			last, _ := countOf(count) // outside mu: count is the caller's code
+			m.mu.Lock()
+			m.retired += last
+			m.mu.Unlock()
+		})
+	}, nil
+}
+
+// register installs the gauges' and over_bound's callback with the MeterProvider, once.
+func (m *Metrics) register() error {
+	if !m.built() {
+		return errNotBuilt
+	}
+	m.registered.Do(func() {
+		m.reg, m.regErr = m.meter.RegisterCallback(m.observe, m.threshold, m.budget, m.breaker,
+			m.errorRate, m.limit, m.inFlight, m.allowance, m.overBound)
+	})
+	return m.regErr
 }
 
 // unregister removes the gauges' callback from the MeterProvider, for a Metrics no one else
@@ -433,8 +495,27 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 	for _, s := range m.sources {
 		sources = append(sources, s)
 	}
+	counts := make([]func() int64, 0, len(m.counts))
+	for _, c := range m.counts {
+		counts = append(counts, c)
+	}
+	over, watched := m.retired, len(counts) > 0 || m.retired > 0
 	m.mu.Unlock()
 	var errs []error
+	for _, c := range counts {
+		n, err := countOf(c)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		over += n
+	}
+	if watched {
+		m.mu.Lock()
+		over = max(over, m.overMax)
+		m.overMax = over
+		m.mu.Unlock()
+		obs.ObserveInt64(m.overBound, over)
+	}
 	for _, s := range sources {
 		figures, err := measure(s)
 		if err != nil {
@@ -481,6 +562,17 @@ func measure(s func() map[string]hedge.Measured) (figures map[string]hedge.Measu
 	return s(), nil
 }
 
+// countOf calls a count given to WatchOverBound, turning a panic into the collection's error
+// (see measure) and a negative count, which a counter cannot take, into 0.
+func countOf(c func() int64) (n int64, err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			n, err = 0, fmt.Errorf("hedgeotel: a WatchOverBound count panicked: %v", x)
+		}
+	}()
+	return max(c(), 0), nil
+}
+
 // NewPolicy builds a policy from cfg whose events and figures are recorded under the name
 // operation. cfg.Observer, when set, still receives every event. On a nil *Metrics it is
 // hedge.New(cfg), with a stop that does nothing.
@@ -517,7 +609,8 @@ func (m *Metrics) NewPolicy(operation string, cfg hedge.Config) (p *hedge.Policy
 //
 // The Transport's gauges are reported at every collection until its Close, and the Metrics
 // holds on to it until then: Close a Transport you drop, or its gauges go on reporting (and
-// a new Transport's figures for the same hosts would share their series).
+// a new Transport's figures for the same hosts would share their series). Its requests past
+// Config.MaxKeys are counted in hedge.calls.over_bound (see [Metrics.WatchOverBound]).
 func (m *Metrics) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, error) {
 	if m == nil {
 		return hedgehttp.NewTransport(cfg)
@@ -532,9 +625,16 @@ func (m *Metrics) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, erro
 	}
 	stop, err := m.Watch(tr.Measured)
 	if err != nil {
+		tr.Close()
 		return nil, err
 	}
-	tr.OnClose(stop)
+	stopOver, err := m.WatchOverBound(tr.OverMaxKeys)
+	if err != nil {
+		stop()
+		tr.Close()
+		return nil, err
+	}
+	tr.OnClose(func() { stop(); stopOver() })
 	return tr, nil
 }
 

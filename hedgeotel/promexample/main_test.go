@@ -13,7 +13,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, name := range []string{
 		"hedge_calls_total{", "hedge_attempt_duration_seconds_count{", "hedge_call_duration_seconds_sum{",
-		"hedge_budget_balance", "hedge_win_rate_allowance",
+		"hedge_budget_balance", "hedge_win_rate_allowance", "hedge_calls_over_bound_total{",
 	} {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("the scrape has no %s:\n%s", name, out.String())
