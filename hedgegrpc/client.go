@@ -271,7 +271,9 @@ func (i *Interceptor) method(name string) *method {
 const DefaultMaxMethods = 1024
 
 // OverMaxMethods returns how many calls went through unhedged because Config.MaxMethods
-// methods had policies already.
+// methods had policies already. Any is a sign that MaxMethods is too low for the methods
+// this client calls (a proxy that forwards any method name meets them without end).
+// hedgeotel's Metrics.WatchOverBound exports it as the counter hedge.calls.over_bound.
 func (i *Interceptor) OverMaxMethods() int64 { return i.overMethods.Load() }
 
 // newMethod builds the state of a full method name from its template.

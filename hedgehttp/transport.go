@@ -536,6 +536,7 @@ const DefaultMaxKeys = 1024
 // OverMaxKeys returns how many requests went to Next unhedged because Config.MaxKeys
 // dependencies had policies already. Any is a sign that MaxKeys is too low for the hosts
 // this client calls, or that Key names more than dependencies (a path, a request ID).
+// hedgeotel.NewTransport exports it as the counter hedge.calls.over_bound.
 func (t *Transport) OverMaxKeys() int64 { return t.overKeys.Load() }
 
 // Measured returns each host's [hedge.Measured] figures, keyed by host name (see
