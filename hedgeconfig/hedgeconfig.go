@@ -209,13 +209,7 @@ func (f *File) HTTPConfig() hedgehttp.Config {
 	}
 	return hedgehttp.Config{
 		Policy: f.Defaults.Policy,
-		Key: func(r *http.Request) string {
-			host, port, path := requestParts(r)
-			if op := f.matchHTTP(host, port, path); op != nil {
-				return op.Name
-			}
-			return r.URL.Scheme + "://" + joinHostPort(host, port)
-		},
+		Key:    f.httpKey,
 		PolicyFor: func(key string) (hedge.Config, hedge.Repeatability) {
 			if op, ok := byName[key]; ok {
 				return op.Policy, op.Repeatable
@@ -223,6 +217,16 @@ func (f *File) HTTPConfig() hedgehttp.Config {
 			return f.Defaults.Policy, f.Defaults.Repeatable
 		},
 	}
+}
+
+// httpKey is File.HTTPConfig's Key: the name of the operation r falls under, or
+// scheme://host:port for a host no operation names.
+func (f *File) httpKey(r *http.Request) string {
+	host, port, path := requestParts(r)
+	if op := f.matchHTTP(host, port, path); op != nil {
+		return op.Name
+	}
+	return r.URL.Scheme + "://" + joinHostPort(host, port)
 }
 
 func requestParts(r *http.Request) (host, port, path string) {

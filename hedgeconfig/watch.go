@@ -377,15 +377,6 @@ func (w *Watcher) NewTransport(cfg hedgehttp.Config) (*hedgehttp.Transport, erro
 	return t, nil
 }
 
-// httpKey is the key File.HTTPConfig's Key gives r.
-func (f *File) httpKey(r *http.Request) string {
-	host, port, path := requestParts(r)
-	if op := f.matchHTTP(host, port, path); op != nil {
-		return op.Name
-	}
-	return r.URL.Scheme + "://" + joinHostPort(host, port)
-}
-
 // policyFor is what File.HTTPConfig's PolicyFor gives key: its operation's policy, or the
 // defaults' for a host no operation names.
 func (f *File) policyFor(key string) (hedge.Config, hedge.Repeatability) {
