@@ -416,14 +416,10 @@ func (m *Metrics) Watch(measured func() map[string]hedge.Measured) (stop func(),
 	if m == nil || measured == nil {
 		return func() {}, nil
 	}
-	if err := m.register(); err != nil {
+	id, err := m.watch(func(id int) { m.sources[id] = measured })
+	if err != nil {
 		return func() {}, err
 	}
-	m.mu.Lock()
-	id := m.nextID
-	m.nextID++
-	m.sources[id] = measured
-	m.mu.Unlock()
 	return func() {
 		m.mu.Lock()
 		delete(m.sources, id)
@@ -446,14 +442,10 @@ func (m *Metrics) WatchOverBound(count func() int64) (stop func(), err error) {
 	if m == nil || count == nil {
 		return func() {}, nil
 	}
-	if err := m.register(); err != nil {
+	id, err := m.watch(func(id int) { m.counts[id] = count })
+	if err != nil {
 		return func() {}, err
 	}
-	m.mu.Lock()
-	id := m.nextID
-	m.nextID++
-	m.counts[id] = count
-	m.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -466,6 +458,20 @@ func (m *Metrics) WatchOverBound(count func() int64) (stop func(), err error) {
 			m.mu.Unlock()
 		})
 	}, nil
+}
+
+// watch installs the callback (register) and then runs add, under mu, with a new source's
+// id, which it returns.
+func (m *Metrics) watch(add func(id int)) (int, error) {
+	if err := m.register(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := m.nextID
+	m.nextID++
+	add(id)
+	return id, nil
 }
 
 // register installs the gauges' and over_bound's callback with the MeterProvider, once.
