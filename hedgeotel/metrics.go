@@ -449,11 +449,11 @@ func (m *Metrics) WatchOverBound(count func() int64) (stop func(), err error) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			// Read outside mu (count is the caller's code): a collection between the read and
+			// the delete may report more than last, and overMax keeps the sum from falling.
+			last, _ := countOf(count)
 			m.mu.Lock()
 			delete(m.counts, id)
-			m.mu.Unlock()
-			last, _ := countOf(count) // outside mu: count is the caller's code
-			m.mu.Lock()
 			m.retired += last
 			m.mu.Unlock()
 		})
