@@ -746,21 +746,27 @@ func TestFailingBackendEjected(t *testing.T) {
 // or answer only when cancelled), some given up by their callers: every call ends as its
 // script says, and nothing is left running (the race detector and the leak check watch the
 // driver). A script never leaves a call waiting on an attempt that only a cancellation ends
-// unless a later attempt succeeds.
+// unless a later attempt succeeds. Some calls are not hedged (hedge.WithTrigger of none): their
+// failures come back with nothing else in flight, so they are retried however long an
+// attempt takes (on a busy machine, or with GOMAXPROCS=1, every failure may come after the
+// millisecond's hedge, which makes the next attempt a hedge rather than a retry).
 func TestConcurrentCallsScripted(t *testing.T) {
 	checkLeaks(t)
 	const blocks = codes.Aborted // stands for "answers only when cancelled"
 	scripts := []struct {
 		attempts []codes.Code
 		want     codes.Code
+		unhedged bool // sent with hedge.WithTrigger of none: each failure is retried
 	}{
-		{[]codes.Code{codes.OK}, codes.OK},
-		{[]codes.Code{codes.Unavailable, codes.OK}, codes.OK},
-		{[]codes.Code{blocks, codes.OK}, codes.OK},
-		{[]codes.Code{codes.NotFound}, codes.NotFound},
-		{[]codes.Code{blocks, codes.Unavailable, codes.OK}, codes.OK},
-		{[]codes.Code{codes.Unavailable, codes.Unavailable, codes.Unavailable}, codes.Unavailable},
-		{[]codes.Code{codes.Unavailable, codes.NotFound}, codes.NotFound},
+		{[]codes.Code{codes.OK}, codes.OK, false},
+		{[]codes.Code{codes.Unavailable, codes.OK}, codes.OK, false},
+		{[]codes.Code{blocks, codes.OK}, codes.OK, false},
+		{[]codes.Code{codes.NotFound}, codes.NotFound, false},
+		{[]codes.Code{blocks, codes.Unavailable, codes.OK}, codes.OK, false},
+		{[]codes.Code{codes.Unavailable, codes.Unavailable, codes.Unavailable}, codes.Unavailable, false},
+		{[]codes.Code{codes.Unavailable, codes.NotFound}, codes.NotFound, false},
+		{[]codes.Code{codes.Unavailable, codes.OK}, codes.OK, true},
+		{[]codes.Code{codes.Unavailable, codes.Unavailable, codes.Unavailable}, codes.Unavailable, true},
 	}
 	bs := startBackends(t, 3, func(int) *backend {
 		return &backend{check: func(ctx context.Context, b *backend, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
@@ -800,6 +806,9 @@ func TestConcurrentCallsScripted(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				want := scripts[i%len(scripts)].want
+				if scripts[i%len(scripts)].unhedged {
+					ctx = hedge.WithTrigger(ctx, hedge.Trigger{})
+				}
 				if i%11 == 0 {
 					cancel() // given up before it starts
 					want = codes.Canceled
