@@ -22,12 +22,22 @@ func TestCommitAsTheStreamFailsEndsTheCallAtOnce(t *testing.T) {
 	pol := hedge.Config{Attempts: 3, Budget: budget.Config{Off: true},
 		Backoff: hedge.Backoff{Initial: 200 * time.Millisecond, Maximum: 200 * time.Millisecond, Jitter: hedge.Off}}
 	hi := newInterceptor(t, Config{Policy: pol, Idempotent: []string{"/grpc.testing.TestService/"}})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	// The commit waits for the caller's message to be kept: the server fails the stream as
+	// it opens, and a Send after the commit to the failed attempt would rightly return
+	// io.EOF (RecvMsg has the status), as a plain stream's does.
+	sent := make(chan struct{})
 	var once sync.Once
 	hook := func(s *replayStream) {
 		if s.i != hi {
 			return // another test's call
 		}
 		once.Do(func() {
+			select {
+			case <-sent:
+			case <-ctx.Done():
+			}
 			s.mu.Lock()
 			s.commitEarlyLocked()
 			s.mu.Unlock()
@@ -37,13 +47,13 @@ func TestCommitAsTheStreamFailsEndsTheCallAtOnce(t *testing.T) {
 	t.Cleanup(func() { testHookRecvFailed.Store(nil) })
 	sv := failsFirstAttempt()
 	client := testpb.NewTestServiceClient(dialTestService(t, hi, sv))
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
 	st, err := client.StreamingInputCall(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: []byte("small")}}); err != nil {
+	err = st.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: []byte("small")}})
+	close(sent)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.CloseAndRecv(); status.Code(err) != codes.Unavailable {
