@@ -205,7 +205,11 @@ func TestLoadStreamRefusesAndCloses(t *testing.T) {
 		if got, _ := rec1.lines(); len(got) != 3 {
 			t.Fatalf("default minimum: %d lines after %v, want 3", len(got), 2*DefaultLoadStreamMinInterval)
 		}
-		ls.Close() // returns once both handlers have
+		ls.Close()
+		// Close returns once both handlers have, but done closes after the handler has
+		// returned, on the goroutine serveStream started, which may not have run yet
+		// (TestLoadStreamCloseWaits checks that Close waits).
+		synctest.Wait()
 		for i, done := range []chan struct{}{done1, done2} {
 			select {
 			case <-done:
@@ -222,6 +226,62 @@ func TestLoadStreamRefusesAndCloses(t *testing.T) {
 			t.Fatalf("after Close: %d, Retry-After %q; want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 		}
 		ls.Close() // again: nothing
+	})
+}
+
+// stallRecorder is a flushRecorder whose Flush blocks until release is closed: a client that
+// has stopped reading.
+type stallRecorder struct {
+	flushRecorder
+	release chan struct{}
+}
+
+func (r *stallRecorder) Flush() {
+	<-r.release
+	r.flushRecorder.Flush()
+}
+
+// Close returns only once every stream's handler has returned, even one stuck writing.
+func TestLoadStreamCloseWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, err := NewQueue(http.NotFoundHandler(), QueueConfig{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := q.LoadStream(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &stallRecorder{flushRecorder: flushRecorder{header: http.Header{}}, release: make(chan struct{})}
+		handled := make(chan struct{})
+		go func() {
+			defer close(handled)
+			ls.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, LoadStreamPath, nil))
+		}()
+		synctest.Wait() // the handler is in its first Flush
+		closed := make(chan struct{})
+		go func() { defer close(closed); ls.Close() }()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a stream's handler was still writing")
+		default:
+		}
+		close(rec.release)
+		synctest.Wait()
+		select {
+		case <-closed:
+		default:
+			t.Fatal("Close still waiting once the handler could return")
+		}
+		select {
+		case <-handled:
+		default:
+			t.Fatal("the handler still running after Close")
+		}
+		if got, flushes := rec.lines(); len(got) != 1 || flushes != 1 {
+			t.Fatalf("%d lines and %d flushes, want 1 of each", len(got), flushes)
+		}
 	})
 }
 
