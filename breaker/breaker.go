@@ -679,9 +679,9 @@ func (b *Breaker) Peek(now time.Time) State {
 
 // ErrorRate reports failures/calls over the window ending at now, and
 // whether the window holds at least MinimumCalls calls and at least two
-// failures. The hedging core's SuppressAt gate acts only when armed: one
-// failure, or a handful of calls, is not a trend. The window restarts empty
-// each time the breaker closes.
+// failures. [Breaker.Degraded], which the hedging core asks before each hedge,
+// acts only when armed: one failure, or a handful of calls, is not a trend. The
+// window restarts empty each time the breaker closes.
 func (b *Breaker) ErrorRate(now time.Time) (rate float64, armed bool) {
 	calls, failures := b.sum(b.readTicks(now))
 	if calls == 0 {
@@ -709,8 +709,9 @@ func (b *Breaker) TripPoint() float64 {
 
 // Degraded reports whether the error rate over the window ending at now has
 // reached DegradedAt × [Breaker.TripPoint], once the window holds MinimumCalls
-// calls: the dependency is failing often enough that extra load (a hedge) would
-// hurt, though not yet often enough to trip.
+// calls and at least two failures ([Breaker.ErrorRate] armed): the dependency
+// is failing often enough that extra load (a hedge) would hurt, though not yet
+// often enough to trip.
 func (b *Breaker) Degraded(now time.Time) bool {
 	rate, armed := b.ErrorRate(now)
 	return armed && rate >= b.cfg.DegradedAt*b.TripPoint()
