@@ -273,6 +273,17 @@ var (
 	markers     = []string{"circle", "square", "triangle", "diamond", "down", "ocircle", "osquare", "otriangle", "odiamond", "odown"}
 )
 
+// style is series i's colour, dash pattern and marker. A chart holds more series than there
+// are colours (the default run has 13 setups), and taking each list modulo its length gave
+// series 10 the very style of series 0: "server-assisted" was drawn, and listed in the legend,
+// exactly as "no hedge". Each round of the colours shifts the dash and the marker by one, so
+// series i and i+10 share a colour but neither its dash nor its marker, and no two of the
+// first 100 series look alike.
+func style(i int) (colour, dash, marker string) {
+	shift := i + i/len(lineColours)
+	return lineColours[i%len(lineColours)], lineDashes[shift%len(lineDashes)], markers[shift%len(markers)]
+}
+
 type series struct {
 	name     string
 	ys       []float64 // one per load; NaN = no point
@@ -358,7 +369,7 @@ func (c *chart) write(bw *bufio.Writer) {
 	}
 	// Legend: line sample with marker, then the setup's name, in as many columns as fit.
 	for i, s := range c.series {
-		colour, dash, mk := lineColours[i%len(lineColours)], lineDashes[i%len(lineDashes)], markers[i%len(markers)]
+		colour, dash, mk := style(i)
 		col, row := i%cols, i/cols
 		x := legendLeft + float64(col)*colW
 		y := legendTop + float64(row)*legendRow
@@ -420,7 +431,7 @@ func (c *chart) writeFrame(bw *bufio.Writer, xOf, yOf func(float64) float64) {
 // markers.
 func (c *chart) writeSeries(bw *bufio.Writer, i int, s series, xOf, yOf func(float64) float64) {
 	n := len(c.series)
-	colour, dash, mk := lineColours[i%len(lineColours)], lineDashes[i%len(lineDashes)], markers[i%len(markers)]
+	colour, dash, mk := style(i)
 	dx := (float64(i) - float64(n-1)/2) * 2.5 // a small dodge so identical points stay visible
 	pts := c.points(s, dx, xOf, yOf)
 	var d strings.Builder
