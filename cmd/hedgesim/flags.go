@@ -135,7 +135,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN (e.g. exponential:10ms),\nor empirical:FILE (one duration per line, e.g. 12ms or 3.5ms; a bare number is ms; # starts a comment)")
 	delay := fs.Duration("hedge-delay", defaultHedgeDelay, "hedge delay of the fixed-delay setups (After)")
 	tables := fs.Bool("tables-only", false, "print the Markdown tables of each seed on stdout instead of writing files (for docs)")
-	from := fs.String("from", "", "render the report from this report.json instead of simulating (model flags are ignored)")
+	from := fs.String("from", "", "render the report from this report.json instead of simulating (with -out or -tables-only only: it runs no model)")
 	family := fs.String("family", "", "scenario family whose model to run (see the list below); default the reference model")
 	clients := fs.Int("clients", 0, fmt.Sprintf("independent clients, each with its own policy, arrivals split evenly, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxClients))
 	inflight := fs.Int("client-inflight", 0, "each client's calls in flight at most; the rest wait in the client, latency counted\nfrom arrival (1: sequential clients; default 0: unbounded)")
@@ -174,9 +174,15 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		timeline:   *timeline,
 	}
 	var modelFlags []string // the flags of a sweep's model that were given
+	var runFlags []string   // the flags given that only a run reads (-from runs none)
 	balancerSet := false
 	fs.Visit(func(f *flag.Flag) {
 		balancerSet = balancerSet || f.Name == "balancer"
+		switch f.Name {
+		case "from", "out", "tables-only", "scorecard", "timeline": // the last two have errors of their own
+		default:
+			runFlags = append(runFlags, "-"+f.Name)
+		}
 		switch f.Name {
 		case "service", "hedge-delay", "family", "clients", "client-inflight", "replicas", "balancer", "tie-delay":
 			modelFlags = append(modelFlags, "-"+f.Name)
@@ -193,6 +199,13 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 			cfg.seedsSet = true
 		}
 	})
+	if cfg.from != "" && len(runFlags) > 0 {
+		// Refused, not ignored: -from renders the report.json as it was written, so
+		// "-from report.json -setups recommended" drew every setup, and "-from report.json
+		// -config policy.yaml" no policy, without a word.
+		return config{}, usagef("-from renders %s as it was written, running nothing: %s would change nothing (run without -from to simulate with them)",
+			cfg.from, strings.Join(runFlags, ", "))
+	}
 	if cfg.family != "" && !slices.Contains(familyNames, cfg.family) {
 		return config{}, usagef("-family: unknown family %q; the families are:\n  %s", cfg.family, strings.Join(familyNames, "\n  "))
 	}

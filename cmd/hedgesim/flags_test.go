@@ -345,3 +345,30 @@ func TestTieDelayNeedsCancellationThatReaches(t *testing.T) {
 		}
 	}
 }
+
+// -from renders a report.json as it was written: a flag of a run given with it would change
+// nothing, and was ignored without a word ("-from report.json -setups recommended" drew every
+// setup), so it is refused and named; -out and -tables-only are what -from reads.
+func TestFromRefusesTheFlagsOfARun(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-from", "r.json", "-setups", "recommended"}, "-setups would change nothing"},
+		{[]string{"-from", "r.json", "-loads", "30", "-calls", "2000"}, "-calls, -loads would change nothing"},
+		{[]string{"-from", "r.json", "-config", "policy.yaml"}, "-config would change nothing"},
+		{[]string{"-from", "r.json", "-seeds", "1", "-cancellation", "ignored"}, "-cancellation, -seeds would change nothing"},
+		{[]string{"-from", "r.json", "-deadline", "50ms"}, "-deadline would change nothing"},
+	} {
+		_, err := parseArgs(c.args, testNames, testFamilies, &bytes.Buffer{})
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "r.json") {
+			t.Errorf("%q: error %v, want a usage error naming r.json and containing %q", c.args, err, c.want)
+		}
+	}
+	for _, args := range [][]string{{"-from", "r.json"}, {"-from", "r.json", "-out", "x"}, {"-from", "r.json", "-tables-only"}} {
+		if cfg, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err != nil || cfg.from != "r.json" {
+			t.Errorf("%q: from %q, error %v", args, cfg.from, err)
+		}
+	}
+}
