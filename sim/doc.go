@@ -48,6 +48,9 @@
 // A point collapses when the queue never drains: hedges multiply the load past what the
 // workers serve. The run stops at once when the queue exceeds Params.MaxQueue (2000 per worker)
 // and, at the end of the arrivals, reports a collapse when no worker was idle during the second
-// half of the arrivals while the queue grew (or the queue is long and still growing). A
-// collapsed point has zero percentiles; its other figures describe the calls up to the stop.
+// half of the arrivals while the queue grew (or the queue is long and still growing). It also
+// stops, as a collapse, once the arrivals pass twice Params.Calls by more than the larger of
+// 1,000 and 60 per worker (the measured calls are not getting through), or at
+// Params.MaxEvents. A collapsed point has zero percentiles; its other figures describe the
+// calls up to the stop.
 package sim
