@@ -58,6 +58,14 @@ func TestParseArgsErrors(t *testing.T) {
 			t.Errorf("parseArgs(%q) = nil error", args)
 		}
 	}
+	// More clients than calls: each client's twin in the simulator would be refused, and most
+	// clients would make no call.
+	if _, err := parseArgs([]string{"-clients", "200", "-calls", "100"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "-clients 200 is more than -calls 100") {
+		t.Errorf("-clients 200 -calls 100: %v, want the clients refused", err)
+	}
+	if _, err := parseArgs([]string{"-clients", "100", "-calls", "100"}, &bytes.Buffer{}); err != nil {
+		t.Errorf("-clients 100 -calls 100: %v", err)
+	}
 	c, err := parseArgs([]string{"-setups", "Recommended ; no  hedge", "-protocol", "both", "-cancellation", "reaches", "-time-scale", "0.5"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)

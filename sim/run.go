@@ -31,8 +31,24 @@ const (
 // with MaxClients and MaxReplicas, so that a command can refuse a value as its own usage error.
 const MaxWorkers = 1 << 20
 
-// MaxClients bounds Params.Clients: each client holds a policy of its own.
-const MaxClients = 1 << 16
+// MaxClients bounds Params.Clients: each client holds a policy of its own, about 30 KB once it
+// has made calls (its latency window most of it), so that 16,384 clients take about half a
+// gigabyte a point, and twice that at the garbage collector's peak. At 65,536 a run on two
+// cores took 13 GB.
+const MaxClients = 1 << 14
+
+// clientsAtOnce bounds the clients of the points that a default parallelism runs at once:
+// on a machine of many cores, points of many clients each run fewer at a time.
+const clientsAtOnce = 1 << 15
+
+// parallelism is how many points run at once: asked when above 0, else GOMAXPROCS, but no
+// more points than hold clientsAtOnce clients together (at least one).
+func parallelism(asked, clients int) int {
+	if asked > 0 {
+		return asked
+	}
+	return max(1, min(runtime.GOMAXPROCS(0), clientsAtOnce/max(clients, 1)))
+}
 
 // MaxReplicas bounds Params.Replicas.
 const MaxReplicas = 64
@@ -63,7 +79,8 @@ type Params struct {
 
 	// Clients is how many independent clients make the calls, each with its own *hedge.Policy
 	// built from the setup (and its own view of the replicas); each call belongs to one client,
-	// at random, so each sees a Poisson share of the arrivals. 0 = 1; at most 65536.
+	// at random, so each sees a Poisson share of the arrivals. 0 = 1; at most MaxClients, and
+	// at most Calls (a client beyond would make no call).
 	Clients int
 	// ClientInFlight bounds each client's calls in flight: a call that arrives while its
 	// client has that many waits in the client (first come, first served) until one ends, and
@@ -146,6 +163,8 @@ func (p Params) resolve() (Params, error) {
 		return p, fmt.Errorf("sim: MaxEvents must be >= 1 (0 = 100 × Calls + 1e6), got %d", p.MaxEvents)
 	case p.Clients < 0 || p.Clients > MaxClients:
 		return p, fmt.Errorf("sim: Clients must be in [1, %d] (0 = 1), got %d", MaxClients, p.Clients)
+	case p.Clients > p.Calls:
+		return p, fmt.Errorf("sim: Clients must be at most Calls (each client makes a share of the calls), got %d clients for %d calls", p.Clients, p.Calls)
 	case p.ClientInFlight < 0:
 		return p, fmt.Errorf("sim: ClientInFlight must be >= 0 (0 = unbounded), got %d", p.ClientInFlight)
 	case !(p.HeavyClientShare >= 0 && p.HeavyClientShare < 1):
@@ -408,7 +427,8 @@ type SweepConfig struct {
 	Extra []Setup
 	// Modes: Ignored, Reaches, or "both". nil = both.
 	Modes []string
-	// Parallelism is how many points run at once. 0 = runtime.GOMAXPROCS(0).
+	// Parallelism is how many points run at once. 0 = runtime.GOMAXPROCS(0), or fewer when
+	// the points have thousands of clients each (at most 32,768 clients at once).
 	Parallelism int
 
 	// Family is the scenario family whose model the sweep runs (see Families); "" = the
@@ -693,11 +713,7 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 			}
 		}
 	}
-	par := cfg.Parallelism
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
-	}
-
+	par := parallelism(cfg.Parallelism, pl.params.Clients)
 	points, err := runAll(ctx, par, len(jobs), func(ctx context.Context, r *runner, i int) (Point, error) {
 		j := jobs[i]
 		p := pl.params

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,7 +46,8 @@ type ScorecardConfig struct {
 	Seeds []uint64
 	// Calls per run (each point runs the setup and no hedge). 0 = 200,000, the reference run's.
 	Calls int
-	// Parallelism is how many runs go at once. 0 = runtime.GOMAXPROCS(0).
+	// Parallelism is how many runs go at once. 0 = runtime.GOMAXPROCS(0), or fewer when a
+	// family has thousands of clients (as Sweep's).
 	Parallelism int
 }
 
@@ -349,10 +349,11 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	if _, err := hedge.New(setup.Config); err != nil {
 		return ScorecardResult{}, fmt.Errorf("sim: setup %q: %w", setup.Name, err)
 	}
-	par := cfg.Parallelism
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
+	clients := 1
+	for _, j := range jobs {
+		clients = max(clients, j.p.Clients)
 	}
+	par := parallelism(cfg.Parallelism, clients)
 	points, err := runAll(ctx, par, len(jobs), func(ctx context.Context, r *runner, i int) (Point, error) {
 		j := jobs[i]
 		return r.run(ctx, j.p, j.setup, j.load, j.mode, j.seed)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -126,10 +125,7 @@ func Timelines(ctx context.Context, cfg SweepConfig, slowAfter time.Duration) ([
 	}
 	load, mode, seed := pl.loads[0], pl.modes[0], pl.seeds[0]
 	out := make([]Timeline, len(pl.runs))
-	par := cfg.Parallelism
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
-	}
+	par := parallelism(cfg.Parallelism, pl.params.Clients)
 	_, err = runAll(ctx, par, len(pl.runs), func(ctx context.Context, r *runner, i int) (Point, error) {
 		run := pl.runs[i]
 		p := pl.params

@@ -299,6 +299,9 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 			return config{}, usagef("-scorecard judges one setup against no hedge: give -setups one name")
 		}
 	}
+	if cfg.clients > cfg.calls {
+		return config{}, usagef("-clients %d is more than -calls %d: each client makes a share of the calls, and most would make none", cfg.clients, cfg.calls)
+	}
 	if cfg.modes, err = parseCancellation(*cancel); err != nil {
 		return config{}, err
 	}

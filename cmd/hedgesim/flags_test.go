@@ -260,8 +260,9 @@ func TestParseModelLimits(t *testing.T) {
 		want string
 	}{
 		{[]string{"-workers", "2000000"}, "-workers must be > 0 and at most 1048576, got 2000000"},
-		{[]string{"-clients", "70000"}, "-clients must be in [1, 65536], or 0 for the family's (1 in the reference model), got 70000"},
-		{[]string{"-clients", "-1"}, "-clients must be in [1, 65536], or 0 for the family's"},
+		{[]string{"-clients", "70000"}, "-clients must be in [1, 16384], or 0 for the family's (1 in the reference model), got 70000"},
+		{[]string{"-clients", "-1"}, "-clients must be in [1, 16384], or 0 for the family's"},
+		{[]string{"-clients", "4096", "-calls", "2000"}, "-clients 4096 is more than -calls 2000: each client makes a share of the calls"},
 		{[]string{"-replicas", "65"}, "-replicas must be in [1, 64], or 0 for the family's (1 in the reference model), got 65"},
 		{[]string{"-replicas", "64", "-workers", "20000"}, "-replicas × -workers must be at most 1048576 workers in all, got -replicas 64 × -workers 20000 = 1280000"},
 		{[]string{"-family", "replica-pause", "-workers", "300000"}, "got the family's 4 replicas × -workers 300000 = 1200000"},
@@ -275,7 +276,7 @@ func TestParseModelLimits(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"-replicas", "64", "-workers", "16384"}, {"-clients", "65536"}, {"-clients", "0"}, {"-calls", "20000000"},
+		{"-replicas", "64", "-workers", "16384"}, {"-clients", "16384"}, {"-clients", "2000", "-calls", "2000"}, {"-clients", "0"}, {"-calls", "20000000"},
 	} {
 		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err != nil {
 			t.Errorf("%q: %v", args, err)
@@ -283,7 +284,7 @@ func TestParseModelLimits(t *testing.T) {
 	}
 	var help bytes.Buffer
 	parseArgs([]string{"-h"}, testNames, testFamilies, &help)
-	for _, want := range []string{"at most 20000000", "at most 1048576 in all", "at most 65536", "at most 64"} {
+	for _, want := range []string{"at most 20000000", "at most 1048576 in all", "at most 16384", "at most 64"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("-h does not state the limit %q", want)
 		}
