@@ -114,6 +114,7 @@ func appendUnique[T comparable](s []T, xs ...T) []T {
 type cell struct {
 	n          int  // seeds that have a point here; 0 = no data
 	collapse   bool // any seed collapsed
+	unmeasured bool // every seed collapsed before a measured call arrived: no per-call figure
 	p50        float64
 	p99        float64
 	p999       float64
@@ -125,6 +126,12 @@ type cell struct {
 	util       float64
 	wasted     float64
 	suppressed map[string]float64
+}
+
+// unmeasured reports whether p collapsed before its first measured call arrived (the first
+// WarmupFraction of the calls are not measured), so that it has no per-call figure.
+func (v *view) unmeasured(p *sim.Point) bool {
+	return p.Collapse && p.Calls <= int(v.r.Model.WarmupFraction*float64(v.r.Model.Calls))
 }
 
 // cell aggregates the points at (setup, load, mode) over seeds by taking medians.
@@ -139,15 +146,28 @@ func (v *view) cell(setup string, load float64, mode string, seeds []uint64) cel
 	if len(ps) == 0 {
 		return c
 	}
+	for _, p := range ps {
+		c.collapse = c.collapse || p.Collapse
+	}
+	// A seed that collapsed while its calls were still warming up measured none: its per-call
+	// figures are zeros, not figures, and are left out of the medians.
+	measured := ps[:0:0]
+	for _, p := range ps {
+		if !v.unmeasured(p) {
+			measured = append(measured, p)
+		}
+	}
+	if len(measured) == 0 {
+		c.unmeasured = true
+		return c
+	}
+	ps = measured
 	med := func(f func(*sim.Point) float64) float64 {
 		xs := make([]float64, len(ps))
 		for i, p := range ps {
 			xs[i] = f(p)
 		}
 		return median(xs)
-	}
-	for _, p := range ps {
-		c.collapse = c.collapse || p.Collapse
 	}
 	c.p50 = med(func(p *sim.Point) float64 { return p.P50Ms })
 	c.p99 = med(func(p *sim.Point) float64 { return p.P99Ms })
@@ -299,6 +319,9 @@ func (v *view) modeTables(mode string, seeds []uint64) []table {
 	}
 	marked := func(title string, f func(c cell) string) table {
 		t := grid(title, func(c cell) string {
+			if c.unmeasured {
+				return collapseText // it stopped before a measured call: no figure to mark
+			}
 			s := f(c)
 			if c.collapse {
 				s += collapseMark
@@ -362,6 +385,10 @@ func (v *view) suppressedTable(mode string, seeds []uint64, head []string) table
 			for _, c := range cells {
 				if c.n == 0 {
 					row = append(row, "")
+					continue
+				}
+				if c.unmeasured {
+					row = append(row, collapseText)
 					continue
 				}
 				// The mean of two seeds' counts can be a half: printed with no decimals it
