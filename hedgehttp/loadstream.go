@@ -55,12 +55,18 @@ var ErrLoadStream = errors.New("hedgehttp: load stream failed")
 // Close is called. Other methods are answered 405, a request with a body or an interval that
 // does not parse 400.
 //
-// Mount it beside the queue, not behind it, so that a stream never holds a worker:
+// Mount it beside the queue, so that a stream never holds a worker:
 //
 //	ls, err := q.LoadStream(0)
 //	...
 //	mux.Handle(hedgehttp.LoadStreamPath, ls)
 //	mux.Handle("/", q)
+//
+// Behind the queue (a Queue that wraps the whole mux, the stream's route among the rest) works
+// too at [LoadStreamPath]: once a Queue has built its stream, it lets every request for that
+// path pass to its handler without a worker (and without a [LoadHeader]). At another path,
+// mount it beside the queue: there a stream would hold a worker for as long as its client
+// keeps it open, and as many clients as workers would leave none for requests.
 //
 // A stream holds its request open for as long as its client keeps it: http.Server.Shutdown
 // waits for open requests, so register Close with http.Server.RegisterOnShutdown. The
@@ -90,6 +96,7 @@ func (q *Queue) LoadStream(minInterval time.Duration) (*LoadStream, error) {
 	if minInterval == 0 {
 		minInterval = DefaultLoadStreamMinInterval
 	}
+	q.streams.Store(true) // requests for LoadStreamPath pass the queue without a worker (ServeHTTP)
 	return &LoadStream{q: q, min: minInterval, writeMin: loadStreamWriteMin, done: make(chan struct{})}, nil
 }
 

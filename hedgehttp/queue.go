@@ -176,7 +176,9 @@ type QueueStats struct {
 // Every response of a request the queue ran carries its load ([LoadHeader]: requests waiting,
 // workers busy of total, the request's own wait), from which a [Transport] learns, for every
 // client, whether a hedge would wait behind a backlog and which replica can start one soonest
-// ([QueueConfig.NoLoadReport] turns it off).
+// ([QueueConfig.NoLoadReport] turns it off). A queue that has built its load stream
+// ([Queue.LoadStream]) lets requests for [LoadStreamPath] pass to its handler without a worker:
+// a stream lasts as long as its client keeps it.
 //
 // No goroutine is started per request: the handler goroutine net/http already
 // runs for each request waits for its turn on its own channel, and a worker
@@ -199,6 +201,9 @@ type Queue struct {
 	// steady[b] is the report of b workers busy, nobody queued and no wait of the request's
 	// own (see reportValue), once one has been made; up to maxSteadyReports of them.
 	steady []atomic.Pointer[string]
+	// streams is set once LoadStream has built the queue's stream: requests for
+	// LoadStreamPath then pass without a worker (see ServeHTTP).
+	streams atomic.Bool
 }
 
 // NewQueue returns a [Queue] that runs next with the limits in cfg. It returns
@@ -250,6 +255,15 @@ func isHedged(r *http.Request) bool {
 func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.core == nil {
 		panic("hedgehttp: Queue used without NewQueue")
+	}
+	if q.streams.Load() && r.URL.Path == LoadStreamPath {
+		// The queue's own load stream, mounted behind it (a Queue that wraps the whole mux):
+		// a stream holds its request for as long as its client keeps it, and through a worker
+		// it would hold the worker for good, so that as many clients as workers would leave
+		// none for requests. It passes without one, and without a report of its own, as
+		// hedgegrpc's queue lets its ORCA out-of-band stream pass.
+		q.next.ServeHTTP(w, r)
+		return
 	}
 	hedged := isHedged(r)
 	a := q.core.Acquire(r.Context(), hedged)
