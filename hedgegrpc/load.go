@@ -215,9 +215,11 @@ func appendEntry(b []byte, num protowire.Number, key string, v float64) []byte {
 }
 
 // loadOf reads a [Queue]'s figures from an ORCA load report (balancer.DoneInfo.ServerLoad),
-// and false when it is not one, carries none of them, or one of them is not a number (NaN):
-// a report that cannot be read is no report, not an idle server. A negative figure reads as
-// 0, and one above maxFigure (a wait above maxWaitMs) as that bound.
+// and false when it is not one, carries none of them, or one of them is not a number (NaN) or
+// is negative: a report that cannot be read is no report, not an idle server. (A negative
+// figure read as 0 made its replica's queue the shortest of all, and every copy went there;
+// hedgehttp.ParseLoad refuses one too.) One above maxFigure (a wait above maxWaitMs) reads as
+// that bound.
 func loadOf(sl any) (hedge.Load, bool) {
 	r, ok := sl.(*v3orcapb.OrcaLoadReport)
 	if !ok || r == nil {
@@ -229,14 +231,14 @@ func loadOf(sl any) (hedge.Load, bool) {
 		return hedge.Load{}, false
 	}
 	b, w, ms := m[MetricBusy], m[MetricWorkers], m[MetricWaitMs]
-	if math.IsNaN(q) || math.IsNaN(b) || math.IsNaN(w) || math.IsNaN(ms) {
+	if !(q >= 0 && b >= 0 && w >= 0 && ms >= 0) { // NaN too
 		return hedge.Load{}, false
 	}
 	return hedge.Load{
-		Queued:  int(min(max(q, 0), maxFigure)),
-		Busy:    int(min(max(b, 0), maxFigure)),
-		Workers: int(min(max(w, 0), maxFigure)),
-		Wait:    time.Duration(math.Round(min(max(ms, 0), maxWaitMs) * float64(time.Millisecond))), // rounded: 1.001 ms is a shade under 1,001,000 ns in float64
+		Queued:  int(min(q, maxFigure)),
+		Busy:    int(min(b, maxFigure)),
+		Workers: int(min(w, maxFigure)),
+		Wait:    time.Duration(math.Round(min(ms, maxWaitMs) * float64(time.Millisecond))), // rounded: 1.001 ms is a shade under 1,001,000 ns in float64
 	}, true
 }
 

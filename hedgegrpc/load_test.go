@@ -91,8 +91,8 @@ func TestQueueORCAReport(t *testing.T) {
 	}
 }
 
-// TestLoadOfOddFigures: a report whose figures are not numbers is no report (it must not read
-// as an idle server); negative figures read as 0, and figures too large for an int (or infinite)
+// TestLoadOfOddFigures: a report whose figures are not numbers, or are negative, is no report
+// (it must not read as an idle server); figures too large for an int (or infinite)
 // as the largest loadOf keeps, never as the negative number a float converted out of range
 // gives on some machines.
 func TestLoadOfOddFigures(t *testing.T) {
@@ -102,7 +102,8 @@ func TestLoadOfOddFigures(t *testing.T) {
 		}}
 	}
 	nan, inf := math.NaN(), math.Inf(1)
-	for _, r := range []*v3orcapb.OrcaLoadReport{report(nan, 1, 4, 0), report(0, nan, 4, 0), report(0, 1, nan, 0), report(0, 1, 4, nan)} {
+	for _, r := range []*v3orcapb.OrcaLoadReport{report(nan, 1, 4, 0), report(0, nan, 4, 0), report(0, 1, nan, 0), report(0, 1, 4, nan),
+		report(-3, -1, 4, -2), report(-1, 1, 4, 0), report(0, -1, 4, 0), report(0, 1, -4, 0), report(0, 1, 4, -2), report(math.Inf(-1), 1, 4, 0)} {
 		if l, ok := loadOf(r); ok {
 			t.Errorf("loadOf(%v) = %+v, true; want no report", r.GetNamedMetrics(), l)
 		}
@@ -111,7 +112,7 @@ func TestLoadOfOddFigures(t *testing.T) {
 		r    *v3orcapb.OrcaLoadReport
 		want hedge.Load
 	}{
-		{report(-3, -1, 4, -2), hedge.Load{Workers: 4}},
+		{report(math.Copysign(0, -1), 0, 4, 0), hedge.Load{Workers: 4}}, // -0 is 0
 		{report(1e30, inf, 4, inf), hedge.Load{Queued: maxFigure, Busy: maxFigure, Workers: 4, Wait: maxWaitMs * time.Millisecond}},
 		{report(inf, 2, 1e300, 1e300), hedge.Load{Queued: maxFigure, Busy: 2, Workers: maxFigure, Wait: maxWaitMs * time.Millisecond}},
 	} {
