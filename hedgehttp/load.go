@@ -14,7 +14,8 @@ import (
 )
 
 // LoadHeader is the response header in which a [Queue] reports its load on every response
-// of a request it ran, and from which a [Transport] reads it. Its value is a dictionary in the
+// of a request it ran (and on the 503 of one it turned away, full), and from which a
+// [Transport] reads it. Its value is a dictionary in the
 // syntax of RFC 8941 (Structured Field Values), for example
 //
 //	Hedge-Load: queued=3, busy=16, workers=16, wait=12.5

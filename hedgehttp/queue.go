@@ -90,7 +90,8 @@ type QueueConfig struct {
 	NoStartSignal bool
 
 	// NoLoadReport turns off the [LoadHeader] the queue otherwise adds to the response of
-	// every request it runs (its queue length, busy workers and the request's own wait),
+	// every request it runs (its queue length, busy workers and the request's own wait) and
+	// to the 503 of every request it turns away because it is full,
 	// from which a [Transport] learns whether a hedge would wait and where to send one. The
 	// report wraps the handler's ResponseWriter (Flush, ReadFrom and
 	// http.ResponseController pass through; a handler that type-asserts http.Hijacker,
@@ -174,11 +175,12 @@ type QueueStats struct {
 // handler, which writes its response as usual.
 //
 // Every response of a request the queue ran carries its load ([LoadHeader]: requests waiting,
-// workers busy of total, the request's own wait), from which a [Transport] learns, for every
-// client, whether a hedge would wait behind a backlog and which replica can start one soonest
-// ([QueueConfig.NoLoadReport] turns it off). A queue that has built its load stream
-// ([Queue.LoadStream]) lets requests for [LoadStreamPath] pass to its handler without a worker:
-// a stream lasts as long as its client keeps it.
+// workers busy of total, the request's own wait), and so does every 503 it answers because it
+// is full, from which a [Transport] learns, for every client, whether a hedge would wait
+// behind a backlog and which replica can start one soonest ([QueueConfig.NoLoadReport] turns
+// it off). A queue that has built its load stream ([Queue.LoadStream]) lets requests for
+// [LoadStreamPath] pass to its handler without a worker: a stream lasts as long as its client
+// keeps it.
 //
 // No goroutine is started per request: the handler goroutine net/http already
 // runs for each request waits for its turn on its own channel, and a worker
@@ -337,8 +339,14 @@ func (q *Queue) emit(e QueueEvent, queued int) {
 	q.observer(e)
 }
 
-// overloaded answers 503 with Retry-After: the queue is full.
+// overloaded answers 503 with Retry-After: the queue is full. The answer carries the queue's
+// load too (as hedgegrpc's queue reports on the calls it turns away): it is the report that
+// says most, and without it the replica's latest, from a response that left while the queue
+// was shorter, would keep counting for its clients for hedge.LoadMaxAge.
 func (q *Queue) overloaded(w http.ResponseWriter) {
+	if q.report {
+		w.Header()[LoadHeader] = []string{q.reportValue(q.core.Counts(0))}
+	}
 	w.Header().Set("Retry-After", q.retryAfter)
 	http.Error(w, "hedgehttp: server queue full", http.StatusServiceUnavailable)
 }
