@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -82,7 +83,6 @@ func ExampleQueue_RegisterOOB() {
 		log.Fatal(err)
 	}
 	go srv.Serve(lis)
-	defer srv.Stop()
 
 	// A hedging client: its balancer opens the stream to every backend and hands each
 	// report to the policy and the replica choice.
@@ -116,6 +116,16 @@ func ExampleQueue_RegisterOOB() {
 	}
 	m := r.GetNamedMetrics()
 	fmt.Printf("queued %v, busy %v of %v workers\n", m[hedgegrpc.MetricQueued], m[hedgegrpc.MetricBusy], m[hedgegrpc.MetricWorkers])
+
+	// Shutting down: StopOOB ends the report streams, which GracefulStop would otherwise wait
+	// for (the generated client's for as long as its connection lasts).
+	q.StopOOB()
+	srv.GracefulStop()
+	for err == nil { // reports sent before the stop, then the stream's end
+		_, err = stream.Recv()
+	}
+	fmt.Println("the stream after StopOOB:", status.Code(err))
 	// Output:
 	// queued 0, busy 0 of 4 workers
+	// the stream after StopOOB: Unavailable
 }

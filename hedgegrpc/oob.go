@@ -14,6 +14,7 @@ import (
 	"github.com/hedgekit/hedge/workqueue"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/orca"
 	"google.golang.org/grpc/resolver"
@@ -52,8 +53,10 @@ const oobMethod = "/xds.service.orca.v3.OpenRcaService/StreamCoreMetrics"
 // Out-of-band reports cost a server one small message per connection per interval, whatever
 // the call rate, and nothing per call: use them, instead of or beside [Queue.ServerOptions],
 // where calls are many and small. The queue's interceptors let the stream pass without taking
-// a worker. Each stream ends when its client closes the connection or the server stops; note
-// that grpc.Server.GracefulStop waits for them, as for any stream.
+// a worker. Each stream ends when its client closes the connection, the server stops, or
+// [Queue.StopOOB] ends it: call that before grpc.Server.GracefulStop, which waits for every
+// stream, and so for as long as a client other than the hedging balancer keeps its report
+// stream open.
 func (q *Queue) RegisterOOB(s grpc.ServiceRegistrar, minInterval time.Duration) error {
 	if q == nil || q.core == nil {
 		return fmt.Errorf("%w: RegisterOOB on a Queue not built by NewQueue", ErrQueueConfig)
@@ -68,6 +71,52 @@ func (q *Queue) RegisterOOB(s grpc.ServiceRegistrar, minInterval time.Duration) 
 	return nil
 }
 
+// oobStop is how StopOOB ends the queue's out-of-band streams: stop is closed once, and a
+// stream opened after is refused. The zero value is ready.
+type oobStop struct {
+	mu      sync.Mutex
+	stopped bool
+	stop    chan struct{} // made by the first stream or StopOOB, closed by StopOOB
+}
+
+// errOOBStopped ends a report stream that StopOOB ended, or refuses one opened after it.
+var errOOBStopped = status.Error(codes.Unavailable, "hedgegrpc: the queue's out-of-band load reports have stopped")
+
+// channel returns the channel StopOOB closes, and false once it has.
+func (o *oobStop) channel() (<-chan struct{}, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stopped {
+		return nil, false
+	}
+	if o.stop == nil {
+		o.stop = make(chan struct{})
+	}
+	return o.stop, true
+}
+
+// StopOOB ends every out-of-band load report stream of the queue's [Queue.RegisterOOB]
+// services, each with codes.Unavailable once any report it is sending has gone, and refuses
+// the streams opened after it the same way. Call it as the server shuts down, before
+// grpc.Server.GracefulStop: GracefulStop waits for every stream to end, and a client that
+// is not the hedging balancer (which lets go of its stream as the server's GOAWAY arrives),
+// a plain ORCA client for instance, keeps its report stream for as long as its connection
+// lasts. A client's hedging goes on without the reports (they age out, and the policy infers
+// the queue from latencies again). Calling it again does nothing.
+func (q *Queue) StopOOB() {
+	q.mustBeBuilt()
+	o := &q.oob
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stopped {
+		return
+	}
+	o.stopped = true
+	if o.stop != nil {
+		close(o.stop)
+	}
+}
+
 // oobService is the queue's OpenRcaService.
 type oobService struct {
 	v3orcaservicegrpc.UnimplementedOpenRcaServiceServer
@@ -76,8 +125,12 @@ type oobService struct {
 }
 
 // StreamCoreMetrics sends the queue's load at once and then at the interval the client asked
-// for (at least the service's minimum), until the client goes away.
+// for (at least the service's minimum), until the client goes away or StopOOB ends it.
 func (s *oobService) StreamCoreMetrics(req *v3orcaservicegrpc.OrcaLoadReportRequest, stream v3orcaservicegrpc.OpenRcaService_StreamCoreMetricsServer) error {
+	stop, ok := s.q.oob.channel()
+	if !ok {
+		return errOOBStopped
+	}
 	interval := s.min
 	if d := req.GetReportInterval(); d != nil && d.AsDuration() > interval {
 		interval = d.AsDuration()
@@ -92,6 +145,8 @@ func (s *oobService) StreamCoreMetrics(req *v3orcaservicegrpc.OrcaLoadReportRequ
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
+		case <-stop:
+			return errOOBStopped
 		case <-t.C:
 		}
 	}

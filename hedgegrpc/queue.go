@@ -96,6 +96,7 @@ type Queue struct {
 	queueCheck bool // QueueHealthCheck
 	core       *workqueue.Queue
 	reports    reportCache // the trailers of the latest load reports (load.go)
+	oob        oobStop     // ends the out-of-band report streams (StopOOB, oob.go)
 }
 
 // errNoQueue is the message of a Queue that NewQueue did not build.
