@@ -100,9 +100,10 @@ type Config struct {
 	// and hedges weigh every backend's load, not only that of the backends this client's
 	// calls reached (in a fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds). Keep
 	// the interval well below [hedge.LoadMaxAge] (50–100ms), or the reports age out between
-	// two, and below replica.RouteMaxAge for first attempts. 0 (the default) opens no stream:
-	// the client reads the per-call reports a [Queue.ServerOptions] server sends, which it
-	// always does. Negative is an error.
+	// two, and below replica.RouteMaxAge for first attempts; a longer interval than LoadMaxAge
+	// asks for LoadMaxAge (the service config's oobReportInterval too). 0 (the default)
+	// opens no stream: the client reads the per-call reports a [Queue.ServerOptions] server
+	// sends, which it always does. Negative is an error.
 	LoadReportInterval time.Duration
 
 	// MaxMethods is how many methods (full method names) the Interceptor keeps a policy

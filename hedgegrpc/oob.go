@@ -274,7 +274,10 @@ func (w *ccWrapper) NewSubConn(addrs []resolver.Address, opts balancer.NewSubCon
 	sub := &oobSub{addr: addr, load: bl}
 	w.subs[sub] = struct{}{}
 	w.mu.Unlock()
-	interval := time.Duration(w.oobInterval.Load())
+	// Asked for no less often than LoadMaxAge: a report older counts for nothing, so at a
+	// longer interval most decisions would find none (the HTTP load stream's server grants no
+	// longer interval either).
+	interval := min(time.Duration(w.oobInterval.Load()), hedge.LoadMaxAge)
 	var sc balancer.SubConn
 	next := opts.StateListener
 	opts.StateListener = func(s balancer.SubConnState) {
