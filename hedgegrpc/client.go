@@ -100,8 +100,9 @@ type Config struct {
 	// and hedges weigh every backend's load, not only that of the backends this client's
 	// calls reached (in a fleet, few: BENCHMARKS.md, the eleventh and twelfth rounds). Keep
 	// the interval well below [hedge.LoadMaxAge] (50–100ms), or the reports age out between
-	// two, and below replica.RouteMaxAge for first attempts; a longer interval than LoadMaxAge
-	// asks for LoadMaxAge (the service config's oobReportInterval too). 0 (the default)
+	// two, and below replica.RouteMaxAge for first attempts; an interval longer than two
+	// thirds of LoadMaxAge asks for that (200ms; the service config's oobReportInterval
+	// too), so that the next report arrives while the last still counts. 0 (the default)
 	// opens no stream: the client reads the per-call reports a [Queue.ServerOptions] server
 	// sends, which it always does. Negative is an error.
 	LoadReportInterval time.Duration

@@ -35,6 +35,13 @@ import (
 // policy looks.
 const DefaultOOBMinInterval = 50 * time.Millisecond
 
+// longestOOBInterval is the longest interval the hedging balancer asks a backend's
+// out-of-band reports for: two thirds of hedge.LoadMaxAge. A report older than LoadMaxAge
+// counts for nothing, so at a longer interval most decisions would find none; with a third of
+// it to spare, the next report arrives while the last still counts, whatever the network and
+// the timers add (hedgehttp's load stream grants no longer interval either).
+const longestOOBInterval = hedge.LoadMaxAge * 2 / 3
+
 // oobMethod is the full name of the ORCA out-of-band stream, which the queue never holds a
 // worker for.
 const oobMethod = "/xds.service.orca.v3.OpenRcaService/StreamCoreMetrics"
@@ -274,10 +281,7 @@ func (w *ccWrapper) NewSubConn(addrs []resolver.Address, opts balancer.NewSubCon
 	sub := &oobSub{addr: addr, load: bl}
 	w.subs[sub] = struct{}{}
 	w.mu.Unlock()
-	// Asked for no less often than LoadMaxAge: a report older counts for nothing, so at a
-	// longer interval most decisions would find none (the HTTP load stream's server grants no
-	// longer interval either).
-	interval := min(time.Duration(w.oobInterval.Load()), hedge.LoadMaxAge)
+	interval := min(time.Duration(w.oobInterval.Load()), longestOOBInterval)
 	var sc balancer.SubConn
 	next := opts.StateListener
 	opts.StateListener = func(s balancer.SubConnState) {

@@ -7,7 +7,6 @@ import (
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	v3orcaservicegrpc "github.com/cncf/xds/go/xds/service/orca/v3"
-	"github.com/hedgekit/hedge"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -33,12 +32,12 @@ func (r *intervalRecorder) StreamCoreMetrics(req *v3orcaservicegrpc.OrcaLoadRepo
 }
 
 // A report older than hedge.LoadMaxAge counts for nothing, so a LoadReportInterval longer than
-// that would leave most decisions without one: the balancer asks for LoadMaxAge instead, and
-// for a shorter interval as given.
+// that would leave most decisions without one: the balancer asks for two thirds of LoadMaxAge
+// instead, and for a shorter interval as given.
 func TestOOBIntervalAskedAtMostLoadMaxAge(t *testing.T) {
 	checkLeaks(t)
 	for _, c := range []struct{ set, want time.Duration }{
-		{2 * time.Second, hedge.LoadMaxAge},
+		{2 * time.Second, longestOOBInterval},
 		{80 * time.Millisecond, 80 * time.Millisecond},
 	} {
 		rec := &intervalRecorder{asked: make(chan time.Duration, 1)}

@@ -48,8 +48,9 @@ var ErrLoadStream = errors.New("hedgehttp: load stream failed")
 // parameter interval (a Go duration, "interval=20ms"), is answered 200 with a text/plain body
 // that never ends by itself: one line per report, the queue's load in the syntax of
 // [LoadHeader] (without a request's wait), the first at once and then one every interval
-// (never more often than the handler's minimum, and never less often than [hedge.LoadMaxAge]
-// or that minimum: a report older than LoadMaxAge counts for nothing, and a write is how the
+// (never more often than the handler's minimum, and never less often than two thirds of
+// [hedge.LoadMaxAge] or that minimum: a report older than LoadMaxAge counts for nothing, so
+// the next must come while the last still counts, and a write is how the
 // handler learns that a client has gone where the request's context does not say so, as over
 // HTTP/1.1 after a pipelined request). The stream ends when its client goes away or when
 // Close is called. Other methods are answered 405, a request with a body or an interval that
@@ -63,10 +64,11 @@ var ErrLoadStream = errors.New("hedgehttp: load stream failed")
 //	mux.Handle("/", q)
 //
 // Behind the queue (a Queue that wraps the whole mux, the stream's route among the rest) works
-// too at [LoadStreamPath]: once a Queue has built its stream, it lets every request for that
-// path pass to its handler without a worker (and without a [LoadHeader]). At another path,
-// mount it beside the queue: there a stream would hold a worker for as long as its client
-// keeps it open, and as many clients as workers would leave none for requests.
+// too at [LoadStreamPath]: a request for that path is admitted as any other, and the stream
+// gives its worker back to the queue as it starts (another handler at that path keeps its
+// worker, as any handler does). At another path, mount it beside the queue: there a stream
+// would hold a worker for as long as its client keeps it open, and as many clients as workers
+// would leave none for requests.
 //
 // A stream holds its request open for as long as its client keeps it: http.Server.Shutdown
 // waits for open requests, so register Close with http.Server.RegisterOnShutdown. The
@@ -96,12 +98,18 @@ func (q *Queue) LoadStream(minInterval time.Duration) (*LoadStream, error) {
 	if minInterval == 0 {
 		minInterval = DefaultLoadStreamMinInterval
 	}
-	q.streams.Store(true) // requests for LoadStreamPath pass the queue without a worker (ServeHTTP)
+	q.streams.Store(true) // a request for LoadStreamPath gets a worker the stream can give back (ServeHTTP)
 	return &LoadStream{q: q, min: minInterval, writeMin: loadStreamWriteMin, done: make(chan struct{})}, nil
 }
 
+// longestLoadInterval is the longest interval a load stream grants: two thirds of
+// hedge.LoadMaxAge, so that the next report arrives while the last still counts, whatever the
+// network and the timers add.
+const longestLoadInterval = hedge.LoadMaxAge * 2 / 3
+
 // ServeHTTP streams the queue's load until the client goes away or Close is called.
 func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	endLease(s.q, r) // behind its queue: the worker goes back as the stream starts
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "hedgehttp: a load stream is read with GET", http.StatusMethodNotAllowed)
@@ -120,7 +128,7 @@ func (s *LoadStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("hedgehttp: load stream interval %q: want a duration such as 50ms", v), http.StatusBadRequest)
 			return
 		}
-		interval = max(min(d, hedge.LoadMaxAge), s.min)
+		interval = max(min(d, longestLoadInterval), s.min)
 	}
 	if !s.enter() {
 		w.Header().Set("Retry-After", "1")

@@ -1,6 +1,7 @@
 package hedgehttp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -178,9 +179,9 @@ type QueueStats struct {
 // workers busy of total, the request's own wait), and so does every 503 it answers because it
 // is full, from which a [Transport] learns, for every client, whether a hedge would wait
 // behind a backlog and which replica can start one soonest ([QueueConfig.NoLoadReport] turns
-// it off). A queue that has built its load stream ([Queue.LoadStream]) lets requests for
-// [LoadStreamPath] pass to its handler without a worker: a stream lasts as long as its client
-// keeps it.
+// it off). Once the queue has built its load stream ([Queue.LoadStream]), the stream mounted
+// behind it at [LoadStreamPath] gives its worker back as it starts: a stream lasts as long as
+// its client keeps it.
 //
 // No goroutine is started per request: the handler goroutine net/http already
 // runs for each request waits for its turn on its own channel, and a worker
@@ -203,8 +204,8 @@ type Queue struct {
 	// steady[b] is the report of b workers busy, nobody queued and no wait of the request's
 	// own (see reportValue), once one has been made; up to maxSteadyReports of them.
 	steady []atomic.Pointer[string]
-	// streams is set once LoadStream has built the queue's stream: requests for
-	// LoadStreamPath then pass without a worker (see ServeHTTP).
+	// streams is set once LoadStream has built the queue's stream: a request for
+	// LoadStreamPath then runs on a lease the stream ends as it starts (see ServeHTTP).
 	streams atomic.Bool
 }
 
@@ -258,20 +259,17 @@ func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.core == nil {
 		panic("hedgehttp: Queue used without NewQueue")
 	}
-	if q.streams.Load() && r.URL.Path == LoadStreamPath {
-		// The queue's own load stream, mounted behind it (a Queue that wraps the whole mux):
-		// a stream holds its request for as long as its client keeps it, and through a worker
-		// it would hold the worker for good, so that as many clients as workers would leave
-		// none for requests. It passes without one, and without a report of its own, as
-		// hedgegrpc's queue lets its ORCA out-of-band stream pass.
-		q.next.ServeHTTP(w, r)
-		return
-	}
 	hedged := isHedged(r)
 	a := q.core.Acquire(r.Context(), hedged)
 	switch a.Outcome {
 	case workqueue.Admitted:
-		q.run(w, r, QueueEvent{Kind: workqueue.Admitted, Hedged: hedged, Wait: a.Wait}, a.Queued)
+		// A request for the load stream's path, once this queue has built its stream, may be
+		// the stream mounted behind the queue (a Queue that wraps the whole mux): it runs as
+		// any request, but with a lease the stream ends as it starts (leaseKey), since a
+		// stream lasts as long as its client keeps it, and through a worker it would hold the
+		// worker for good. Another handler at that path keeps its worker as any handler does.
+		leased := q.streams.Load() && r.URL.Path == LoadStreamPath
+		q.run(w, r, QueueEvent{Kind: workqueue.Admitted, Hedged: hedged, Wait: a.Wait}, a.Queued, leased)
 	case workqueue.Rejected:
 		q.emit(QueueEvent{Kind: workqueue.Rejected, Hedged: hedged}, a.Queued)
 		q.overloaded(w)
@@ -288,18 +286,23 @@ func (q *Queue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // releases the slot when the handler returns, even if it or the observer
 // panics (net/http recovers handler panics, so a slot lost to one would never
 // come back).
-func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent, queued int) {
+func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent, queued int, leased bool) {
 	hedged := admitted.Hedged
 	var start time.Time
 	if q.observer != nil {
 		start = time.Now()
 	}
+	var l *lease
+	if leased {
+		l = &lease{q: q, r: r, hedged: hedged, start: start}
+		r = r.WithContext(context.WithValue(r.Context(), leaseKey{}, l))
+	}
 	defer func() {
-		cancelled := r.Context().Err() != nil
-		queued := q.core.Release(cancelled)
-		if q.observer != nil {
-			q.emit(QueueEvent{Kind: workqueue.Finished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, queued)
+		if l != nil {
+			l.end() // unless the load stream has ended it already
+			return
 		}
+		q.finish(r, hedged, start)
 	}()
 	q.emit(admitted, queued)
 	if q.signal && wantsStartSignal(r) {
@@ -321,6 +324,44 @@ func (q *Queue) run(w http.ResponseWriter, r *http.Request, admitted QueueEvent,
 		return
 	}
 	q.next.ServeHTTP(w, r)
+}
+
+// finish gives back the worker r held, and reports its end to the observer.
+func (q *Queue) finish(r *http.Request, hedged bool, start time.Time) {
+	cancelled := r.Context().Err() != nil
+	queued := q.core.Release(cancelled)
+	if q.observer != nil {
+		q.emit(QueueEvent{Kind: workqueue.Finished, Hedged: hedged, Duration: time.Since(start), Cancelled: cancelled}, queued)
+	}
+}
+
+// leaseKey is the context key of a request's *lease: set on a request for LoadStreamPath that
+// a queue with a load stream runs.
+type leaseKey struct{}
+
+// lease is the worker held by a request that may be the queue's load stream, which gives it
+// back as it starts (endLease); the queue gives it back when the handler returns otherwise.
+type lease struct {
+	q      *Queue
+	r      *http.Request
+	hedged bool
+	start  time.Time
+	ended  atomic.Bool
+}
+
+// end gives the worker back, the first time it is called.
+func (l *lease) end() {
+	if l.ended.CompareAndSwap(false, true) {
+		l.q.finish(l.r, l.hedged, l.start)
+	}
+}
+
+// endLease gives back the worker of q that r holds, when r holds one on a lease of q's: the
+// load stream calls it as it starts.
+func endLease(q *Queue, r *http.Request) {
+	if l, ok := r.Context().Value(leaseKey{}).(*lease); ok && l.q == q {
+		l.end()
+	}
 }
 
 // wantsStartSignal reports whether r asked for the start signal and may be sent one: a 1xx
