@@ -110,6 +110,12 @@ func (o *oobStop) channel() (<-chan struct{}, bool) {
 // a plain ORCA client for instance, keeps its report stream for as long as its connection
 // lasts. A client's hedging goes on without the reports (they age out, and the policy infers
 // the queue from latencies again). Calling it again does nothing.
+//
+// It is for good and for the whole queue: the streams of every server RegisterOOB registered
+// it on end, and a server built again on the same Queue serves none; build a new Queue with
+// the new server. A stream's send that its client's flow control holds (a client that stopped
+// reading, some thirty seconds of reports behind) sees the stop only when that send returns,
+// which may be only when the connection closes: bound GracefulStop with Stop after a timeout.
 func (q *Queue) StopOOB() {
 	q.mustBeBuilt()
 	o := &q.oob

@@ -25,7 +25,8 @@ import (
 // for its worker, in milliseconds; a figure that is 0 may be left out (FormatLoad leaves out
 // every one but workers). The figures are taken when the handler writes its response
 // header (or returns without writing), so a response reports the queue as it stands when it
-// leaves the server. Unknown keys are ignored and a missing one reads as 0, so the header can
+// leaves the server. On a 503 of a full queue the request held no worker (busy does not count
+// it) and the report has no wait. Unknown keys are ignored and a missing one reads as 0, so the header can
 // grow.
 //
 // A header of our own rather than Server-Timing: Server-Timing carries durations for people

@@ -144,7 +144,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	case r.clients < 1 || r.clients > maxClients:
 		return c, usagef("-clients must be in [1, %d], got %d", maxClients, r.clients)
 	case r.clients > r.calls:
-		return c, usagef("-clients %d is more than -calls %d: each client makes a share of the calls, and most would make none", r.clients, r.calls)
+		return c, usagef("-clients %d is more than -calls %d: each call goes to a client drawn at random, and many clients would make none", r.clients, r.calls)
 	case r.hedgeDelay <= 0:
 		return c, usagef("-hedge-delay must be > 0, got %v", r.hedgeDelay)
 	case !(r.timeScale >= 0.1 && r.timeScale <= 1):

@@ -13,7 +13,7 @@ func TestClientsBoundedByCallsAndMaxClients(t *testing.T) {
 		p    Params
 		want string
 	}{
-		{Params{Clients: 4096, Calls: 2000}, "sim: Clients must be at most Calls (each client makes a share of the calls), got 4096 clients for 2000 calls"},
+		{Params{Clients: 4096, Calls: 2000}, "sim: Clients must be at most Calls (each call goes to a client drawn at random, and with more clients than calls many make none), got 4096 clients for 2000 calls"},
 		{Params{Clients: MaxClients + 1, Calls: 1 << 20}, "sim: Clients must be in [1, 16384]"},
 	} {
 		if _, err := c.p.resolve(); err == nil || !strings.Contains(err.Error(), c.want) {

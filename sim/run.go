@@ -164,7 +164,7 @@ func (p Params) resolve() (Params, error) {
 	case p.Clients < 0 || p.Clients > MaxClients:
 		return p, fmt.Errorf("sim: Clients must be in [1, %d] (0 = 1), got %d", MaxClients, p.Clients)
 	case p.Clients > p.Calls:
-		return p, fmt.Errorf("sim: Clients must be at most Calls (each client makes a share of the calls), got %d clients for %d calls", p.Clients, p.Calls)
+		return p, fmt.Errorf("sim: Clients must be at most Calls (each call goes to a client drawn at random, and with more clients than calls many make none), got %d clients for %d calls", p.Clients, p.Calls)
 	case p.ClientInFlight < 0:
 		return p, fmt.Errorf("sim: ClientInFlight must be >= 0 (0 = unbounded), got %d", p.ClientInFlight)
 	case !(p.HeavyClientShare >= 0 && p.HeavyClientShare < 1):

@@ -137,7 +137,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	tables := fs.Bool("tables-only", false, "print the Markdown tables of each seed on stdout instead of writing files (for docs)")
 	from := fs.String("from", "", "render the report from this report.json instead of simulating (with -out or -tables-only only: it runs no model)")
 	family := fs.String("family", "", "scenario family whose model to run (see the list below); default the reference model")
-	clients := fs.Int("clients", 0, fmt.Sprintf("independent clients, each with its own policy, arrivals split evenly, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxClients))
+	clients := fs.Int("clients", 0, fmt.Sprintf("independent clients, each with its own policy, each call to one drawn at random, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxClients))
 	inflight := fs.Int("client-inflight", 0, "each client's calls in flight at most; the rest wait in the client, latency counted\nfrom arrival (1: sequential clients; default 0: unbounded)")
 	replicas := fs.Int("replicas", 0, fmt.Sprintf("replicas, each with -workers workers and its own FIFO queue, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxReplicas))
 	balancer := fs.String("balancer", "", "client-side balancer with replicas (it needs -replicas > 1, or a family with replicas): random,\nround-robin, least-outstanding or p2c (default p2c), or several separated by commas, or all; \"no hedge\" also runs under random and p2c")
@@ -300,7 +300,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		}
 	}
 	if cfg.clients > cfg.calls {
-		return config{}, usagef("-clients %d is more than -calls %d: each client makes a share of the calls, and most would make none", cfg.clients, cfg.calls)
+		return config{}, usagef("-clients %d is more than -calls %d: each call goes to a client drawn at random, and many clients would make none", cfg.clients, cfg.calls)
 	}
 	if cfg.modes, err = parseCancellation(*cancel); err != nil {
 		return config{}, err

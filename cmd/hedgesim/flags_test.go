@@ -262,7 +262,7 @@ func TestParseModelLimits(t *testing.T) {
 		{[]string{"-workers", "2000000"}, "-workers must be > 0 and at most 1048576, got 2000000"},
 		{[]string{"-clients", "70000"}, "-clients must be in [1, 16384], or 0 for the family's (1 in the reference model), got 70000"},
 		{[]string{"-clients", "-1"}, "-clients must be in [1, 16384], or 0 for the family's"},
-		{[]string{"-clients", "4096", "-calls", "2000"}, "-clients 4096 is more than -calls 2000: each client makes a share of the calls"},
+		{[]string{"-clients", "4096", "-calls", "2000"}, "-clients 4096 is more than -calls 2000: each call goes to a client drawn at random"},
 		{[]string{"-replicas", "65"}, "-replicas must be in [1, 64], or 0 for the family's (1 in the reference model), got 65"},
 		{[]string{"-replicas", "64", "-workers", "20000"}, "-replicas × -workers must be at most 1048576 workers in all, got -replicas 64 × -workers 20000 = 1280000"},
 		{[]string{"-family", "replica-pause", "-workers", "300000"}, "got the family's 4 replicas × -workers 300000 = 1200000"},
