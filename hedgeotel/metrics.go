@@ -46,9 +46,10 @@
 // hedgegrpc.Config.MaxMethods). They belong to no operation, and naming their hosts or
 // methods would grow the series without bound, which is what the bound is there to stop: the
 // count is one series, the sum over every watched Transport and Interceptor
-// ([Metrics.WatchOverBound]). It is reported once something is watched, at 0 until a call
-// goes over; a rising count says the bound is too low for the keys the client really meets,
-// or that the keys are not what they should be (a Key function that puts a user's ID in).
+// ([Metrics.WatchOverBound]). It is reported once something is watched (and from then on,
+// whatever stops), at 0 until a call goes over; a rising count says the bound is too low for
+// the keys the client really meets, or that the keys are not what they should be (a Key
+// function that puts a user's ID in).
 //
 // The histograms' buckets resolve 1 ms to 10 s (1, 2, 3, 5 and 7.5 per decade). A discarded
 // attempt's duration is how long it had run when it lost.
@@ -138,6 +139,7 @@ type Metrics struct {
 	counts  map[int]func() int64 // WatchOverBound's sources
 	retired int64                // their counts when they were stopped, so that the sum never falls
 	overMax int64                // the highest sum reported: a count read as it stops may be behind a collection's
+	overSet bool                 // a count has been watched: from then on the series is reported, 0 or not
 	nextID  int
 }
 
@@ -442,7 +444,7 @@ func (m *Metrics) WatchOverBound(count func() int64) (stop func(), err error) {
 	if m == nil || count == nil {
 		return func() {}, nil
 	}
-	id, err := m.watch(func(id int) { m.counts[id] = count })
+	id, err := m.watch(func(id int) { m.counts[id], m.overSet = count, true })
 	if err != nil {
 		return func() {}, err
 	}
@@ -505,7 +507,7 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 	for _, c := range m.counts {
 		counts = append(counts, c)
 	}
-	over, watched := m.retired, len(counts) > 0 || m.retired > 0
+	over, watched := m.retired, m.overSet
 	m.mu.Unlock()
 	var errs []error
 	for _, c := range counts {

@@ -160,3 +160,21 @@ func TestWatchOverBound(t *testing.T) {
 		t.Errorf("zero Metrics: err %v, want one naming New", err)
 	}
 }
+
+// A counter once reported stays reported: a source that counted nothing and stopped (a
+// Transport closed before any call went past its bound) leaves the series at 0, not gone, so
+// that a query of its rate sees a 0 rather than no data.
+func TestOverBoundStaysAtZeroAfterItsSourcesStop(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	m, err := hedgeotel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := m.WatchOverBound(func() int64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "watched", sums(t, collect(t, reader), "hedge.calls.over_bound"), map[string]int64{"": 0})
+	stop()
+	equal(t, "stopped", sums(t, collect(t, reader), "hedge.calls.over_bound"), map[string]int64{"": 0})
+}
