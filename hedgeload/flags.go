@@ -100,9 +100,10 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	protocol := fs.String("protocol", "http/2", "protocol: http/1.1, http/2 (cleartext), both (the two) or grpc (a unary method through hedgegrpc.DialOptions)")
 	out := fs.String("out", defaultOut, "directory to write report.md, report.html and report.json into")
 	workers := fs.Int("workers", defaultWorkers, "workers per server")
-	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue (1: the reference model)")
+	replicas := fs.Int("replicas", 1, "servers, each with -workers workers and its own queue, at most 64 (1: the reference model)")
 	clients := fs.Int("clients", 1, "independent clients, each a Transport (over gRPC, a connection) with policies of its own and its own view\n"+
-		"of the servers; each call goes to one at random, as with hedgesim's -clients (in a closed loop, each caller's next call too)")
+		"of the servers; each call goes to one at random, as with hedgesim's -clients (in a closed loop, each caller's next call too);\n"+
+		fmt.Sprintf("at most %d (hedgesim's -clients goes further)", maxClients))
 	balancer := fs.String("balancer", "p2c", "how the client picks a replica: random, round-robin, least-outstanding or p2c; it needs -replicas > 1\n"+
 		"(over gRPC, hedgegrpc's balancer picks, by p2c: leave it out)")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+

@@ -138,7 +138,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	from := fs.String("from", "", "render the report from this report.json instead of simulating (with -out or -tables-only only: it runs no model)")
 	family := fs.String("family", "", "scenario family whose model to run (see the list below); default the reference model")
 	clients := fs.Int("clients", 0, fmt.Sprintf("independent clients, each with its own policy, each call to one drawn at random, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxClients))
-	inflight := fs.Int("client-inflight", 0, "each client's calls in flight at most; the rest wait in the client, latency counted\nfrom arrival (1: sequential clients; default 0: unbounded)")
+	inflight := fs.Int("client-inflight", 0, "each client's calls in flight at most; the rest wait in the client, latency counted\nfrom arrival (1: sequential clients; default 0: the family's, unbounded in the reference model and\nevery family but fleet-sequential, whose clients stay sequential with 0)")
 	replicas := fs.Int("replicas", 0, fmt.Sprintf("replicas, each with -workers workers and its own FIFO queue, at most %d\n(default 0: the family's, 1 in the reference model)", sim.MaxReplicas))
 	balancer := fs.String("balancer", "", "client-side balancer with replicas (it needs -replicas > 1, or a family with replicas): random,\nround-robin, least-outstanding or p2c (default p2c), or several separated by commas, or all; \"no hedge\" also runs under random and p2c")
 	tieDelay := fs.Duration("tie-delay", 0, "how long a cancellation takes to reach the server (cancellation reaches)")
@@ -249,7 +249,7 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 		return config{}, usagef("%s does not apply to -scorecard: each of its families has a model of its own (-families chooses them)", strings.Join(modelFlags, ", "))
 	}
 	if cfg.inflight < 0 {
-		return config{}, usagef("-client-inflight must be >= 0 (0 = unbounded), got %d", cfg.inflight)
+		return config{}, usagef("-client-inflight must be >= 0 (0 = the family's, unbounded in the reference model), got %d", cfg.inflight)
 	}
 	for b := range strings.SplitSeq(*balancer, ",") {
 		switch b = strings.TrimSpace(b); b {

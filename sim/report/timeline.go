@@ -126,6 +126,13 @@ func TimelineName(tl sim.Timeline) string {
 // WriteTimelineMarkdown writes timeline.md: one table per timeline, a row per second.
 func WriteTimelineMarkdown(w io.Writer, tls []sim.Timeline) error {
 	bw := bufio.NewWriter(w)
+	if len(tls) > 0 {
+		// Without it, a second whose "won" exceeds its "hedges" read as a miscount.
+		fmt.Fprintf(bw, "Each row is one second of the run, the warm-up's included: the calls that ended in it (failed, "+
+			"and slower than %g ms, failed ones among them, and their p99), the hedges sent in it, the hedges that "+
+			"answered first in it (one sent late in a second may win in the next, so won can exceed hedges), and the "+
+			"hedges the gates refused in it, by reason.\n\n", tls[0].SlowAfterMs)
+	}
 	for i, tl := range tls {
 		if i > 0 {
 			fmt.Fprintln(bw)

@@ -33,6 +33,7 @@ func TestTimelineMarkdown(t *testing.T) {
 		"| second | calls | failed | over 200 ms (failed among them) | p99 (ms) | hedges | won | refused |\n",
 		"| 0 | 1000 | 0 | 3 | 167.9 | 99 | 16 | backlog 1, no_evidence 172 |\n", // refusals in the order of their names
 		"| 2 | 1080 | 20 | 1051 | failed | 0 | 0 | backlog 13 |\n",              // a p99 on a failed call
+		"the hedges that answered first in it (one sent late in a second may win in the next, so won can exceed hedges)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("timeline.md lacks %q:\n%s", want, md)
