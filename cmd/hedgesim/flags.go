@@ -34,7 +34,7 @@ type config struct {
 
 	family     string // scenario family ("" = reference)
 	clients    int
-	inflight   int // each client's bound on calls in flight (0 = unbounded)
+	inflight   int // each client's bound on calls in flight (0 = the family's; unbounded in the reference model)
 	replicas   int
 	balancers  []string // with replicas: the balancers to run every setup under
 	tieDelay   time.Duration
