@@ -285,6 +285,9 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	if cfg.loads, err = sim.ParseLoads(*loads); err != nil {
 		return config{}, flagError("loads", err)
 	}
+	if err := cfg.checkClientSlots(); err != nil {
+		return config{}, err
+	}
 	if cfg.setups, err = sim.ParseSetups(*setups, setupNames); err != nil {
 		return config{}, flagError("setups", err)
 	}
@@ -364,6 +367,50 @@ func (c config) checkFleet(balancerSet bool) error {
 	}
 	if balancerSet && replicas <= 1 {
 		return usagef("-balancer needs -replicas > 1 (or a family with replicas): with one server there is nothing to choose")
+	}
+	return nil
+}
+
+// checkClientSlots refuses a -client-inflight bound the clients cannot carry the load with:
+// a load of L % keeps L % of the workers in service on average, and each of those calls holds
+// one of its client's slots for at least its service time, so with clients × bound slots at
+// or below that every setup's clients fall behind without end, and the report read "collapse"
+// for no hedge too, as though hedges had multiplied the load.
+func (c config) checkClientSlots() error {
+	if c.scorecard || c.from != "" {
+		return nil
+	}
+	var fam sim.Params
+	if c.family != "" {
+		if f, err := sim.FamilyByName(c.family); err == nil {
+			fam = f.Params
+		}
+	}
+	inflight := c.inflight
+	if inflight == 0 {
+		inflight = fam.ClientInFlight
+	}
+	if inflight == 0 {
+		return nil
+	}
+	clients := c.clients
+	if clients == 0 {
+		clients = max(fam.Clients, 1)
+	}
+	replicas := c.replicas
+	if replicas == 0 {
+		replicas = max(fam.Replicas, 1)
+	}
+	workers := c.workers
+	if c.family != "" && !c.workersSet && fam.Workers > 0 {
+		workers = fam.Workers
+	}
+	slots := float64(clients) * float64(inflight)
+	top := slices.Max(c.loads)
+	if busy := top / 100 * float64(replicas*workers); slots <= busy {
+		return usagef("%d clients × %d calls in flight each = %g calls at most, but %g %% load keeps %g calls in service on average (%d workers in all): "+
+			"every setup, no hedge too, would fall behind in the clients' own queues; raise -clients or -client-inflight, or lower -loads",
+			clients, inflight, slots, top, busy, replicas*workers)
 	}
 	return nil
 }

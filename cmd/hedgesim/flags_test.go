@@ -239,7 +239,7 @@ func TestParseModelFlags(t *testing.T) {
 func TestScorecardRefusesModelFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-workers", "8"}, {"-service", "exponential:10ms"}, {"-hedge-delay", "5ms"}, {"-family", "bursty"},
-		{"-clients", "3"}, {"-client-inflight", "2"}, {"-replicas", "4"}, {"-replicas", "4", "-balancer", "random"}, {"-tie-delay", "1ms"},
+		{"-clients", "3"}, {"-client-inflight", "2", "-loads", "10"}, {"-replicas", "4"}, {"-replicas", "4", "-balancer", "random"}, {"-tie-delay", "1ms"},
 	} {
 		if _, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err != nil {
 			t.Errorf("%q: %v", args, err)
@@ -370,6 +370,34 @@ func TestFromRefusesTheFlagsOfARun(t *testing.T) {
 	for _, args := range [][]string{{"-from", "r.json"}, {"-from", "r.json", "-out", "x"}, {"-from", "r.json", "-tables-only"}} {
 		if cfg, err := parseArgs(args, testNames, testFamilies, &bytes.Buffer{}); err != nil || cfg.from != "r.json" {
 			t.Errorf("%q: from %q, error %v", args, cfg.from, err)
+		}
+	}
+}
+
+// TestClientSlotsTooFew: clients × -client-inflight at or below the calls a load keeps in
+// service cannot carry it (the clients' own queues grow without end, no hedge's too), so the
+// command line is refused rather than reported as every setup's collapse.
+func TestClientSlotsTooFew(t *testing.T) {
+	for _, args := range [][]string{
+		{"-client-inflight", "1"},                                            // one sequential client, 95 % of 16 workers
+		{"-client-inflight", "1", "-clients", "4", "-loads", "30"},           // 4.8 in service
+		{"-clients", "7", "-client-inflight", "2", "-loads", "30,95"},        // 14 slots, 15.2 at 95 %
+		{"-family", "fleet-sequential", "-workers", "64", "-loads", "50"},    // 32 slots, 32 in service
+		{"-family", "fleet-sequential", "-replicas", "4", "-loads", "30,70"}, // 44.8 in service
+	} {
+		_, err := parseArgs(append(args, "-calls", "1000"), testNames, append(testFamilies, "fleet-sequential"), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "would fall behind in the clients' own queues") {
+			t.Errorf("%q: err = %v, want the clients' slots refused", args, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"-clients", "32", "-client-inflight", "1"}, // the README's: 32 slots, 15.2 in service
+		{"-family", "fleet-sequential"},
+		{"-clients", "4", "-client-inflight", "2", "-loads", "30"},
+		{"-client-inflight", "0"},
+	} {
+		if _, err := parseArgs(append(args, "-calls", "1000"), testNames, append(testFamilies, "fleet-sequential"), &bytes.Buffer{}); err != nil {
+			t.Errorf("%q: %v", args, err)
 		}
 	}
 }
