@@ -413,6 +413,35 @@ func joinSeeds(seeds []uint64) string {
 	return strings.Join(s, ", ")
 }
 
+// clientsText is the clients row of the report's header: how many, how the calls are split
+// between them, and each one's bound on calls in flight. Without the last two, a run of
+// sequential clients or one heavy client read exactly as one of even, unbounded ones.
+func clientsText(m sim.Model) string {
+	var s string
+	if m.Clients > 1 {
+		s = strconv.Itoa(m.Clients) + " independent clients, each with its own policy; each call belongs to one at random"
+		if m.HeavyClientShare > 0 {
+			s += "; the first makes " + fmtFloat(100*m.HeavyClientShare, -1) + " % of the calls, the others split the rest evenly"
+		}
+	} else {
+		s = "1 client"
+	}
+	switch k := m.ClientInFlight; {
+	case k == 1:
+		s += "; each sequential (1 call in flight at most): the rest wait in the client, their latency counted from arrival"
+	case k > 1:
+		s += "; each with " + strconv.Itoa(k) + " calls in flight at most: the rest wait in the client, their latency counted from arrival"
+	}
+	return s
+}
+
+// changesFamily reports whether the model m ran with other clients, client bound or replicas
+// than the family's own (p), as -clients, -client-inflight and -replicas can make it.
+func changesFamily(m sim.Model, p sim.Params) bool {
+	return max(m.Clients, 1) != max(p.Clients, 1) || m.ClientInFlight != p.ClientInFlight ||
+		max(m.Replicas, 1) != max(p.Replicas, 1)
+}
+
 // modelRows are the model parameters as (name, value) rows for the report's header.
 func (v *view) modelRows() [][2]string {
 	m := v.r.Model
@@ -422,6 +451,11 @@ func (v *view) modelRows() [][2]string {
 		about := m.Family
 		if f, err := sim.FamilyByName(m.Family); err == nil {
 			about += ": " + f.About
+			if changesFamily(m, f.Params) {
+				// -clients, -client-inflight or -replicas said otherwise: the family's own
+				// words would contradict the rows below, which are what ran.
+				about += " (as the family defines it; this run's flags change it: the rows below are what ran)"
+			}
 		}
 		add("scenario family", about)
 	}
@@ -432,8 +466,8 @@ func (v *view) modelRows() [][2]string {
 	case m.Workers > 0:
 		add("workers", strconv.Itoa(m.Workers)+", one FIFO queue shared by every attempt of every call")
 	}
-	if m.Clients > 1 {
-		add("clients", strconv.Itoa(m.Clients)+" independent clients, each with its own policy; each call belongs to one at random")
+	if m.Clients > 1 || m.ClientInFlight > 0 {
+		add("clients", clientsText(m))
 	}
 	if m.TieDelayMs > 0 {
 		add("cancellation delay", fmtFloat(m.TieDelayMs, -1)+" ms for a cancellation to reach the server")
