@@ -201,6 +201,11 @@ func (v *view) trustNote() string {
 	} else if len(v.seeds) == 1 {
 		b.WriteString(" With one seed the run cannot show how much a figure moves with the seed (add -seeds 1,2).")
 	}
+	if m.Clients > 1 && m.Calls/m.Clients < minCallsPerClient {
+		fmt.Fprintf(&b, " **Each of the %d clients made about %d calls**: a client's policy hedges nothing until its own answers "+
+			"have warmed it, so in a run this short most of them were still cold and hedging looks weaker than it is; "+
+			"give -calls at least %d.", m.Clients, m.Calls/m.Clients, minCallsPerClient*m.Clients)
+	}
 	if measured/1000 < 100 {
 		b.WriteString(" **This is a short run**: fewer than 100 calls lie beyond each p99.9, and a few bursts of " +
 			"stragglers move its tail figures a lot. The reference figures (README, docs/reference) come from " +
@@ -208,6 +213,12 @@ func (v *view) trustNote() string {
 	}
 	return b.String()
 }
+
+// minCallsPerClient is how many calls each client needs before a run says what its policies
+// do warm: fleet-large (256 clients), recommended at 30 % load, seed 1, read a p99 of 174 ms
+// against no hedge's 203 with 20000 calls (78 a client), 110 ms with 30000 (117), 28.5 ms with
+// 50000 (195) and 26.6 ms with 100000 (390).
+const minCallsPerClient = 250
 
 // measuredCalls is how many calls each point of m measured, counted as the engine counts them
 // (sim.Run leaves out the first int(WarmupFraction × Calls) by arrival): rounding the measured
