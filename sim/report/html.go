@@ -36,9 +36,9 @@ func WriteHTML(w io.Writer, r sim.Report) error {
 		}
 		bw.WriteString("</table>\n")
 	}
-	bw.WriteString("<p>Latencies are in milliseconds. <b>collapse</b>: the queue never drained — hedges " +
-		"multiplied the load and latency grew for as long as the run lasted — so the point has no " +
-		"meaningful percentiles. " + strings.ReplaceAll(strings.ReplaceAll(esc(failedNote), "**failed**", "<b>failed</b>"), "**", "") + " " + inlineCode(esc(scorecardNote)))
+	bw.WriteString("<p>Latencies are in milliseconds. <b>collapse</b>: the queue never drained — the load, " +
+		"with its hedges and retries, was more than the workers serve, and latency grew for as long as the " +
+		"run lasted — so the point has no meaningful percentiles. " + strings.ReplaceAll(strings.ReplaceAll(esc(failedNote), "**failed**", "<b>failed</b>"), "**", "") + " " + inlineCode(esc(scorecardNote)))
 	if n := v.seedNote(); n != "" {
 		bw.WriteString(" " + esc(n) + " The charts show the same medians.")
 	}

@@ -32,8 +32,9 @@ func WriteMarkdown(w io.Writer, r sim.Report) error {
 		}
 		writeMDTable(bw, t, "")
 	}
-	bw.WriteString("Latencies are in milliseconds. **collapse**: the queue never drained — hedges multiplied " +
-		"the load and latency grew for as long as the run lasted — so the point has no meaningful percentiles. " +
+	bw.WriteString("Latencies are in milliseconds. **collapse**: the queue never drained — the load, with its " +
+		"hedges and retries, was more than the workers serve, and latency grew for as long as the run lasted — " +
+		"so the point has no meaningful percentiles. " +
 		failedNote + " " + scorecardNote + "\n")
 	if n := v.seedNote(); n != "" {
 		bw.WriteString(n + " The p99 and p99.9 of each seed are at the end.\n")
