@@ -330,6 +330,19 @@ func parseArgs(args []string, setupNames, familyNames []string, stderr io.Writer
 	return cfg, nil
 }
 
+// familyParams is the model of -family, the zero Params without one (or for a name that is
+// no family's, which parseArgs has refused by then).
+func (c config) familyParams() sim.Params {
+	if c.family == "" {
+		return sim.Params{}
+	}
+	f, err := sim.FamilyByName(c.family)
+	if err != nil {
+		return sim.Params{}
+	}
+	return f.Params
+}
+
 // checkFleet checks what -replicas, -workers and -balancer make together, with the family's
 // own replicas and workers where those flags leave them: the simulator refuses more than
 // sim.MaxWorkers workers in all only once the run has started, and there it blames
@@ -340,12 +353,7 @@ func (c config) checkFleet(balancerSet bool) error {
 	if c.scorecard || c.from != "" {
 		return nil
 	}
-	var fam sim.Params
-	if c.family != "" {
-		if f, err := sim.FamilyByName(c.family); err == nil {
-			fam = f.Params
-		}
-	}
+	fam := c.familyParams()
 	replicas, fromFamily := c.replicas, false
 	if replicas == 0 {
 		replicas, fromFamily = max(fam.Replicas, 1), fam.Replicas > 1
@@ -380,12 +388,7 @@ func (c config) checkClientSlots() error {
 	if c.scorecard || c.from != "" {
 		return nil
 	}
-	var fam sim.Params
-	if c.family != "" {
-		if f, err := sim.FamilyByName(c.family); err == nil {
-			fam = f.Params
-		}
-	}
+	fam := c.familyParams()
 	inflight := c.inflight
 	if inflight == 0 {
 		inflight = fam.ClientInFlight
