@@ -91,9 +91,9 @@ type QueueConfig struct {
 	NoStartSignal bool
 
 	// NoLoadReport turns off the [LoadHeader] the queue otherwise adds to the response of
-	// every request it runs (its queue length, busy workers and the request's own wait) and
-	// to the 503 of every request it turns away because it is full,
-	// from which a [Transport] learns whether a hedge would wait and where to send one. The
+	// every request it runs (its queue length, busy workers and the request's own wait), and
+	// to every 503 it answers because it is full, from which a [Transport] learns whether a
+	// hedge would wait and where to send one. The
 	// report wraps the handler's ResponseWriter (Flush, ReadFrom and
 	// http.ResponseController pass through; a handler that type-asserts http.Hijacker,
 	// http.Pusher or http.CloseNotifier directly needs it off).
