@@ -1,7 +1,6 @@
 package hedge
 
 import (
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -43,19 +42,6 @@ func TestSchedulerProbeReadsRuntimeMetrics(t *testing.T) {
 	}
 	if d := probe(); d < 0 || d > time.Hour {
 		t.Fatalf("scheduler latency p99 = %v, want a duration in [0, 1h]", d)
-	}
-}
-
-// clampBits holds a figure to what its bits can carry, on every platform: 1 << 32 is 0 in a
-// 32-bit int, which held every report's queue at -1 there (GOARCH=386 runs this test so).
-func TestClampBits(t *testing.T) {
-	for _, tc := range []struct {
-		v, bits int
-		want    uint64
-	}{{-5, 32, 0}, {0, 32, 0}, {7, 32, 7}, {math.MaxInt32, 32, math.MaxInt32}, {70000, 16, 1<<16 - 1}, {math.MaxInt, 32, uint64(min(math.MaxInt, 1<<32-1))}} {
-		if got := clampBits(tc.v, tc.bits); got != tc.want {
-			t.Errorf("clampBits(%d, %d) = %d, want %d", tc.v, tc.bits, got, tc.want)
-		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hedgekit/hedge/internal/loadpack"
 	"github.com/hedgekit/hedge/replica"
 )
 
@@ -19,7 +20,9 @@ type Load struct {
 	// Queued is how many requests were waiting for a worker when the server answered.
 	Queued int
 	// Busy is how many of its Workers were running a request. Workers 0 means the server
-	// did not say; the queue is then judged by Queued alone.
+	// did not say; the queue is then judged by Queued alone. A server of more than 65,535
+	// workers is held as 65,535, with Queued and Busy scaled down in proportion (a queue is
+	// judged relative to its workers), so ServerQueue reads its figures scaled.
 	Busy, Workers int
 	// Wait is how long the answered request itself waited for a worker.
 	Wait time.Duration
@@ -45,13 +48,10 @@ type loadBoard struct {
 
 type loadSlot struct {
 	at   atomic.Int64  // unix nanoseconds the report was received; 0 = none
-	v    atomic.Uint64 // Queued (32 bits) | Workers (16) | Busy (16), each clamped
+	v    atomic.Uint64 // Queued, Busy and Workers (loadpack.Pack)
 	wait atomic.Int64  // the report's Wait, nanoseconds
 	idle atomic.Int64  // unix nanoseconds of the latest report with a worker idle; 0 = none
 }
-
-// clampBits is v held to 0 … 2^bits − 1, in 64 bits: an int of 32 would overflow at 1 << 32.
-func clampBits(v, bits int) uint64 { return uint64(min(max(int64(v), 0), int64(1)<<bits-1)) }
 
 // ReportLoad records the load that replica reported on a response received at now. replica
 // is the transport's number for the server (replica.Set's index; 0 when there is one server).
@@ -80,7 +80,7 @@ func (p *Policy) ReportLoad(now time.Time, replica int, l Load) {
 	i := replica % maxLoadReplicas
 	b := &p.loads
 	s := &b.slots[i]
-	s.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Workers, 16)<<16 | clampBits(l.Busy, 16))
+	s.v.Store(loadpack.Pack(l.Queued, l.Busy, l.Workers))
 	s.wait.Store(int64(max(l.Wait, 0)))
 	t := now.UnixNano()
 	if l.Queued <= 0 && l.Busy < l.Workers {
@@ -144,13 +144,13 @@ func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 			continue
 		}
 		r := s.v.Load()
-		q, w, busy := int(r>>32), int(r>>16&0xffff), int(r&0xffff)
+		q, busy, w := loadpack.Unpack(r)
 		want += int64(q) + int64(busy)
 		have += int64(w)
 		if idle := s.idle.Load(); idle == 0 || now.UnixNano()-idle >= int64(spareMaxAge) || idle-now.UnixNano() >= int64(spareMaxAge) { // the second: see fresh
 			v.spare = false
 		}
-		if !ok || int64(q)*int64(max(v.workers, 1)) < int64(v.queued)*int64(max(w, 1)) { // 64 bits: see clampBits
+		if !ok || int64(q)*int64(max(v.workers, 1)) < int64(v.queued)*int64(max(w, 1)) { // 64 bits: a queue may be 2^32 − 1 (loadpack)
 			v.queued, v.workers, v.wait, ok = q, w, time.Duration(s.wait.Load()), true
 		}
 	}
@@ -166,7 +166,7 @@ func (b *loadBoard) scan(now time.Time) (v loadView, ok bool) {
 // when that is half a service time or more. There a copy stops beating a straggler by much and
 // starts adding load to a backlog. With the workers unknown, any queue is long.
 func queueLong(queued, workers int) bool {
-	return queued > 0 && 2*(int64(queued)+1) >= int64(workers) // 64 bits: see clampBits
+	return queued > 0 && 2*(int64(queued)+1) >= int64(workers) // 64 bits: a queue may be 2^32 − 1 (loadpack)
 }
 
 // fleetFull is the demand (requests running or waiting per worker, over every server with a

@@ -43,3 +43,26 @@ func TestServerLoadGateRefusesHugeQueuesOn32Bit(t *testing.T) {
 		}
 	}
 }
+
+// A server of more workers than a report's 16 bits hold is judged by its queue relative to
+// its workers, as any other: 40,000 queued at 200,000 workers starts a copy within a fifth of
+// a service time, and the hedge goes. With the workers clamped alone to 65,535, the queue read
+// as long (two thirds of a request per worker) and the hedge was refused as a backlog.
+func TestServerLoadGateOfManyWorkers(t *testing.T) {
+	suppressed := 0
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
+		Observer: func(e hedge.Event) {
+			if e.Kind == hedge.HedgeSuppressed {
+				suppressed++
+			}
+		}})
+	c := p.NewCall(hedge.CallOptions{Repeatable: hedge.Repeatable})
+	c.Start(ms(0))
+	p.ReportLoad(ms(5), 0, hedge.Load{Queued: 40000, Busy: 200000, Workers: 200000})
+	if a := actions(c.TimerFired(ms(20))); a != "start 1 hedge" || suppressed != 0 {
+		t.Errorf("at the threshold %q, %d suppressed; want a hedge", a, suppressed)
+	}
+	if q, w, ok := p.ServerQueue(ms(6)); !ok || q != 13107 || w != 65535 {
+		t.Errorf("ServerQueue = %d, %d, %v; want 13107 of 65535 (the report scaled down)", q, w, ok)
+	}
+}

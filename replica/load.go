@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/hedgekit/hedge/internal/loadpack"
 )
 
 // LoadMaxAge is how long a replica's load report ([Set.ReportLoad]) counts, the same age as
@@ -17,7 +19,9 @@ type Load struct {
 	// Queued is how many requests were waiting for a worker.
 	Queued int
 	// Busy is how many of its Workers were running a request. Workers 0 means the replica
-	// did not say: its queue is then judged alone.
+	// did not say: its queue is then judged alone. A replica of more than 65,535 workers is
+	// held as 65,535, with Queued and Busy scaled down in proportion (a queue is judged
+	// relative to its workers), and [Set.Load] returns its figures so.
 	Busy, Workers int
 	// Wait is how long the answered request waited for a worker (a per-call report's); 0
 	// when it waited for none, or the report says nothing of a request (an out-of-band one).
@@ -27,13 +31,10 @@ type Load struct {
 // loadSlot is one replica's latest load report.
 type loadSlot struct {
 	at   atomic.Int64  // ticks when received, plus one (0 = none; see stamp)
-	v    atomic.Uint64 // queued (32 bits) | busy (16) | workers (16), each clamped
+	v    atomic.Uint64 // queued, busy and workers (loadpack.Pack)
 	base atomic.Int64  // the replica's attempts outstanding (Set.Outstanding) at that report
 	wait atomic.Int64  // Wait, ns
 }
-
-// clampBits is v held to 0 … 2^bits − 1, in 64 bits: an int of 32 would overflow at 1 << 32.
-func clampBits(v, bits int) uint64 { return uint64(min(max(int64(v), 0), int64(1)<<bits-1)) }
 
 // stamp is loadSlot.at for a report received at tick t: t plus one, so that 0 can mean none.
 // It is held below MaxInt64, which ticks reach for a time centuries after the anchor: one
@@ -59,8 +60,7 @@ func (sl *loadSlot) fresh(t int64, maxAge time.Duration) bool {
 }
 
 func (sl *loadSlot) load() (queued, busy, workers int) {
-	v := sl.v.Load()
-	return int(v >> 32), int(v >> 16 & 0xffff), int(v & 0xffff)
+	return loadpack.Unpack(sl.v.Load())
 }
 
 // ReportLoad records that replica i reported its load l on a response received at now. A
@@ -112,7 +112,7 @@ func (s *Set) ReportLoad(now time.Time, i int, l Load) {
 		// until the clock caught up would keep its load for the length of the step.
 		return
 	}
-	sl.v.Store(clampBits(l.Queued, 32)<<32 | clampBits(l.Busy, 16)<<16 | clampBits(l.Workers, 16))
+	sl.v.Store(loadpack.Pack(l.Queued, l.Busy, l.Workers))
 	sl.wait.Store(int64(max(l.Wait, 0)))
 	if at != last {
 		// The same report again (out of band, fed before each pick) keeps its base.

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"math"
 	"testing"
 	"time"
 )
@@ -216,15 +215,22 @@ func firstPicks(s *Set, now time.Time, n int) map[int]int {
 	return seen
 }
 
-// clampBits holds a figure to what its bits can carry, on every platform (see the core's
-// TestClampBits).
-func TestClampBits(t *testing.T) {
-	for _, tc := range []struct {
-		v, bits int
-		want    uint64
-	}{{-5, 32, 0}, {7, 32, 7}, {math.MaxInt32, 32, math.MaxInt32}, {70000, 16, 1<<16 - 1}, {math.MaxInt, 32, uint64(min(math.MaxInt, 1<<32-1))}} {
-		if got := clampBits(tc.v, tc.bits); got != tc.want {
-			t.Errorf("clampBits(%d, %d) = %d, want %d", tc.v, tc.bits, got, tc.want)
-		}
+// A replica of more workers than a report's 16 bits hold is compared by its queue per worker,
+// as any other: 40,000 queued at 200,000 workers (a fifth of a request each) is shorter than
+// 2 at 4. Its workers clamped alone, it read as 40,000 at 65,535 and lost the copy. Load
+// returns its figures scaled down together.
+func TestPickCopyAtAReplicaOfManyWorkers(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := New(3, Config{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ReportLoad(now, 0, Load{Queued: 40000, Busy: 200000, Workers: 200000})
+	s.ReportLoad(now, 1, Load{Queued: 2, Busy: 4, Workers: 4})
+	if i := s.Pick(now, []int{2}); i != 0 {
+		t.Errorf("a copy went to %d, want 0 (0.2 queued per worker, against 0.5)", i)
+	}
+	if l, ok := s.Load(now, 0); !ok || l != (Load{Queued: 13107, Busy: 65535, Workers: 65535}) {
+		t.Errorf("Load(0) = %+v, %v; want 13107 queued, 65535 of 65535 busy", l, ok)
 	}
 }
