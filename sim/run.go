@@ -266,10 +266,10 @@ func (r *runner) client() client {
 func Run(p Params, setup Setup, loadPct float64, mode string, seed uint64) (Point, error) {
 	p, err := p.resolve()
 	if err != nil {
-		return Point{}, err
+		return Point{}, invalid(err)
 	}
 	if err := checkPoint(loadPct, mode); err != nil {
-		return Point{}, err
+		return Point{}, invalid(err)
 	}
 	return newRunner().run(context.Background(), p, setup, loadPct, mode, seed)
 }
@@ -282,13 +282,13 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	for range p.Clients {
 		pol, err := hedge.New(cfg)
 		if err != nil {
-			return Point{}, fmt.Errorf("sim: setup %q: %w", setup.Name, err)
+			return Point{}, invalid(fmt.Errorf("sim: setup %q: %w", setup.Name, err))
 		}
 		r.pol = append(r.pol, pol)
 	}
 	lambda := loadPct / 100 * (float64(p.Workers) * p.capacity()) / p.Service.Mean().Seconds()
 	if span := float64(p.Calls) / lambda * 1e9; span > 1<<60 {
-		return Point{}, fmt.Errorf("sim: load %v%% is too low: %d calls would take %.3g years of virtual time", loadPct, p.Calls, span/3.15e16)
+		return Point{}, invalid(fmt.Errorf("sim: load %v%% is too low: %d calls would take %.3g years of virtual time", loadPct, p.Calls, span/3.15e16))
 	}
 	warm := int(p.WarmupFraction * float64(p.Calls))
 	span := float64(p.Calls) / lambda * 1e9
@@ -297,7 +297,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 		for c := range p.Clients {
 			rs, err := newReplicaSet(p.Balancer, p.Replicas, mix(streamKey(seed, streamChoose)+uint64(c)))
 			if err != nil {
-				return Point{}, fmt.Errorf("sim: %w", err)
+				return Point{}, invalid(fmt.Errorf("sim: %w", err))
 			}
 			choose = append(choose, rs)
 		}
@@ -345,7 +345,7 @@ func (r *runner) run(ctx context.Context, p Params, setup Setup, loadPct float64
 	if r.s.stalled {
 		r.hc.p = nil
 		clear(r.pol)
-		return Point{}, fmt.Errorf("sim: Arrivals %+v: the arrival rate changes more than a million times between two calls (%v apart on average): BurstEvery is far too short", p.Arrivals, time.Duration(1e9/lambda))
+		return Point{}, invalid(fmt.Errorf("sim: Arrivals %+v: the arrival rate changes more than a million times between two calls (%v apart on average): BurstEvery is far too short", p.Arrivals, time.Duration(1e9/lambda)))
 	}
 	pt := Point{Setup: setup.Name, LoadPct: loadPct, Cancellation: mode, Seed: seed,
 		Replicas: p.Replicas, Balancer: p.balancerName(), Clients: p.Clients, ClientInFlight: p.ClientInFlight}
@@ -695,7 +695,7 @@ func dedup(s []string) []string {
 func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int)) (Report, error) {
 	pl, err := cfg.plan()
 	if err != nil {
-		return Report{}, err
+		return Report{}, invalid(err)
 	}
 	type job struct {
 		setupRun

@@ -279,7 +279,7 @@ func familiesByName(names []string) ([]Family, error) {
 func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, total int)) (ScorecardResult, error) {
 	setup, err := cfg.candidate()
 	if err != nil {
-		return ScorecardResult{}, err
+		return ScorecardResult{}, invalid(err)
 	}
 	var noHedge Setup
 	for _, s := range Setups(0) {
@@ -289,25 +289,25 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	}
 	fams, err := familiesByName(cfg.Families)
 	if err != nil {
-		return ScorecardResult{}, err
+		return ScorecardResult{}, invalid(err)
 	}
 	loads := cfg.Loads
 	if len(loads) == 0 {
 		loads = []float64{30, 50, 70, 85, 95}
 	}
 	if err := checkOnce("load", loads); err != nil {
-		return ScorecardResult{}, err
+		return ScorecardResult{}, invalid(err)
 	}
 	modes, err := planModes(cfg.Modes)
 	if err != nil {
-		return ScorecardResult{}, err
+		return ScorecardResult{}, invalid(err)
 	}
 	seeds := cfg.Seeds
 	if len(seeds) == 0 {
 		seeds = []uint64{1, 2, 3}
 	}
 	if err := checkOnce("seed", seeds); err != nil {
-		return ScorecardResult{}, err
+		return ScorecardResult{}, invalid(err)
 	}
 	calls := cfg.Calls
 	if calls == 0 {
@@ -325,11 +325,11 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	for fi, f := range fams {
 		p, err := Params{Calls: calls}.withModel(f.Params).resolve()
 		if err != nil {
-			return ScorecardResult{}, fmt.Errorf("sim: family %s: %w", f.Name, err)
+			return ScorecardResult{}, invalid(fmt.Errorf("sim: family %s: %w", f.Name, err))
 		}
 		for _, l := range loads {
 			if err := checkPoint(l, Ignored); err != nil {
-				return ScorecardResult{}, err
+				return ScorecardResult{}, invalid(err)
 			}
 			if f.MaxLoadPct > 0 && l > f.MaxLoadPct {
 				continue // beyond the headroom the family is provisioned with
@@ -344,10 +344,10 @@ func Scorecard(ctx context.Context, cfg ScorecardConfig, progress func(done, tot
 	if len(jobs) == 0 {
 		// Every load asked for is above every family's headroom: nothing to judge, and a
 		// scorecard that "holds on 0 of 0 points" would read as a pass.
-		return ScorecardResult{}, fmt.Errorf("sim: the scorecard has no point to judge: every load %v is above the families' headroom (MaxLoadPct)", loads)
+		return ScorecardResult{}, invalid(fmt.Errorf("sim: the scorecard has no point to judge: every load %v is above the families' headroom (MaxLoadPct)", loads))
 	}
 	if _, err := hedge.New(setup.Config); err != nil {
-		return ScorecardResult{}, fmt.Errorf("sim: setup %q: %w", setup.Name, err)
+		return ScorecardResult{}, invalid(fmt.Errorf("sim: setup %q: %w", setup.Name, err))
 	}
 	clients := 1
 	for _, j := range jobs {

@@ -111,17 +111,17 @@ var ErrTimelinePoint = errors.New("sim: a timeline needs exactly one load, one s
 // slowAfter is what counts as a slow call; 0 = 200 ms.
 func Timelines(ctx context.Context, cfg SweepConfig, slowAfter time.Duration) ([]Timeline, error) {
 	if len(cfg.Loads) != 1 || len(cfg.Seeds) != 1 || len(cfg.Modes) != 1 || cfg.Modes[0] == "both" {
-		return nil, ErrTimelinePoint
+		return nil, invalid(ErrTimelinePoint)
 	}
 	if slowAfter < 0 {
-		return nil, errors.New("sim: a timeline's slow calls take longer than a duration >= 0 (0 = 200ms)")
+		return nil, invalid(errors.New("sim: a timeline's slow calls take longer than a duration >= 0 (0 = 200ms)"))
 	}
 	if slowAfter == 0 {
 		slowAfter = 200 * time.Millisecond
 	}
 	pl, err := cfg.plan()
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	load, mode, seed := pl.loads[0], pl.modes[0], pl.seeds[0]
 	out := make([]Timeline, len(pl.runs))
