@@ -58,7 +58,13 @@ type Action struct {
 
 // CallOptions describes one call to the state machine.
 type CallOptions struct {
-	Repeatable  Repeatability
+	// Repeatable says whether the call may reach the dependency more than once. Zero
+	// (RepeatableDefault) is repeatable, as in Do: the state machine refuses hedges and retries
+	// only to a NotRepeatable call. A driver that knows the call may not be repeated (hedgehttp
+	// for a POST without an idempotency key) says NotRepeatable.
+	Repeatable Repeatability
+	// Criticality is how much the call matters. Zero (CriticalityDefault) is hedged as any
+	// call; only a Sheddable call to a policy with Config.NeverHedgeSheddable is never hedged.
 	Criticality Criticality
 	// Trigger, when not nil, replaces the policy's threshold for this call (see
 	// [WithTrigger] for what it may be).
