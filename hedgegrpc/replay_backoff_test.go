@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,8 +64,17 @@ func replayTestDial(t *testing.T, hi *Interceptor, srvImpl testpb.TestServiceSer
 // the caller's messages outgrow the replay buffer. The call commits to the dead attempt 0,
 // and the retry waits for s.lost, which nothing will ever close.
 func TestReplayOverflowDuringBackoff(t *testing.T) {
+	// The test's Send must land while the retry waits out its backoff: the policy says when
+	// that wait begins (RetryScheduled), rather than a sleep guessing it.
+	scheduled := make(chan struct{})
+	var once sync.Once
 	pol := hedge.Config{Attempts: 2, Budget: budget.Config{Off: true},
-		Backoff: hedge.Backoff{Initial: 300 * time.Millisecond, Maximum: 300 * time.Millisecond, Jitter: hedge.Off}}
+		Backoff: hedge.Backoff{Initial: 300 * time.Millisecond, Maximum: 300 * time.Millisecond, Jitter: hedge.Off},
+		Observer: func(e hedge.Event) {
+			if e.Kind == hedge.RetryScheduled {
+				once.Do(func() { close(scheduled) })
+			}
+		}}
 	hi := newInterceptor(t, Config{Policy: pol, Idempotent: []string{"/grpc.testing.TestService/"}, ReplayBuffer: 100})
 	sv := failsFirstAttempt()
 	client := replayTestDial(t, hi, sv)
@@ -77,10 +87,14 @@ func TestReplayOverflowDuringBackoff(t *testing.T) {
 	if err := st.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: []byte("small")}}); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(2*time.Second, func() bool { return sv.calls.Load() == 1 }) {
-		t.Fatal("attempt 0 never arrived")
+	select {
+	case <-scheduled: // attempt 0 has failed; the retry waits 300ms
+	case <-time.After(2 * time.Second):
+		t.Fatalf("attempt 0's failure scheduled no retry (server calls: %d)", sv.calls.Load())
 	}
-	time.Sleep(100 * time.Millisecond) // attempt 0 has failed; the retry waits 300ms
+	if n := sv.calls.Load(); n != 1 {
+		t.Fatalf("%d server calls before the retry's backoff ended, want 1", n)
+	}
 	if err := st.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: []byte(strings.Repeat("x", 200))}}); err != nil {
 		t.Fatal(err)
 	}
