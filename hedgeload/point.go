@@ -483,13 +483,7 @@ func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
 	pt.P50Ms = quantileMs(lat, n, 0.50)
 	pt.P99Ms = quantileMs(lat, n, 0.99)
 	pt.P999Ms = quantileMs(lat, n, 0.999)
-	if len(lat) > 0 {
-		var sum float64
-		for _, v := range lat {
-			sum += float64(v)
-		}
-		pt.MeanMs = sum / float64(len(lat)) / 1e6
-	}
+	pt.MeanMs = sim.MeanMs(lat, failed, false)
 	pt.Calls = pc.calls
 	pt.RequestsPerCall = float64(acct.reached.Load()) / float64(n)
 	pt.HedgeRate = float64(hedges) / float64(n)

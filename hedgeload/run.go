@@ -69,7 +69,7 @@ type Result struct {
 	// TwinInFlight is, for a closed loop, how many calls its twin keeps in flight at the rate
 	// the callers reached (Little's law: the rate times the twin's mean latency, of its first
 	// seed): the callers themselves, when the twin's delays are the closed loop's. A check,
-	// not an input.
+	// not an input; left out when some of the twin's calls failed (it has no mean latency).
 	TwinInFlight float64     `json:"twin_in_flight,omitempty"`
 	Agreement    Agreement   `json:"agreement"`
 	Generator    diagnostics `json:"generator"`
@@ -375,7 +375,7 @@ func runPoint(ctx context.Context, cfg runConfig, j job, wireSvc sim.Distributio
 		seeds = append(seeds, seed)
 	}
 	var twinInFlight float64
-	if cfg.callers > 0 {
+	if cfg.callers > 0 && !sim.IsFailed(sims[0].MeanMs) {
 		twinInFlight = diag.PerSecond * sims[0].MeanMs * s / 1e3 // Little: rate × mean latency
 	}
 	real = inModel(real, s)

@@ -1218,13 +1218,7 @@ func (s *sim) measure(p *Point) {
 		p.P99Ms = quantileMs(s.lat, s.failed, 0.99)
 		p.P999Ms = quantileMs(s.lat, s.failed, 0.999)
 	}
-	if !s.collapse && len(s.lat) > 0 {
-		var sum float64
-		for _, v := range s.lat {
-			sum += float64(v)
-		}
-		p.MeanMs = sum / float64(len(s.lat)) / 1e6
-	}
+	p.MeanMs = MeanMs(s.lat, s.failed, s.collapse)
 	// Per-call figures divide by the measured calls that arrived: all of them, finished, unless
 	// the run collapsed (then the figures describe the calls up to the collapse).
 	if n := s.measuredN; n > 0 {

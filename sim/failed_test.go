@@ -77,23 +77,34 @@ func TestFailedCallsAreSlowest(t *testing.T) {
 	if IsFailed(p.P50Ms) || p.P50Ms <= 0 {
 		t.Errorf("p50 = %v; want a latency", p.P50Ms)
 	}
+	// The mean of the successes alone would read lower the more calls failed.
+	if !IsFailed(p.MeanMs) {
+		t.Errorf("mean %v ms with 2 %% failed calls; want failed", p.MeanMs)
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), `"p99_ms":null`) || !strings.Contains(string(b), `"p999_ms":null`) {
-		t.Errorf("JSON %s: want null percentiles", b)
+	if !strings.Contains(string(b), `"p99_ms":null`) || !strings.Contains(string(b), `"p999_ms":null`) || !strings.Contains(string(b), `"mean_ms":null`) {
+		t.Errorf("JSON %s: want null percentiles and mean", b)
 	}
 	var back Point
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !IsFailed(back.P99Ms) || back.P50Ms != p.P50Ms || back.FailedPct != p.FailedPct {
+	if !IsFailed(back.P99Ms) || !IsFailed(back.MeanMs) || back.P50Ms != p.P50Ms || back.FailedPct != p.FailedPct {
 		t.Errorf("round trip: %+v, want %+v", back, p)
 	}
 	var missing Point
-	if err := json.Unmarshal([]byte(`{"setup":"x"}`), &missing); err != nil || missing.P99Ms != 0 {
-		t.Errorf("a missing percentile reads %v (%v), want 0", missing.P99Ms, err)
+	if err := json.Unmarshal([]byte(`{"setup":"x"}`), &missing); err != nil || missing.P99Ms != 0 || missing.MeanMs != 0 {
+		t.Errorf("a missing percentile reads %v, a missing mean %v (%v), want 0", missing.P99Ms, missing.MeanMs, err)
+	}
+	// Without failures the mean is every call's.
+	if got := MeanMs([]int64{1e6, 3e6}, 0, false); got != 2 {
+		t.Errorf("MeanMs of 1 and 3 ms = %v, want 2", got)
+	}
+	if got := MeanMs([]int64{1e6}, 0, true); got != 0 {
+		t.Errorf("MeanMs of a collapsed run = %v, want 0", got)
 	}
 }
 

@@ -12,6 +12,24 @@ import (
 // it as null and the tables as "failed". Test for it with [IsFailed].
 var Failed = math.Inf(1)
 
+// MeanMs is the mean latency, in ms, of the measured calls whose latencies (ns) are lat,
+// with failed more that failed: [Failed] when any failed, since a failed call counts as slower
+// than any success and a mean of the successes alone would read lower the more calls a setup
+// fails; 0 when there are no calls, or the run collapsed.
+func MeanMs(lat []int64, failed int, collapse bool) float64 {
+	switch {
+	case collapse, len(lat)+failed == 0:
+		return 0
+	case failed > 0:
+		return Failed
+	}
+	var sum float64
+	for _, v := range lat {
+		sum += float64(v)
+	}
+	return sum / float64(len(lat)) / 1e6
+}
+
 // IsFailed reports whether a latency figure is [Failed].
 func IsFailed(ms float64) bool { return math.IsInf(ms, 1) }
 
@@ -59,7 +77,7 @@ type Point struct {
 	UtilisationPct  float64          `json:"utilisation_pct"`
 	WastedWorkPct   float64          `json:"wasted_work_pct"`
 	Suppressed      map[string]int64 `json:"suppressed"`
-	MeanMs          float64          `json:"mean_ms"`                   // mean call latency (successful measured calls), ms; 0 on collapse
+	MeanMs          float64          `json:"mean_ms"`                   // mean call latency of every measured call, ms; Failed (JSON null) when any failed (MeanMs); 0 on collapse
 	MeanWaitMs      float64          `json:"mean_wait_ms"`              // mean time an attempt of a measured call waited in the queue before service, ms
 	Calls           int              `json:"calls"`                     // calls simulated (fewer than asked when a collapse stopped the run early)
 	Events          int64            `json:"events"`                    // events processed, for the events-per-second figure
@@ -88,7 +106,7 @@ type pointJSON struct {
 	UtilisationPct  float64          `json:"utilisation_pct"`
 	WastedWorkPct   float64          `json:"wasted_work_pct"`
 	Suppressed      map[string]int64 `json:"suppressed"`
-	MeanMs          float64          `json:"mean_ms"`
+	MeanMs          *float64         `json:"mean_ms"`
 	MeanWaitMs      float64          `json:"mean_wait_ms"`
 	Calls           int              `json:"calls"`
 	Events          int64            `json:"events"`
@@ -118,15 +136,15 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		p.Setup, p.LoadPct, p.Cancellation, p.Seed, p.Collapse,
 		msOut(p.P50Ms), msOut(p.P99Ms), msOut(p.P999Ms),
 		p.RequestsPerCall, p.HedgeRate, p.HedgeWinRate, p.RejectedPct, p.FailedPct,
-		p.UtilisationPct, p.WastedWorkPct, p.Suppressed, p.MeanMs, p.MeanWaitMs, p.Calls, p.Events,
+		p.UtilisationPct, p.WastedWorkPct, p.Suppressed, msOut(p.MeanMs), p.MeanWaitMs, p.Calls, p.Events,
 		p.Replicas, p.Balancer, p.Clients, p.ClientInFlight,
 	})
 }
 
 // UnmarshalJSON reads p, a null percentile as Failed.
 func (p *Point) UnmarshalJSON(b []byte) error {
-	// A missing percentile is 0, as for any missing field; only an explicit null is Failed.
-	w := pointJSON{P50Ms: new(float64), P99Ms: new(float64), P999Ms: new(float64)}
+	// A missing percentile or mean is 0, as for any missing field; only an explicit null is Failed.
+	w := pointJSON{P50Ms: new(float64), P99Ms: new(float64), P999Ms: new(float64), MeanMs: new(float64)}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -134,7 +152,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		w.Setup, w.LoadPct, w.Cancellation, w.Seed, w.Collapse,
 		msIn(w.P50Ms), msIn(w.P99Ms), msIn(w.P999Ms),
 		w.RequestsPerCall, w.HedgeRate, w.HedgeWinRate, w.RejectedPct, w.FailedPct,
-		w.UtilisationPct, w.WastedWorkPct, w.Suppressed, w.MeanMs, w.MeanWaitMs, w.Calls, w.Events,
+		w.UtilisationPct, w.WastedWorkPct, w.Suppressed, msIn(w.MeanMs), w.MeanWaitMs, w.Calls, w.Events,
 		w.Replicas, w.Balancer, w.Clients, w.ClientInFlight,
 	}
 	return nil

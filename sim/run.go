@@ -250,8 +250,9 @@ func (r *runner) client() client {
 //     measured call, a failed call (rejected by the limit, refused by an open breaker, every
 //     attempt failed) counting as slower than any success: a percentile that lands on a failed
 //     call is [Failed]. FailedPct counts every failed call, RejectedPct those refused before
-//     reaching the server. MeanMs is the mean of the successful calls. All four are 0 when
-//     Collapse is set.
+//     reaching the server. MeanMs is the mean of every measured call, Failed when any failed
+//     (a mean of the successes alone would read lower the more calls failed). All five are 0
+//     when Collapse is set.
 //   - RequestsPerCall is the attempts that reached the server per measured call. An attempt
 //     reached the server when a worker started it or, in "ignored" mode, when it was queued
 //     (the server will serve it whatever the client does). In "reaches" mode an attempt

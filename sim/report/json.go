@@ -13,8 +13,8 @@ import (
 // the stable ones of [sim.Report]. Output is deterministic: points keep their order, the
 // suppressed-reason maps are written with sorted keys (encoding/json sorts map keys), floats are
 // rounded to 4 decimals, and empty lists and maps are written as [] and {} rather than null so
-// a script never has to special-case them. A latency percentile that lands on failed calls
-// ([sim.Failed]) is written as null. JSON has no NaN or infinity: any other such value (for
+// a script never has to special-case them. A latency percentile that lands on failed calls,
+// and the mean of calls some of which failed ([sim.Failed]), are written as null. JSON has no NaN or infinity: any other such value (for
 // example the hedge win rate of a setup that never hedged) is written as 0.
 func WriteJSON(w io.Writer, r sim.Report) error {
 	b, err := json.MarshalIndent(normalize(r), "", "  ")
@@ -35,9 +35,9 @@ func normalize(r sim.Report) sim.Report {
 	for i, p := range r.Points {
 		out.Points[i] = p
 		normalizeStruct(reflect.ValueOf(&out.Points[i]).Elem())
-		// A failed percentile stays failed (sim.Failed, written as null), not 0.
+		// A failed percentile or mean stays failed (sim.Failed, written as null), not 0.
 		for _, f := range []struct{ in, out *float64 }{
-			{&p.P50Ms, &out.Points[i].P50Ms}, {&p.P99Ms, &out.Points[i].P99Ms}, {&p.P999Ms, &out.Points[i].P999Ms},
+			{&p.P50Ms, &out.Points[i].P50Ms}, {&p.P99Ms, &out.Points[i].P99Ms}, {&p.P999Ms, &out.Points[i].P999Ms}, {&p.MeanMs, &out.Points[i].MeanMs},
 		} {
 			if sim.IsFailed(*f.in) {
 				*f.out = sim.Failed

@@ -649,6 +649,7 @@ func TestFailedPercentiles(t *testing.T) {
 		if p.Setup == "hedge, budget 5 %" && p.LoadPct == 95 && p.Cancellation == "ignored" {
 			p.FailedPct = 3
 			p.P999Ms = sim.Failed
+			p.MeanMs = sim.Failed
 			if p.Seed == 2 { // one seed failed at p99: the median of the two is failed
 				p.P99Ms = sim.Failed
 			}
@@ -663,6 +664,9 @@ func TestFailedPercentiles(t *testing.T) {
 	}
 	if n := strings.Count(js.String(), `"p99_ms": null`); n != 1 {
 		t.Errorf("report.json has %d null p99s, want 1", n)
+	}
+	if n := strings.Count(js.String(), `"mean_ms": null`); n != 2 {
+		t.Errorf("report.json has %d null means, want 2", n)
 	}
 	var back sim.Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
