@@ -74,6 +74,23 @@ func ExampleDoDetached() {
 	// context canceled
 }
 
+// DoInlineDetached is DoInline whose winner's context stays live until the Hold is released,
+// for an answer read after the call returns (a response body). discard, when not nil,
+// receives every answer that will not be returned, such as a loser's, to close it.
+func ExampleDoInlineDetached() {
+	var kept context.Context
+	v, hold, err := hedge.DoInlineDetached(context.Background(), userService, func(ctx context.Context) (string, error) {
+		kept = ctx // runs on the calling goroutine; say, a body read after the call returns
+		return "ada", nil
+	}, func(string, error) {})
+	fmt.Println(v, err, kept.Err())
+	hold.Release()
+	fmt.Println(kept.Err())
+	// Output:
+	// ada <nil> <nil>
+	// context canceled
+}
+
 // AtQuantile learns the threshold from the calls themselves. It stays silent until it has
 // MinimumSamples latencies; Measured shows the live threshold without waiting for a hedge.
 func ExampleAtQuantile() {

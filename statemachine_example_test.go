@@ -1,7 +1,6 @@
 package hedge_test
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -45,21 +44,4 @@ func ExamplePolicy_NewCall() {
 	//   cancel attempt 0
 	//   finish attempt 1
 	// 2 attempts over 26ms: hedge OK (6ms), at 20ms, discarded (26ms)
-}
-
-// DoInlineDetached is DoInline whose winner's context stays live until the Hold is released,
-// for an answer read after the call returns (a response body). discard, when not nil,
-// receives every answer that will not be returned, such as a loser's, to close it.
-func ExampleDoInlineDetached() {
-	var kept context.Context
-	v, hold, err := hedge.DoInlineDetached(context.Background(), userService, func(ctx context.Context) (string, error) {
-		kept = ctx // runs on the calling goroutine; say, a body read after the call returns
-		return "ada", nil
-	}, func(string, error) {})
-	fmt.Println(v, err, kept.Err())
-	hold.Release()
-	fmt.Println(kept.Err())
-	// Output:
-	// ada <nil> <nil>
-	// context canceled
 }
