@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -131,6 +132,15 @@ func TestSweepPanicIsAnError(t *testing.T) {
 	_, err := Sweep(context.Background(), cfg, nil)
 	if err == nil || !strings.Contains(err.Error(), "panicked: boom") {
 		t.Fatalf("Sweep = %v, want the run's panic as an error", err)
+	}
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Value != "boom" || !strings.Contains(string(pe.Stack), "panicky") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Sweep = %v (%T); want a one-line *sim.PanicError with the value and the stack of the panic", err, err)
+	}
+	// A panic with an error is seen through.
+	cause := errors.New("a bug")
+	if e := (&PanicError{Value: cause}); !errors.Is(e, cause) {
+		t.Errorf("errors.Is(%v, its value) = false", e)
 	}
 }
 

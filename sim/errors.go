@@ -1,6 +1,9 @@
 package sim
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrInvalidConfig is wrapped by every error [Run], [Sweep], [Scorecard] and [Timelines]
 // return for a configuration they refuse before simulating anything (a field out of range, an
@@ -22,4 +25,25 @@ func invalid(err error) error {
 		return err
 	}
 	return &configError{err}
+}
+
+// PanicError is a panic raised in one simulated run (a user's service distribution, a
+// setup's Observer) carried to the caller of [Run], [Sweep], [Scorecard] or [Timelines]: the
+// run's goroutine recovers it, the sweep stops, and the process goes on. Its message is one
+// line; the panicking goroutine's stack is in Stack. errors.As finds it; Unwrap returns the
+// panic's value when that is an error.
+type PanicError struct {
+	Run   int    // the run's number in its sweep, from 0
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack, as debug.Stack returns it
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("sim: run %d panicked: %v", e.Run, e.Value) }
+
+// Unwrap returns the panic's value when it is an error, so that errors.Is sees through it.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
 }

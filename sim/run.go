@@ -734,11 +734,11 @@ func Sweep(ctx context.Context, cfg SweepConfig, progress func(done, total int))
 var errStopped = errors.New("sim: stopped before every run finished")
 
 // runContained is run(ctx, r, i), with a panic in it (a setup's Observer, say) recovered and
-// returned as an error: it ends the sweep, not the process.
+// returned as a *PanicError: it ends the sweep, not the process.
 func runContained(ctx context.Context, r *runner, i int, run func(ctx context.Context, r *runner, i int) (Point, error)) (pt Point, panicked bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			pt, panicked, err = Point{}, true, fmt.Errorf("sim: run %d panicked: %v\n%s", i, v, debug.Stack())
+			pt, panicked, err = Point{}, true, &PanicError{Run: i, Value: v, Stack: debug.Stack()}
 		}
 	}()
 	pt, err = run(ctx, r, i)

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hedgekit/hedge/sim"
 )
 
 // A collapsed run has no p99: -timeline must not print (or write) "p99 0.0 ms" for it.
@@ -51,4 +55,19 @@ func TestHugeCallsFlag(t *testing.T) {
 func firstLines(s string, n int) string {
 	ls := strings.SplitN(s, "\n", n+1)
 	return strings.Join(ls[:min(n, len(ls))], "\n")
+}
+
+// A simulated run that panicked is reported on one line, then with the stack it panicked
+// on: the error's message leaves the stack out, and a bug report needs it.
+func TestPrintErrorGivesAPanicsStack(t *testing.T) {
+	var b strings.Builder
+	printError(&b, fmt.Errorf("sweep: %w", &sim.PanicError{Run: 3, Value: "boom", Stack: []byte("goroutine 7 [running]:\nsim.(*sim).run(...)\n")}))
+	if want := "hedgesim: sweep: sim: run 3 panicked: boom\ngoroutine 7 [running]:\nsim.(*sim).run(...)\n"; b.String() != want {
+		t.Errorf("printed %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	printError(&b, errors.New("sim: Workers must be >= 1"))
+	if want := "hedgesim: sim: Workers must be >= 1\n"; b.String() != want {
+		t.Errorf("printed %q, want %q", b.String(), want)
+	}
 }

@@ -84,25 +84,25 @@ func execute(ctx context.Context, cfg config, stdout, stderr io.Writer, showProg
 		rep, err = sweep(ctx, cfg, stderr, showProgress)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 
 	if cfg.tablesOnly {
 		if err := writeTables(stdout, rep); err != nil {
-			fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+			printError(stderr, err)
 			return 1
 		}
 		return 0
 	}
 	if err := writeReport(cfg.out, rep); err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "Report: %s (charts and tables), %s, %s\n\n",
 		filepath.Join(cfg.out, "report.html"), filepath.Join(cfg.out, "report.md"), filepath.Join(cfg.out, "report.json"))
 	if err := report.WriteHeadline(stdout, rep); err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	return 0
@@ -162,25 +162,25 @@ func runScorecard(ctx context.Context, cfg config, stdout, stderr io.Writer, sho
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	var md, js bytes.Buffer
 	if err := report.WriteScorecardMarkdown(&md, res); err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	if err := report.WriteScorecardJSON(&js, res); err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	var page bytes.Buffer
 	if err := report.WriteScorecardHTML(&page, res); err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	if err := report.WriteFiles(cfg.out, map[string][]byte{"scorecard.md": md.Bytes(), "scorecard.json": js.Bytes(), "scorecard.html": page.Bytes()}); err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	held, total := res.Held()
@@ -285,4 +285,14 @@ func writeTables(w io.Writer, rep sim.Report) error {
 		}
 	}
 	return nil
+}
+
+// printError writes err on one line, then, for a simulated run that panicked (a bug, in a
+// distribution or an Observer of the user's or in the simulator), the stack it panicked
+// on, which a bug report needs.
+func printError(stderr io.Writer, err error) {
+	fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+	if pe, ok := errors.AsType[*sim.PanicError](err); ok {
+		fmt.Fprintf(stderr, "%s", pe.Stack)
+	}
 }

@@ -18,7 +18,7 @@ import (
 func runTimeline(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	tls, err := sim.Timelines(ctx, cfg.withPolicy(cfg.sweepConfig()), 0)
 	if err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	var md, page bytes.Buffer
@@ -34,7 +34,7 @@ func runTimeline(ctx context.Context, cfg config, stdout, stderr io.Writer) int 
 		err = report.WriteFiles(cfg.out, map[string][]byte{"timeline.md": md.Bytes(), "timeline.html": page.Bytes(), "timeline.json": append(js, '\n')})
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "hedgesim: %v\n", err)
+		printError(stderr, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "Timeline: %s (charts), %s, %s\n\n", filepath.Join(cfg.out, "timeline.html"), filepath.Join(cfg.out, "timeline.md"), filepath.Join(cfg.out, "timeline.json"))
