@@ -2,6 +2,7 @@ package hedge_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -436,5 +437,54 @@ func TestHedgeRefusedByTheLimitIsFundedThenRefused(t *testing.T) {
 	if m.Budget != before-1 || m.Suppressed[hedge.ReasonLimit] != 1 || m.InFlight != 1 {
 		t.Errorf("budget %v → %v, suppressed(limit) %d, in flight %d; want one withdrawal, 1, 1",
 			before, m.Budget, m.Suppressed[hedge.ReasonLimit], m.InFlight)
+	}
+}
+
+// Losers cancelled after a long run say nothing of the dependency's latency under load, only
+// that another attempt answered first: fed to the limit as samples, a second of a loser's
+// against 1 ms of its winner reads as a latency grown a thousandfold, and the limit shrinks.
+// They are not fed: with about ten calls in flight (enough for the limit to learn from them)
+// whose second-long first attempts lose to 1 ms hedges, the limit grows as under 1 ms calls.
+func TestCancelledLosersFeedTheLimitNoSample(t *testing.T) {
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(time.Second), Budget: noBudget,
+		Limit: &limit.Config{InitialLimit: 16, MinLimit: 1}})
+	now := t0
+	for range 100 { // 1 ms calls, one at a time: the limit's baseline latency
+		c := p.NewCall(hedge.CallOptions{})
+		c.Start(now)
+		c.AttemptDone(now.Add(time.Millisecond), 0, hedge.Outcome{})
+		now = now.Add(2 * time.Millisecond)
+	}
+	before := p.MeasuredAt(now).Limit
+	// A call every 100 ms; each hedged at 1 s, its hedge answering 1 ms later.
+	type event struct {
+		at   time.Time
+		call int
+		kind int // 0 start, 1 the hedge timer, 2 the hedge answers
+	}
+	const n = 300
+	calls := make([]*hedge.Call, n)
+	var evs []event
+	for i := range n {
+		at := now.Add(time.Duration(i) * 100 * time.Millisecond)
+		evs = append(evs, event{at, i, 0}, event{at.Add(time.Second), i, 1}, event{at.Add(time.Second + time.Millisecond), i, 2})
+	}
+	slices.SortStableFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
+	for _, e := range evs {
+		switch e.kind {
+		case 0:
+			calls[e.call] = p.NewCall(hedge.CallOptions{})
+			calls[e.call].Start(e.at)
+		case 1:
+			if !has(calls[e.call].TimerFired(e.at), hedge.StartAttempt) {
+				t.Fatalf("call %d was not hedged at its threshold", e.call)
+			}
+		case 2:
+			calls[e.call].AttemptDone(e.at, 1, hedge.Outcome{})
+		}
+		now = e.at
+	}
+	if after := p.MeasuredAt(now).Limit; after < before {
+		t.Errorf("limit %d after 1 ms calls, %d after %d calls whose second-long first attempt lost to a 1 ms hedge: the losers were fed as samples", before, after, n)
 	}
 }
