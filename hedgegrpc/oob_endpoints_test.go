@@ -58,24 +58,34 @@ func TestOOBEndpointReordered(t *testing.T) {
 	a, b := resolver.Address{Addr: bs[0].addr}, resolver.Address{Addr: bs[1].addr}
 	cc, r := dialEndpoints(t, hi, []resolver.Endpoint{{Addresses: []resolver.Address{a, b}}})
 	client := healthpb.NewHealthClient(cc)
-	seen := func() bool {
+	// seen reports whether the policy sees A's reports (5 workers), asking as of LoadMaxAge
+	// after since at the earliest: a report received before since no longer counts then, one
+	// received after it does.
+	seen := func(since time.Time) bool {
 		return waitFor(2*time.Second, func() bool {
 			if _, err := client.Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
 				t.Fatal(err)
 			}
-			_, w, ok := hi.Policy(checkMethod).ServerQueue(time.Now())
+			_, w, ok := hi.Policy(checkMethod).ServerQueue(laterOf(time.Now(), since.Add(hedge.LoadMaxAge)))
 			return ok && w == 5
 		})
 	}
-	if !seen() {
+	if !seen(time.Time{}) {
 		t.Fatal("before the update: the policy never saw A's reports")
 	}
 	r.UpdateState(resolver.State{Endpoints: []resolver.Endpoint{{Addresses: []resolver.Address{b, a}}}})
-	time.Sleep(hedge.LoadMaxAge) // let the reports from before the update age out
-	if !seen() {
-		q, w, ok := hi.Policy(checkMethod).ServerQueue(time.Now())
+	if updated := time.Now(); !seen(updated) {
+		q, w, ok := hi.Policy(checkMethod).ServerQueue(laterOf(time.Now(), updated.Add(hedge.LoadMaxAge)))
 		t.Fatalf("after the same endpoint came back as {B, A}: calls A=%d B=%d; policy ServerQueue=(%d,%d,%v)", bs[0].calls.Load(), bs[1].calls.Load(), q, w, ok)
 	}
+}
+
+// laterOf returns the later of a and b.
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // oobServer is a loopback backend behind a queue with out-of-band reports, counting the
