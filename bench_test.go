@@ -138,3 +138,28 @@ func BenchmarkCallQuantileNoHedge(b *testing.B) {
 		now = now.Add(time.Millisecond)
 	}
 }
+
+// BenchmarkReportLoad measures what a client pays per response that carries a server's load
+// report (hedgehttp's header, an ORCA report): the policy records it on its load board.
+// "many workers" is a server of more workers than a report's 16 bits hold, scaled down.
+func BenchmarkReportLoad(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		load hedge.Load
+	}{
+		{"16 workers", hedge.Load{Queued: 3, Busy: 16, Workers: 16, Wait: time.Millisecond}},
+		{"many workers", hedge.Load{Queued: 40000, Busy: 200000, Workers: 200000, Wait: time.Millisecond}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95)})
+			now := t0
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				p.ReportLoad(now, i&3, tc.load)
+				now = now.Add(time.Microsecond)
+				i++
+			}
+		})
+	}
+}
