@@ -103,6 +103,13 @@ func execute(ctx context.Context, cfg config, stdout, stderr io.Writer, terminal
 		}
 	}
 	rep, runErr := run(ctx, cfg.run, progress)
+	interrupted := ctx.Err() != nil && errors.Is(runErr, context.Canceled)
+	if interrupted && len(rep.Points) == 0 {
+		// Interrupted (Ctrl-C) before any point ended: there is nothing to report, and an empty
+		// report would replace an earlier run's in -out.
+		fmt.Fprintf(stderr, "hedgeload: interrupted before any point ended; nothing written to %s\n", cfg.out)
+		return 1
+	}
 	if len(rep.Points) > 0 || rep.Stopped != "" {
 		if err := writeReport(cfg.out, rep); err != nil {
 			fmt.Fprintf(stderr, "hedgeload: %v\n", err)
@@ -110,6 +117,10 @@ func execute(ctx context.Context, cfg config, stdout, stderr io.Writer, terminal
 		}
 		fmt.Fprintf(stdout, "Report: %s, %s, %s\n", filepath.Join(cfg.out, "report.md"),
 			filepath.Join(cfg.out, "report.html"), filepath.Join(cfg.out, "report.json"))
+	}
+	if interrupted {
+		fmt.Fprintf(stderr, "hedgeload: interrupted: the report holds the %d points that ended\n", len(rep.Points))
+		return 1
 	}
 	if runErr != nil {
 		fmt.Fprintln(stderr, runErr)
