@@ -54,7 +54,10 @@ type Calibration struct {
 // time is svc's median, held for that time less the slack.
 func calibrate(ctx context.Context, protocol string, workers int, svc sim.Distribution, n int, callRate float64, callers int) (Calibration, error) {
 	c := Calibration{Protocol: protocol}
-	sl := sleepSlack(svc, workers, n)
+	sl, err := sleepSlack(ctx, svc, workers, n)
+	if err != nil {
+		return c, fmt.Errorf("calibration: %w", err)
+	}
 	c.SleepP50Us, c.SleepP99Us = pctUs(sl, 0.50), pctUs(sl, 0.99)
 	med := medianOf(svc)
 	c.ServiceUs = float64(med) / 1e3
@@ -125,15 +128,18 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 }
 
 // sleepSlack sleeps n service times drawn from svc, on workers goroutines at once, and
-// returns how much longer than asked each sleep took.
-func sleepSlack(svc sim.Distribution, workers, n int) []time.Duration {
+// returns how much longer than asked each sleep took. It stops after the sleeps under way
+// when ctx is done, and returns ctx's error: with one worker, or long service times, the
+// sleeps take minutes (2,000 of the reference model's on one worker, 28 s), and an
+// interrupted run waited for every one of them.
+func sleepSlack(ctx context.Context, svc sim.Distribution, workers, n int) ([]time.Duration, error) {
 	out := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	per := (n + workers - 1) / workers
 	for w := range workers {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 0x736c61636b))
-			for i := w * per; i < min(n, (w+1)*per); i++ {
+			for i := w * per; i < min(n, (w+1)*per) && ctx.Err() == nil; i++ {
 				d := max(svc.Sample(r), 0)
 				t := time.Now()
 				time.Sleep(d)
@@ -142,7 +148,10 @@ func sleepSlack(svc sim.Distribution, workers, n int) []time.Duration {
 		})
 	}
 	wg.Wait()
-	return out
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // pctUs is the q-quantile of ds (nearest rank), in µs.
