@@ -65,6 +65,10 @@ func TestParseArgsChecks(t *testing.T) {
 		// with the time it would take, where it ran silently.
 		{[]string{"-loads", "50,0.0000001"}, "-loads 1e-07: a point sends its 22300 calls in real time"},
 		{[]string{"-loads", "1", "-calls", "1000000"}, "takes about 24 hours; the most is 6h0m0s"},
+		// A hedge delay no setup of the run reads was ignored without a word (the default
+		// setups, no hedge and recommended, have none): refused, as -balancer is with one server.
+		{[]string{"-hedge-delay", "5ms"}, `-hedge-delay is the delay of the fixed-delay setups (After), and none of -setups "no hedge;recommended" is one`},
+		{[]string{"-hedge-delay", "5ms", "-setups", "recommended;server-assisted"}, "-hedge-delay is the delay of the fixed-delay setups"},
 	} {
 		_, err := parseArgs(c.args, &bytes.Buffer{})
 		var ue *usageError
@@ -74,7 +78,8 @@ func TestParseArgsChecks(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"-calls", "1000000"}, {"-replicas", "2", "-balancer", "random"}, {"-replicas", "2"},
-		{"-hedge-delay", "10µs", "-time-scale", "0.1"}, {"-service", "Stragglers"}, {"-service", " STRAGGLERS "},
+		{"-hedge-delay", "10µs", "-time-scale", "0.1", "-setups", "hedge, no budget"}, {"-hedge-delay", "5ms", "-setups", "no hedge;hedge, budget 5 %"},
+		{"-hedge-delay", "5ms", "-setups", "all"}, {"-service", "Stragglers"}, {"-service", " STRAGGLERS "},
 		{"-loads", "1"}, {"-loads", "1", "-calls", "1000000", "-time-scale", "0.1"}, {"-loads", "0.0000001", "-concurrency", "8"},
 	} {
 		c, err := parseArgs(args, &bytes.Buffer{})

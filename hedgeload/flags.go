@@ -108,7 +108,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		"(over gRPC, hedgegrpc's balancer picks, by p2c: leave it out)")
 	svc := fs.String("service", "mixture", "service time: mixture (the reference model), exponential:MEAN, empirical:FILE (one duration per line)\n"+
 		"or stragglers (at once, except 2% of requests that stall 100ms)")
-	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After); times -time-scale, at least 1µs")
+	delay := fs.Duration("hedge-delay", defaultDelay, "hedge delay of the fixed-delay setups (After; refused when -setups names none); times -time-scale, at least 1µs")
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind (a closed loop runs one at a time)")
 	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
@@ -173,6 +173,14 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if r.setups, err = sim.ParseSetups(*setupList, realSetupNames()); err != nil {
 		return c, flagError("setups", err)
+	}
+	// Like -balancer with one server, a -hedge-delay that no setup of the run reads (the
+	// default setups, no hedge and recommended, have none) is refused, not ignored.
+	delaySet := false
+	fs.Visit(func(f *flag.Flag) { delaySet = delaySet || f.Name == "hedge-delay" })
+	if delaySet && !usesHedgeDelay(r.setups) {
+		return c, usagef("-hedge-delay is the delay of the fixed-delay setups (After), and none of -setups %q is one: add one (e.g. %q) or leave -hedge-delay out",
+			strings.Join(r.setups, ";"), sim.SetupNoBudget)
 	}
 	switch strings.ToLower(strings.TrimSpace(*cancel)) {
 	case "ignored":
@@ -309,3 +317,15 @@ func checkCalibration(r *runConfig) error {
 
 // flagError is a bad value of the flag name: err, the simulator's reason, as a usage error.
 func flagError(name string, err error) error { return usagef("-%s: %v", name, err) }
+
+// usesHedgeDelay reports whether any of the named setups hedges after the fixed -hedge-delay:
+// those whose trigger changes with it.
+func usesHedgeDelay(names []string) bool {
+	a, b := sim.Setups(time.Millisecond), sim.Setups(2*time.Millisecond)
+	for i := range a {
+		if slices.Contains(names, a[i].Name) && a[i].Config.Trigger.String() != b[i].Config.Trigger.String() {
+			return true
+		}
+	}
+	return false
+}
