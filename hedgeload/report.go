@@ -75,7 +75,7 @@ func writeMarkdown(w io.Writer, rep Report) error {
 		}
 	}
 	fmt.Fprintf(&b, "**%d of %d points agree** (p99 and p99.9 within ±%g %% of the simulator's, or within the simulated seeds' range widened by as much; "+
-		"the p50 within ±%g %% of the seeds' median; the workers' utilisation within ±%g %% of the twin whose run drew the servers' own service times, the first seed's). "+
+		"the p50 within ±%g %% of the seeds' median; the workers' utilisation within ±%g %% of the twin whose run drew the servers' own service times, the first seed's, or over n < 3,600 measured calls within ±300/√n %%, what the twin's own arrivals make it vary by). "+
 		"The simulated twin is late by the client delay each point measured on its own calls (the generator's lag before each send, the rest on each answer), and nothing is subtracted from the real figures. "+
 		"Simulated figures: the median over the seeds, their range in brackets. Wall time %.0f s.\n\n",
 		agree, len(rep.Points), m.BandPct, min(m.BandPct, tightPct), tightPct, rep.WallSeconds)
