@@ -502,16 +502,23 @@ func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
 		}
 		pt.UtilisationPct = 100 * (cl.areaEnd - cl.areaStart) / (float64(acct.workers) * float64(span))
 	}
+	// The mean queue wait, as the simulator's: over the attempts of the measured calls that a
+	// worker started, from their arrival at the server to that start. (The queues' own total,
+	// used before, counted every request they admitted, the warm-up's and those after the
+	// measured calls included, under the simulator's name for the measured calls' figure.)
 	var waited time.Duration
-	var admitted uint64
-	for _, rp := range reps {
-		st := rp.stats()
-		waited += st.WaitTotal
-		admitted += st.Admitted
+	var started int
+	for i := warm; i < pc.calls; i++ {
+		for k := range maxAttempts {
+			arr, st := acct.arrivedAt[i*maxAttempts+k].Load(), acct.startedAt[i*maxAttempts+k].Load()
+			if arr > 0 && st >= arr {
+				waited += time.Duration(st - arr)
+				started++
+			}
+		}
 	}
-	if admitted > 0 {
-		// Over every request the queues admitted, the warm-up's included.
-		pt.MeanWaitMs = float64(waited) / float64(admitted) / 1e6
+	if started > 0 {
+		pt.MeanWaitMs = float64(waited) / float64(started) / 1e6
 	}
 	if served > 0 {
 		pt.WastedWorkPct = 100 * float64(wasted) / float64(served)
