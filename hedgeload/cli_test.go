@@ -69,6 +69,12 @@ func TestParseArgsChecks(t *testing.T) {
 		// setups, no hedge and recommended, have none): refused, as -balancer is with one server.
 		{[]string{"-hedge-delay", "5ms"}, `-hedge-delay is the delay of the fixed-delay setups (After), and none of -setups "no hedge;recommended" is one`},
 		{[]string{"-hedge-delay", "5ms", "-setups", "recommended;server-assisted"}, "-hedge-delay is the delay of the fixed-delay setups"},
+		// A closed loop whose callers can queue calls has a twin at or above capacity, and
+		// every point read as a disagreement (16 callers on 16 workers: twins at 96-97 %).
+		{[]string{"-concurrency", "16"}, "-workers × -replicas (16) must be above twice the callers (32): raise -workers to 33"},
+		{[]string{"-concurrency", "16", "-replicas", "4", "-workers", "8"}, "-workers × -replicas (32) must be above twice the callers (32): raise -workers to 9"},
+		// -loads was ignored by a closed loop, whose load is the rate its callers reach.
+		{[]string{"-loads", "0.0000001", "-concurrency", "8", "-workers", "17"}, "-loads does not apply to a closed loop (-concurrency 8)"},
 	} {
 		_, err := parseArgs(c.args, &bytes.Buffer{})
 		var ue *usageError
@@ -80,7 +86,7 @@ func TestParseArgsChecks(t *testing.T) {
 		{"-calls", "1000000"}, {"-replicas", "2", "-balancer", "random"}, {"-replicas", "2"},
 		{"-hedge-delay", "10µs", "-time-scale", "0.1", "-setups", "hedge, no budget"}, {"-hedge-delay", "5ms", "-setups", "no hedge;hedge, budget 5 %"},
 		{"-hedge-delay", "5ms", "-setups", "all"}, {"-service", "Stragglers"}, {"-service", " STRAGGLERS "},
-		{"-loads", "1"}, {"-loads", "1", "-calls", "1000000", "-time-scale", "0.1"}, {"-loads", "0.0000001", "-concurrency", "8"},
+		{"-loads", "1"}, {"-loads", "1", "-calls", "1000000", "-time-scale", "0.1"}, {"-concurrency", "8", "-workers", "17"},
 	} {
 		c, err := parseArgs(args, &bytes.Buffer{})
 		if err != nil {

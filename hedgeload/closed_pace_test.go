@@ -35,7 +35,7 @@ func TestClosedLoopPaceBounded(t *testing.T) {
 	// time its calls need.
 	for _, args := range [][]string{
 		{"-concurrency", "64", "-service", "stragglers", "-workers", "256"},
-		{"-concurrency", "16"},
+		{"-concurrency", "16", "-workers", "33"},
 		{"-concurrency", "1", "-calls", "1000000"},
 	} {
 		c, err := parseArgs(args, &bytes.Buffer{})

@@ -65,7 +65,7 @@ func TestClosedLoopFlags(t *testing.T) {
 	if r.callers != 64 || len(r.loads) != 1 || r.service.Mean() != 2*time.Millisecond || r.calls != defaultClosedCalls {
 		t.Errorf("closed loop: callers %d, loads %v, mean service %v, calls %d", r.callers, r.loads, r.service.Mean(), r.calls)
 	}
-	if c, err := parseArgs([]string{"-concurrency", "64", "-calls", "3000"}, &bytes.Buffer{}); err != nil || c.run.calls != 3000 {
+	if c, err := parseArgs([]string{"-concurrency", "64", "-calls", "3000", "-workers", "129"}, &bytes.Buffer{}); err != nil || c.run.calls != 3000 {
 		t.Errorf("-concurrency 64 -calls 3000: %d calls, %v", c.run.calls, err)
 	}
 	if c, err := parseArgs(nil, &bytes.Buffer{}); err != nil || c.run.calls != defaultCalls {

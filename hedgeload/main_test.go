@@ -82,7 +82,7 @@ func TestParseArgsErrors(t *testing.T) {
 	if c, err := parseArgs([]string{"-clients", "32", "-replicas", "4"}, &bytes.Buffer{}); err != nil || c.run.clients != 32 || runModel(c.run).Clients != 32 {
 		t.Errorf("-clients 32: %d, %v", c.run.clients, err)
 	}
-	if c, err := parseArgs([]string{"-clients", "2", "-concurrency", "8"}, &bytes.Buffer{}); err != nil || c.run.clients != 2 || c.run.callers != 8 || runModel(c.run).Clients != 2 {
+	if c, err := parseArgs([]string{"-clients", "2", "-concurrency", "8", "-workers", "17"}, &bytes.Buffer{}); err != nil || c.run.clients != 2 || c.run.callers != 8 || runModel(c.run).Clients != 2 {
 		t.Errorf("-clients 2 -concurrency 8: %+v, %v", c.run, err)
 	}
 	// Over gRPC with replicas, hedgegrpc's balancer routes, and each twin follows it.
