@@ -35,10 +35,20 @@ func main() {
 		// take one of two cores several times a second, and the generator would wait for it.
 		debug.SetGCPercent(400)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptContext()
 	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
 	stop()
 	os.Exit(code)
+}
+
+// interruptContext returns a context that ends at the first interrupt (Ctrl-C), after which
+// the run winds down and writes what it has. A second interrupt ends the process at once, as
+// one does any program: the signal's default action is restored as soon as the first arrives,
+// so a teardown that is slow (a fleet of clients, a call held to its timeout) can be cut short.
+func interruptContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 // isTerminal reports whether f is a terminal: the progress bar is drawn only there.
