@@ -90,6 +90,11 @@ func (c constant) Sample(*rand.Rand) time.Duration { return c.d }
 func (c constant) Mean() time.Duration             { return c.d }
 func (c constant) String() string                  { return "constant " + c.d.String() }
 
+// calibrationCallTimeout bounds each calibration call, as callTimeout bounds a point's: a
+// loopback server that never answered one held the run until it was interrupted. It is a
+// point's bound at -time-scale 1; a calibration call is held for one median service time.
+var calibrationCallTimeout = 30 * time.Second
+
 // roundTrips sends n calls, open loop at callRate per second (or from callers in a closed
 // loop, when callers > 0), to a server that holds a worker for service (its sleep shortened
 // by slack), and returns their latencies from their due times and how late each was sent.
@@ -113,7 +118,9 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		maxLag:      time.Second,
 		maxInFlight: 100 * workers,
 		send: func(i int, due time.Time) {
-			err := client.call(ctx, i)
+			cctx, cancel := context.WithTimeout(ctx, calibrationCallTimeout)
+			err := client.call(cctx, i)
+			cancel()
 			lat[i] = time.Since(due)
 			failed[i] = err != nil
 		},
@@ -122,7 +129,7 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 		return nil, nil, fmt.Errorf("calibration: %w", err)
 	}
 	if slices.Contains(failed, true) {
-		return nil, nil, fmt.Errorf("calibration: a call to the loopback server failed")
+		return nil, nil, fmt.Errorf("calibration: a call to the loopback server failed (or took longer than %v)", calibrationCallTimeout)
 	}
 	return lat, p.lags, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,5 +22,20 @@ func TestCalibrationSleepsStopWhenInterrupted(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the context's", err)
+	}
+}
+
+// A calibration call that never answers fails the calibration at its timeout, as a point's
+// call does at callTimeout; it held the run until it was interrupted.
+func TestCalibrationCallTimesOut(t *testing.T) {
+	defer func(d time.Duration) { calibrationCallTimeout = d }(calibrationCallTimeout)
+	calibrationCallTimeout = 200 * time.Millisecond
+	start := time.Now()
+	_, _, err := roundTrips(context.Background(), HTTP2, 1, 2, 100, 0, time.Hour, 0)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a calibration whose calls never answer ended after %v", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "took longer than 200ms") {
+		t.Errorf("err = %v, want the calls' timeout", err)
 	}
 }
