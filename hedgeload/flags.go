@@ -55,7 +55,8 @@ const usageText = `Usage: hedgeload [flags]
 
 hedgeload checks the simulator against real servers. It starts HTTP servers on loopback (each a
 hedgehttp.Queue of -workers workers whose handler holds its worker for a service time drawn from
-the model), drives open-loop Poisson load at them through hedgehttp.Transport with the
+the model; with -protocol grpc, gRPC servers behind hedgegrpc's Queue), drives open-loop Poisson
+load at them through hedgehttp.Transport (hedgegrpc's interceptor and balancer) with the
 simulator's setups, simulates the same points with the simulator, and writes report.md,
 report.html and report.json into -out with the real and simulated figures side by side.
 

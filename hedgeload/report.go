@@ -62,9 +62,17 @@ func writeMarkdown(w io.Writer, rep Report) error {
 	if m.Clients > 1 {
 		servers += fmt.Sprintf(", called by %d clients (each with policies of its own, each call made by one at random)", m.Clients)
 	}
-	fmt.Fprintf(&b, "Model: %d workers × %s; service time %s (mean %.2f ms); hedge delay %.0f ms; "+
+	delay := "" // said only when a setup of the run hedges after it
+	var setups []string
+	for _, p := range rep.Points {
+		setups = append(setups, p.Setup)
+	}
+	if usesHedgeDelay(setups) {
+		delay = fmt.Sprintf("hedge delay %.0f ms; ", m.HedgeDelayMs)
+	}
+	fmt.Fprintf(&b, "Model: %d workers × %s; service time %s (mean %.2f ms); %s"+
 		"%d calls per point (first %.0f %% not measured); seeds %v; time scale %g (figures in the model's ms).\n\n",
-		m.Workers, servers, m.ServiceTime, m.MeanServiceMs, m.HedgeDelayMs, m.Calls, 100*m.WarmupFraction, m.Seeds, m.TimeScale)
+		m.Workers, servers, m.ServiceTime, m.MeanServiceMs, delay, m.Calls, 100*m.WarmupFraction, m.Seeds, m.TimeScale)
 	if rep.Stopped != "" {
 		fmt.Fprintf(&b, "**The run stopped before every point ran:** %s\n\n", rep.Stopped)
 	}

@@ -142,6 +142,17 @@ func TestReportMarkdownAndHTML(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", want, md.String())
 		}
 	}
+	// The model's hedge delay is said only when a setup of the run hedges after it.
+	if strings.Contains(md.String(), "hedge delay") {
+		t.Errorf("report.md names a hedge delay no setup of the run (recommended) uses:\n%s", md.String())
+	}
+	fixed := sampleReport()
+	fixed.Model.HedgeDelayMs = 20
+	fixed.Points[0].Setup = sim.SetupNoBudget
+	var fmd bytes.Buffer
+	if err := writeMarkdown(&fmd, fixed); err != nil || !strings.Contains(fmd.String(), "hedge delay 20 ms;") {
+		t.Errorf("report.md of a fixed-delay setup lacks its hedge delay (%v):\n%s", err, fmd.String())
+	}
 	if err := writeHTML(&h, rep); err != nil {
 		t.Fatal(err)
 	}
