@@ -146,9 +146,13 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 	cl := &caller{pc: pc, ctx: ctx, warm: warm, acct: acct, recs: make([]callRecord, total), sup: map[string]int64{},
 		firsts: make([]time.Duration, total)}
 	defer func() {
+		// At once: a fleet's clients (up to 256, each with a connection and a load stream to
+		// every replica) closed one by one took minutes while the others' streams kept going.
+		var wg sync.WaitGroup
 		for _, c := range cl.clients {
-			c.close()
+			wg.Go(c.close)
 		}
+		wg.Wait()
 	}()
 	for range max(pc.clients, 1) {
 		client, err := cl.newClient(addrs)
