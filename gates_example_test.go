@@ -19,7 +19,8 @@ func ExampleConfig_degradedBreaker() {
 	p := hedge.MustNew(hedge.Config{
 		Trigger: hedge.After(20 * time.Millisecond),
 		Budget:  budget.Config{Off: true},
-		// Trips at 50% failures over 10s (20 calls minimum); degraded from 25%.
+		// Trips after 5 failed calls in a row, or at 50% failures over 10s (20 calls minimum);
+		// degraded from 25%.
 		Breaker: &breaker.Config{DegradedAt: 0.5},
 		Observer: func(e hedge.Event) {
 			if e.Kind == hedge.HedgeSuppressed {

@@ -14,7 +14,7 @@ import (
 func ExampleLoad() {
 	policies, err := hedgeconfig.Load("testdata/policy.yaml")
 	if err != nil {
-		log.Fatal(err) // e.g. testdata/policy.yaml:7:14: operations["users.internal"].trigger: ...
+		log.Fatal(err) // e.g. testdata/policy.yaml:10:14: operations["users.internal"].trigger: ...
 	}
 	tr, err := hedgehttp.NewTransport(policies.HTTPConfig())
 	if err != nil {
