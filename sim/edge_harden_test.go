@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -162,5 +163,32 @@ func TestMixtureNeverDrawsWeightZero(t *testing.T) {
 	}
 	if got := m.Sample(rand.New(maxSource{})); got != 2*time.Millisecond {
 		t.Errorf("the largest draw = %v, want 2ms (the last component of any weight)", got)
+	}
+}
+
+// ctxPanicky is a service distribution whose draws panic with an error wrapping a context's.
+type ctxPanicky struct{ Exponential }
+
+func (ctxPanicky) Sample(*rand.Rand) time.Duration {
+	panic(fmt.Errorf("a bug: %w", context.DeadlineExceeded))
+}
+
+// A panic whose value wraps a context error is still a panic: the sweep reports it, not "stopped
+// before every point ran", which a run's context ending would give.
+func TestSweepPanicWrappingAContextErrorIsReported(t *testing.T) {
+	cfg := SweepConfig{Calls: 2000, Service: ctxPanicky{Exponential{MeanTime: 10 * time.Millisecond}},
+		Setups: []string{SetupNoHedge}, Loads: []float64{50}, Modes: []string{Ignored}, Seeds: []uint64{1}}
+	_, err := Sweep(context.Background(), cfg, nil)
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Sweep = %v, want the run's *PanicError", err)
+	}
+}
+
+// ErrTimelinePoint is returned as it is, a configuration error of its own.
+func TestTimelinePointErrorIsTheSentinel(t *testing.T) {
+	_, err := Timelines(context.Background(), SweepConfig{Loads: []float64{30, 50}, Seeds: []uint64{1}, Modes: []string{Ignored}}, 0)
+	if err != ErrTimelinePoint || !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Timelines with two loads = %v; want ErrTimelinePoint itself, matching ErrInvalidConfig", err)
 	}
 }

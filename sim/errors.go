@@ -6,9 +6,9 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error [Run], [Sweep], [Scorecard] and [Timelines]
-// return for a configuration they refuse before simulating anything (a field out of range, an
-// unknown setup or family, a seed or load listed twice, a setup whose hedge.Config is
-// invalid), so that a caller can tell a mistake in what it asked for from a run that stopped
+// return for a configuration they refuse (a field out of range, an unknown setup or family, a
+// seed or load listed twice, a setup whose hedge.Config is invalid; all found before
+// simulating anything, but for arrivals whose rate changes far too often, found as they run), so that a caller can tell a mistake in what it asked for from a run that stopped
 // (ctx's error) with errors.Is. The message is the specific error's, unchanged.
 var ErrInvalidConfig = errors.New("sim: invalid configuration")
 

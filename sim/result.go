@@ -12,8 +12,8 @@ import (
 // it as null and the tables as "failed". Test for it with [IsFailed].
 var Failed = math.Inf(1)
 
-// MeanMs is the mean latency, in ms, of the measured calls whose latencies (ns) are lat,
-// with failed more that failed: [Failed] when any failed, since a failed call counts as slower
+// MeanMs is the mean latency, in ms, of the measured calls: lat holds the latencies (ns) of
+// those that succeeded, and failed counts those that failed. It is [Failed] when any failed, since a failed call counts as slower
 // than any success and a mean of the successes alone would read lower the more calls a setup
 // fails; 0 when there are no calls, or the run collapsed.
 func MeanMs(lat []int64, failed int, collapse bool) float64 {

@@ -251,8 +251,8 @@ func (r *runner) client() client {
 //     attempt failed) counting as slower than any success: a percentile that lands on a failed
 //     call is [Failed]. FailedPct counts every failed call, RejectedPct those refused before
 //     reaching the server. MeanMs is the mean of every measured call, Failed when any failed
-//     (a mean of the successes alone would read lower the more calls failed). All five are 0
-//     when Collapse is set.
+//     (a mean of the successes alone would read lower the more calls failed). The percentiles
+//     and MeanMs are 0 when Collapse is set.
 //   - RequestsPerCall is the attempts that reached the server per measured call. An attempt
 //     reached the server when a worker started it or, in "ignored" mode, when it was queued
 //     (the server will serve it whatever the client does). In "reaches" mode an attempt
@@ -792,7 +792,9 @@ func runAll(ctx context.Context, par, n int, run func(ctx context.Context, r *ru
 		}
 	}
 	for _, e := range errs {
-		if e != nil && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded) {
+		// A panic is reported whatever it wraps: one whose value wraps a context error is a
+		// bug in the run, not the run stopping.
+		if _, panicked := errors.AsType[*PanicError](e); panicked || e != nil && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded) {
 			return nil, e
 		}
 	}

@@ -104,14 +104,17 @@ func (t *Timeline) UnmarshalJSON(b []byte) error {
 
 // ErrTimelinePoint is returned by Timelines for a SweepConfig of more than one load, seed or
 // cancellation mode: a timeline follows one run of each setup.
-var ErrTimelinePoint = errors.New("sim: a timeline needs exactly one load, one seed and one cancellation mode")
+//
+// It is a configuration error ([ErrInvalidConfig]) itself, so that Timelines returns it as it
+// is: err == ErrTimelinePoint holds, as errors.Is does.
+var ErrTimelinePoint error = &configError{errors.New("sim: a timeline needs exactly one load, one seed and one cancellation mode")}
 
 // Timelines runs every setup (and balancer) cfg asks for, at its one load, seed and
 // cancellation mode, and returns each run second by second, in the order of a Sweep's report.
 // slowAfter is what counts as a slow call; 0 = 200 ms.
 func Timelines(ctx context.Context, cfg SweepConfig, slowAfter time.Duration) ([]Timeline, error) {
 	if len(cfg.Loads) != 1 || len(cfg.Seeds) != 1 || len(cfg.Modes) != 1 || cfg.Modes[0] == "both" {
-		return nil, invalid(ErrTimelinePoint)
+		return nil, ErrTimelinePoint
 	}
 	if slowAfter < 0 {
 		return nil, invalid(errors.New("sim: a timeline's slow calls take longer than a duration >= 0 (0 = 200ms)"))

@@ -14,8 +14,9 @@ import (
 // suppressed-reason maps are written with sorted keys (encoding/json sorts map keys), floats are
 // rounded to 4 decimals, and empty lists and maps are written as [] and {} rather than null so
 // a script never has to special-case them. A latency percentile that lands on failed calls,
-// and the mean of calls some of which failed ([sim.Failed]), are written as null. JSON has no NaN or infinity: any other such value (for
-// example the hedge win rate of a setup that never hedged) is written as 0.
+// and the mean of calls some of which failed ([sim.Failed]), are written as null. JSON has no
+// NaN or infinity: any other such value (for example the hedge win rate of a setup that never
+// hedged) is written as 0.
 func WriteJSON(w io.Writer, r sim.Report) error {
 	b, err := json.MarshalIndent(normalize(r), "", "  ")
 	if err != nil {
