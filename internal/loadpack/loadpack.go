@@ -3,7 +3,10 @@
 // write and read it back whole.
 package loadpack
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // MostWorkers is the most workers a packed report holds (16 bits).
 const MostWorkers = 1<<16 - 1
@@ -16,10 +19,17 @@ const MostWorkers = 1<<16 - 1
 // more than the workers.
 func Pack(queued, busy, workers int) uint64 {
 	if workers > MostWorkers {
-		f := float64(MostWorkers) / float64(workers)
-		queued = int(math.Ceil(float64(min(max(queued, 0), math.MaxInt32)) * f))
-		busy = int(float64(min(max(busy, 0), workers)) * f)
-		workers = MostWorkers
+		// In integers, 128 bits wide where a product needs it: a float's rounding read a server
+		// of every worker busy as one idle, and a queue of one a worker as one more than that.
+		w := uint64(workers)
+		hi, lo := bits.Mul64(uint64(min(max(queued, 0), math.MaxInt32)), MostWorkers)
+		q, rem := bits.Div64(hi, lo, w) // hi < MostWorkers < w
+		if rem != 0 {
+			q++ // rounded up
+		}
+		hi, lo = bits.Mul64(uint64(min(max(busy, 0), workers)), MostWorkers)
+		b, _ := bits.Div64(hi, lo, w) // rounded down; busy ≤ workers, so hi < w
+		queued, busy, workers = int(q), int(b), MostWorkers
 	}
 	return clamp(queued, 32)<<32 | clamp(busy, 16)<<16 | clamp(workers, 16)
 }

@@ -35,6 +35,11 @@ func TestPackScalesManyWorkersOn32Bit(t *testing.T) {
 		{math.MaxInt32, 5, math.MaxInt32, 65535, 0, 65535},
 		{-4, -1, 70000, 0, 0, 65535},
 		{12, 3, 0, 12, 3, 0}, // workers not said
+		// Exact at the edges, where a float's rounding was not: all busy stays all busy, a
+		// queue of one a worker stays one a worker.
+		{0, 65990, 65990, 0, 65535, 65535},
+		{65990, 65990, 65990, 65535, 65535, 65535},
+		{math.MaxInt32, math.MaxInt, math.MaxInt, int(min(math.MaxInt32*65535/uint64(math.MaxInt)+1, 65535)), 65535, 65535}, // 1 on 64 bits
 	} {
 		q, b, w := Unpack(Pack(tc.queued, tc.busy, tc.workers))
 		if q != tc.q || b != tc.b || w != tc.w {
