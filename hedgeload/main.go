@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -42,13 +43,37 @@ func main() {
 }
 
 // interruptContext returns a context that ends at the first interrupt (Ctrl-C), after which
-// the run winds down and writes what it has. A second interrupt ends the process at once, as
-// one does any program: the signal's default action is restored as soon as the first arrives,
-// so a teardown that is slow (a fleet of clients, a call held to its timeout) can be cut short.
-func interruptContext() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	context.AfterFunc(ctx, stop)
-	return ctx, stop
+// the run winds down and writes what it has. A second interrupt ends the process at once (exit
+// status 130, a shell's for an interrupt), so that a teardown that is slow (a fleet of clients,
+// a call held to its timeout) can be cut short. One goroutine receives both: restoring the
+// signal's default action once the first had arrived left a moment in which the second was
+// caught and dropped. stop ends it, and the context.
+func interruptContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		for first := true; ; first = false {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if !first {
+				os.Exit(130)
+			}
+			cancel()
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
+	}
 }
 
 // isTerminal reports whether f is a terminal: the progress bar is drawn only there.
