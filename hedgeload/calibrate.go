@@ -128,6 +128,11 @@ func roundTrips(ctx context.Context, protocol string, workers, n int, callRate f
 	if err := p.run(ctx, time.Now().Add(time.Millisecond)); err != nil {
 		return nil, nil, fmt.Errorf("calibration: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		// Interrupted after the last call was sent: the calls still in flight failed on the
+		// ended context, which says nothing of the server.
+		return nil, nil, fmt.Errorf("calibration: %w", err)
+	}
 	if slices.Contains(failed, true) {
 		return nil, nil, fmt.Errorf("calibration: a call to the loopback server failed (or took longer than %v)", calibrationCallTimeout)
 	}

@@ -71,8 +71,10 @@ func TestParseArgsChecks(t *testing.T) {
 		{[]string{"-hedge-delay", "5ms", "-setups", "recommended;server-assisted"}, "-hedge-delay is the delay of the fixed-delay setups"},
 		// A closed loop whose callers can queue calls has a twin at or above capacity, and
 		// every point read as a disagreement (16 callers on 16 workers: twins at 96-97 %).
-		{[]string{"-concurrency", "16"}, "-workers × -replicas (16) must be above twice the callers (32): raise -workers to 33"},
-		{[]string{"-concurrency", "16", "-replicas", "4", "-workers", "8"}, "-workers × -replicas (32) must be above twice the callers (32): raise -workers to 9"},
+		{[]string{"-concurrency", "16"}, "-workers × -replicas (16) must be above the attempts the callers can have in flight (32, 2 a call): raise -workers to 33"},
+		{[]string{"-concurrency", "16", "-replicas", "4", "-workers", "8"}, "-workers × -replicas (32) must be above the attempts the callers can have in flight (32, 2 a call): raise -workers to 9"},
+		// Three attempts a call at once: 24 in flight from 8 callers.
+		{[]string{"-concurrency", "8", "-workers", "17", "-setups", "3 attempts, no budget"}, "(24, 3 a call): raise -workers to 25"},
 		// -loads was ignored by a closed loop, whose load is the rate its callers reach.
 		{[]string{"-loads", "0.0000001", "-concurrency", "8", "-workers", "17"}, "-loads does not apply to a closed loop (-concurrency 8)"},
 	} {

@@ -17,7 +17,8 @@ import (
 // each calls the dependency once per request, and it keeps the client busy: with a server that
 // answers at once, the client's own CPU sets the pace. Each call's latency runs from the moment
 // its caller sent it; there is no schedule to fall behind. The simulator has no closed loop,
-// but against a server with no queue (-workers above twice N: no call waits for a worker,
+// but against a server with no queue (more workers than the N callers can have attempts in
+// flight, twice N for most setups, checkClosedLoopRoom: no call waits for a worker,
 // hedges included) a call's latency does not depend on when the others were sent, so its twin
 // is an open-loop run at the rate the real callers reached, its answers late by the client's
 // own delay. That delay is the CPU the callers compete for, and it is measured on the point's

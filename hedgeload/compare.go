@@ -259,8 +259,17 @@ func arrivalTolPct(measured int) float64 {
 	if measured <= 0 {
 		return tightPct
 	}
-	return max(tightPct, 300/math.Sqrt(float64(measured)))
+	return max(tightPct, arrivalSpreadPct/math.Sqrt(float64(measured)))
 }
+
+// arrivalSpreadPct is three standard deviations, in %, of the span of one Poisson arrival
+// (1/√n of n arrivals' is one): the utilisation's tolerance over n measured calls is
+// arrivalSpreadPct/√n % where that is wider than tightPct (see utilisation).
+const arrivalSpreadPct = 300
+
+// arrivalTolCalls is the fewest measured calls over which the utilisation is judged within
+// tightPct: below it, arrivalTolPct is wider.
+var arrivalTolCalls = int(math.Ceil(math.Pow(arrivalSpreadPct/tightPct, 2)))
 
 // fmtMs formats a latency in ms for a person: "failed" for a percentile on a failed call.
 func fmtMs(x float64) string {

@@ -62,9 +62,10 @@ report.html and report.json into -out with the real and simulated figures side b
 
 Latency is measured from each call's due time. A run whose generator falls behind its schedule
 (-max-lag) or whose client cannot keep up stops and says so. The exit status is 0 when every
-point agrees (p99 and p99.9 within -band, p50 and utilisation within 5 %), 1 when one does not
-or the run stopped, 2 for a bad command line. -server-scale 1.1 runs servers 10 % slower than
-the model without telling the simulator: its points should disagree.
+point agrees (p99 and p99.9 within -band, p50 and utilisation within 5 %, the utilisation wider
+over few calls), 1 when one does not or the run stopped, 2 for a bad command line.
+-server-scale 1.1 runs servers 10 % slower than the model without telling the simulator: its
+points should disagree.
 
 Examples:
   hedgeload                                   # the standard comparison (about 2.5 minutes)
@@ -118,7 +119,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	concurrency := fs.Int("concurrency", 0, "closed loop: this many callers, each sending its next call when its last ends, instead of\n"+
 		"open-loop load (with no -loads: each point's load is the rate the callers reached); -workers × -replicas must be above\n"+
-		"twice this (no call waits for a worker); with -service stragglers, a busy client against stragglers and no queue")
+		"the attempts they can have in flight, twice this for most setups (no call waits for a worker); with -service stragglers,\n"+
+		"a busy client against stragglers and no queue")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -303,15 +305,27 @@ func checkRun(r *runConfig) error {
 
 // checkClosedLoopRoom refuses a closed loop whose callers can make calls wait for a worker:
 // its simulated twin is an open loop at the rate the callers reached, which holds only where
-// no call queues, hedges included (see runCallers), that is with more workers than twice the
-// callers. With fewer the twin runs at or above capacity (16 callers on the default 16
-// workers: a twin at 97 % load, p50 24.9 ms against the real 10.3), and every point read as
-// a disagreement the servers did not cause.
+// no call queues, hedges included (see runCallers), that is with more workers than the
+// attempts the callers can have in flight (each call's MaximumConcurrent, 2 for most setups,
+// the largest of the run's setups). With fewer the twin runs at or above capacity (16 callers
+// on the default 16 workers: a twin at 97 % load, p50 24.9 ms against the real 10.3), and
+// every point read as a disagreement the servers did not cause. Behind replicas the workers
+// are counted together: a balancer that sends one replica more than its share can still make
+// a call wait there, so there the rule is necessary, not sufficient.
 func checkClosedLoopRoom(r *runConfig) error {
-	if have := r.workers * r.replicas; r.callers > 0 && have <= 2*r.callers {
+	if r.callers == 0 {
+		return nil
+	}
+	per := 2
+	for _, st := range sim.Setups(r.hedgeDelay) {
+		if slices.Contains(r.setups, st.Name) {
+			per = max(per, st.Config.MaximumConcurrent)
+		}
+	}
+	if have, need := r.workers*r.replicas, per*r.callers; have <= need {
 		return usagef("-concurrency %d: the closed loop's simulated twin holds only where no call waits for a worker, hedges included, "+
-			"so -workers × -replicas (%d) must be above twice the callers (%d): raise -workers to %d or lower -concurrency",
-			r.callers, have, 2*r.callers, (2*r.callers)/r.replicas+1)
+			"so -workers × -replicas (%d) must be above the attempts the callers can have in flight (%d, %d a call): raise -workers to %d or lower -concurrency",
+			r.callers, have, need, per, need/r.replicas+1)
 	}
 	return nil
 }

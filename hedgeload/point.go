@@ -216,7 +216,7 @@ func runReal(ctx context.Context, pc pointConfig) (sim.Point, diagnostics, error
 			diag.CallsPerClient[c]++
 		}
 	}
-	cl.figures(&pt, &diag, reps)
+	cl.figures(&pt, &diag)
 	return pt, diag, nil
 }
 
@@ -444,7 +444,7 @@ func settle(pc pointConfig, reps []*server, acct *accounts) error {
 }
 
 // figures computes pt's figures over the measured calls, as the simulator computes them.
-func (cl *caller) figures(pt *sim.Point, diag *diagnostics, reps []*server) {
+func (cl *caller) figures(pt *sim.Point, diag *diagnostics) {
 	pc, warm, acct, recs := cl.pc, cl.warm, cl.acct, cl.recs
 	n := pc.calls - warm
 	var lat []int64

@@ -54,7 +54,7 @@ func TestRejectedOnlyWhenNoAttemptReachedTheServer(t *testing.T) {
 	}
 	var pt sim.Point
 	var diag diagnostics
-	cl.figures(&pt, &diag, nil)
+	cl.figures(&pt, &diag)
 	if pt.RejectedPct != 10 || pt.FailedPct != 20 {
 		t.Errorf("rejected %v %%, failed %v %%; want 10 and 20", pt.RejectedPct, pt.FailedPct)
 	}

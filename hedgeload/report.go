@@ -83,10 +83,10 @@ func writeMarkdown(w io.Writer, rep Report) error {
 		}
 	}
 	fmt.Fprintf(&b, "**%d of %d points agree** (p99 and p99.9 within ±%g %% of the simulator's, or within the simulated seeds' range widened by as much; "+
-		"the p50 within ±%g %% of the seeds' median; the workers' utilisation within ±%g %% of the twin whose run drew the servers' own service times, the first seed's, or over n < 3,600 measured calls within ±300/√n %%, what the twin's own arrivals make it vary by). "+
+		"the p50 within ±%g %% of the seeds' median; the workers' utilisation within ±%g %% of the twin whose run drew the servers' own service times, the first seed's, or over n < %d measured calls within ±%g/√n %%, what the twin's own arrivals make it vary by). "+
 		"The simulated twin is late by the client delay each point measured on its own calls (the generator's lag before each send, the rest on each answer), and nothing is subtracted from the real figures. "+
 		"Simulated figures: the median over the seeds, their range in brackets. Wall time %.0f s.\n\n",
-		agree, len(rep.Points), m.BandPct, min(m.BandPct, tightPct), tightPct, rep.WallSeconds)
+		agree, len(rep.Points), m.BandPct, min(m.BandPct, tightPct), tightPct, arrivalTolCalls, float64(arrivalSpreadPct), rep.WallSeconds)
 	if m.ServerScale != 0 && m.ServerScale != 1 {
 		fmt.Fprintf(&b, "**Diagnostic run:** the real servers drew every service time %g times the model's (-server-scale), and the simulator was not told: the points should disagree.\n\n", m.ServerScale)
 	}
