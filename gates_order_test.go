@@ -69,6 +69,26 @@ func TestGatesAreAskedInOrderPairwise(t *testing.T) {
 			t.Errorf("cold policy, degraded breaker: reported %v, want %v", got, hedge.ReasonErrorRate)
 		}
 	})
+	// A fresh report of a long queue: the backlog gate refuses a hedge.
+	long := hedge.Load{Queued: 40, Busy: 4, Workers: 4}
+	t.Run("cold before backlog", func(t *testing.T) {
+		var s suppressions
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumSamples: 10000}),
+			Budget: noBudget, Observer: s.observe})
+		p.ReportLoad(t0, 0, long)
+		if got := nextReason(p, &s, hedge.CallOptions{}, t0); got != hedge.ReasonCold {
+			t.Errorf("cold policy, a long queue reported: reported %v, want %v", got, hedge.ReasonCold)
+		}
+	})
+	t.Run("backlog before budget", func(t *testing.T) {
+		var s suppressions
+		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond),
+			Budget: budget.Config{Ratio: budget.Zero, MinPerSecond: budget.Zero}, Observer: s.observe})
+		p.ReportLoad(t0, 0, long)
+		if got := nextReason(p, &s, hedge.CallOptions{}, t0); got != hedge.ReasonBacklog {
+			t.Errorf("empty budget, a long queue reported: reported %v, want %v", got, hedge.ReasonBacklog)
+		}
+	})
 	t.Run("budget before sheddable", func(t *testing.T) {
 		var s suppressions
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), NeverHedgeSheddable: true,
