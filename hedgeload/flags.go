@@ -114,7 +114,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	scale := fs.Float64("time-scale", 1, "multiply every time of the model by this, in [0.1, 1], to run faster; figures are reported in the model's time")
 	parallel := fs.Int("parallel", defaultParallel, "points run at once (each has its own servers and client); lower it when a run falls behind (a closed loop runs one at a time)")
 	serverScaleF := fs.Float64("server-scale", 1, "a diagnostic: the real servers multiply every drawn service time by this (the simulator is not told), to show the comparison can fail; in [0.5, 2]")
-	band := fs.Float64("band", defaultBand, "agreement band: a real p99/p99.9 agrees within ±band % of the simulated one (the p50 within ±5 %, or band if smaller; the utilisation within ±5 % of its same-seed twin's)")
+	band := fs.Float64("band", defaultBand, "agreement band: a real p99/p99.9 agrees within ±band % of the simulated one (the p50 within ±5 %, or band if smaller; the utilisation within ±5 % of its same-seed twin's, wider over few calls)")
 	maxLag := fs.Duration("max-lag", defaultMaxLag, "stop when a call is sent later than this after it was due, or 1% of a point's calls later than a twentieth of it (wire time)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	concurrency := fs.Int("concurrency", 0, "closed loop: this many callers, each sending its next call when its last ends, instead of\n"+
