@@ -52,16 +52,7 @@ func TestGatesAreAskedInOrderPairwise(t *testing.T) {
 		// MinimumSamples far above the calls made keeps the estimator cold.
 		p := hedge.MustNew(hedge.Config{Trigger: hedge.AtQuantile(0.95, hedge.Adaptive{MinimumSamples: 10000}),
 			Budget: noBudget, Breaker: &breaker.Config{}, Observer: s.observe})
-		now := t0
-		for i := range 100 { // 40% failures, never 5 in a row: closed, degraded
-			c := p.NewCall(hedge.CallOptions{})
-			if i%5 == 0 || i%5 == 2 {
-				failCall(c, now)
-			} else {
-				okCall(c, now)
-			}
-			now = now.Add(50 * time.Millisecond)
-		}
+		now := failFortyPercent(p) // closed, degraded
 		if m := p.MeasuredAt(now); m.Warm || m.Breaker != "closed" {
 			t.Fatalf("setup: warm %v, breaker %s; want cold and closed", m.Warm, m.Breaker)
 		}

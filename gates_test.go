@@ -60,12 +60,12 @@ func okCall(c *hedge.Call, at time.Time) {
 	c.AttemptDone(at.Add(time.Millisecond), 0, hedge.Outcome{})
 }
 
-func TestFortyPercentFailuresKeepTheBreakerClosedButStopHedging(t *testing.T) {
-	var s suppressions
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
-		Breaker: &breaker.Config{}, Observer: s.observe})
+// failFortyPercent makes 100 calls under p from t0, 50 ms apart, F S F S S: 40 % failures,
+// never 5 in a row (a zero breaker.Config stays closed and is degraded). It returns the time
+// after the last.
+func failFortyPercent(p *hedge.Policy) time.Time {
 	now := t0
-	for i := range 100 { // F S F S S: 40% failures, never 5 in a row
+	for i := range 100 {
 		c := p.NewCall(hedge.CallOptions{})
 		if i%5 == 0 || i%5 == 2 {
 			failCall(c, now)
@@ -74,6 +74,14 @@ func TestFortyPercentFailuresKeepTheBreakerClosedButStopHedging(t *testing.T) {
 		}
 		now = now.Add(50 * time.Millisecond)
 	}
+	return now
+}
+
+func TestFortyPercentFailuresKeepTheBreakerClosedButStopHedging(t *testing.T) {
+	var s suppressions
+	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
+		Breaker: &breaker.Config{}, Observer: s.observe})
+	now := failFortyPercent(p)
 	m := p.MeasuredAt(now)
 	if m.Breaker != "closed" || m.ErrorRate < 0.39 || m.ErrorRate > 0.41 {
 		t.Fatalf("breaker %s at error rate %.2f; want closed at 0.40", m.Breaker, m.ErrorRate)
@@ -90,20 +98,11 @@ func TestFortyPercentFailuresKeepTheBreakerClosedButStopHedging(t *testing.T) {
 	// DegradedAt 1 suppresses only when the breaker opens: the same dependency is hedged.
 	p1 := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget,
 		Breaker: &breaker.Config{DegradedAt: 1}})
-	now = t0
-	for i := range 100 {
-		c := p1.NewCall(hedge.CallOptions{})
-		if i%5 == 0 || i%5 == 2 {
-			failCall(c, now)
-		} else {
-			okCall(c, now)
-		}
-		now = now.Add(50 * time.Millisecond)
-	}
+	now = failFortyPercent(p1)
 	c = p1.NewCall(hedge.CallOptions{})
 	c.Start(now)
 	if acts := c.TimerFired(now.Add(20 * time.Millisecond)); !has(acts, hedge.StartAttempt) {
-		t.Error("SuppressAt 1 suppressed a hedge while the breaker was closed")
+		t.Error("DegradedAt 1 suppressed a hedge while the breaker was closed")
 	}
 }
 
@@ -205,9 +204,11 @@ func TestSheddableCallsNeverHedge(t *testing.T) {
 	}
 }
 
+// An overload signal pauses hedging for OverloadCooldown, here its default (0 = 5s), or for a
+// longer Retry-After.
 func TestOverloadSignalPausesHedgingForTheCooldown(t *testing.T) {
 	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget, Attempts: 3,
-		MaximumConcurrent: 2, OverloadCooldown: 5 * time.Second})
+		MaximumConcurrent: 2})
 	hedgedAt := func(at time.Time) bool {
 		c := p.NewCall(hedge.CallOptions{})
 		c.Start(at)
@@ -218,11 +219,11 @@ func TestOverloadSignalPausesHedgingForTheCooldown(t *testing.T) {
 	over := p.NewCall(hedge.CallOptions{})
 	over.Start(t0)
 	over.AttemptDone(t0.Add(time.Millisecond), 0, hedge.Classify(hedge.MarkOverloaded(errors.New("429"), 0)))
-	if hedgedAt(t0.Add(time.Second)) {
-		t.Error("hedged 1s after an overload signal, inside the 5s cool-down")
+	if hedgedAt(t0.Add(4500 * time.Millisecond)) {
+		t.Error("hedged 4.5s after an overload signal, inside the default 5s cool-down")
 	}
-	if !hedgedAt(t0.Add(6 * time.Second)) {
-		t.Error("did not hedge after the cool-down")
+	if !hedgedAt(t0.Add(5500 * time.Millisecond)) {
+		t.Error("did not hedge 5.5s after an overload signal, after the default 5s cool-down")
 	}
 	// A longer Retry-After wins over the cool-down.
 	over = p.NewCall(hedge.CallOptions{})

@@ -1,7 +1,6 @@
 package hedge_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -21,28 +20,6 @@ func TestFastFailuresAreNotSamples(t *testing.T) {
 	}
 	if m := p.MeasuredAt(now); m.Warm {
 		t.Errorf("after 50 calls whose 100 attempts all failed fast the estimator is warm (threshold %v); failures must not be samples", m.Threshold)
-	}
-}
-
-// OverloadCooldown 0 means 5s (Config): hedging pauses 5s after an overload signal.
-func TestOverloadCooldownDefaultsToFiveSeconds(t *testing.T) {
-	p := hedge.MustNew(hedge.Config{Trigger: hedge.After(20 * time.Millisecond), Budget: noBudget, Attempts: 3, MaximumConcurrent: 2})
-	hedgedAt := func(at time.Time) bool {
-		c := p.NewCall(hedge.CallOptions{})
-		c.Start(at)
-		ok := has(c.TimerFired(at.Add(20*time.Millisecond)), hedge.StartAttempt)
-		c.AttemptDone(at.Add(30*time.Millisecond), 0, hedge.Outcome{})
-		return ok
-	}
-	over := p.NewCall(hedge.CallOptions{})
-	over.Start(t0)
-	over.AttemptDone(t0.Add(time.Millisecond), 0, hedge.Classify(hedge.MarkOverloaded(errors.New("429"), 0)))
-	over.Cancel(t0.Add(time.Millisecond), nil)
-	if hedgedAt(t0.Add(4500 * time.Millisecond)) {
-		t.Error("hedged 4.5s after an overload signal: the default cool-down is 5s")
-	}
-	if !hedgedAt(t0.Add(5500 * time.Millisecond)) {
-		t.Error("not hedged 5.5s after an overload signal: the default cool-down is 5s")
 	}
 }
 
